@@ -1,0 +1,86 @@
+"""Jurybox's error tree, split by "would a retry help?".
+
+    JuryboxError
+    ├── ConfigError          the panel, a critic or a scale is wrong: fix the configuration
+    │   └── PlaceholderError a prompt names a field the dataset does not have
+    ├── DataError            the dataset (or another input file) is wrong: fix the file
+    └── CallFailure          one model call did not give a verdict (kept as a failed Verdict,
+                             never raised out of a panel run)
+        ├── RetryableCallError   429, 5xx, timeouts, resets, HTML from a proxy
+        ├── ItemCallError        fatal for this item only (e.g. context too long)
+        ├── CriticCallError      fatal for the critic (401, 403, 404, out of quota)
+        ├── RefusalError         the model declined to judge
+        ├── TruncatedError       finish_reason=length with no usable answer
+        └── ParseError           the reply does not hold a verdict on the scale
+
+Errors are translated into these at one boundary (the call layer for HTTP, the importers for
+files); pages turn them into a sentence with `str(error)`. No message ever contains an API key.
+"""
+
+from __future__ import annotations
+
+
+class JuryboxError(Exception):
+    """Base of every error Jurybox raises on purpose."""
+
+
+class ConfigError(JuryboxError):
+    """A panel, critic or scale is misconfigured. Retrying will not help; editing it will."""
+
+
+class PlaceholderError(ConfigError):
+    """A prompt template names a placeholder that is not a field of the items."""
+
+    def __init__(self, critic: str, placeholder: str, fields: list[str]) -> None:
+        self.critic = critic
+        self.placeholder = placeholder
+        self.fields = sorted(fields)
+        available = ", ".join(self.fields) or "(none)"
+        super().__init__(
+            f"Critic {critic!r}: the prompt uses {{{placeholder}}} but the items have no field "
+            f"{placeholder!r}. Fields available: {available}."
+        )
+
+
+class DataError(JuryboxError):
+    """An input file (dataset, panel file) cannot be used as it is."""
+
+
+class CallFailure(JuryboxError):
+    """One model call did not produce a verdict. `kind` is a `FailureKind` value."""
+
+    kind: str = "error"
+
+    def __init__(self, message: str, *, raw: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class RetryableCallError(CallFailure):
+    kind = "error"
+
+    def __init__(
+        self, message: str, *, raw: str | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, raw=raw)
+        self.retry_after = retry_after
+
+
+class ItemCallError(CallFailure):
+    kind = "item_error"
+
+
+class CriticCallError(CallFailure):
+    kind = "critic_error"
+
+
+class RefusalError(CallFailure):
+    kind = "refusal"
+
+
+class TruncatedError(CallFailure):
+    kind = "truncated"
+
+
+class ParseError(CallFailure):
+    kind = "parse_fail"

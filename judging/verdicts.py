@@ -1,0 +1,151 @@
+"""Plain data that flows out of a panel run: items in, verdicts and panel verdicts out.
+
+These are dataclasses, not pydantic models: a run makes millions of them and `storage` takes
+them as plain data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class FailureKind(StrEnum):
+    """Why a call did not give a usable verdict. A failure is kept, never dropped."""
+
+    ERROR = "error"  # retries exhausted: 429/5xx/timeouts/resets, or an unexpected reply
+    ITEM_ERROR = "item_error"  # fatal for this item only (e.g. context too long)
+    CRITIC_ERROR = "critic_error"  # fatal for the critic: bad key, no model, out of quota
+    REFUSAL = "refusal"  # the model declined to judge
+    TRUNCATED = "truncated"  # finish_reason=length before a verdict
+    PARSE_FAIL = "parse_fail"  # a reply came back but holds no verdict on the scale
+    CANCELLED = "cancelled"  # the run was cancelled before this call was sent
+
+
+@dataclass(slots=True)
+class Item:
+    """One thing to judge: a stable id, its fields (usable as {placeholders}), maybe a gold label."""
+
+    id: str
+    fields: dict[str, Any]
+    gold: str | None = None
+
+    @classmethod
+    def coerce(cls, value: Item | dict[str, Any], index: int = 0) -> Item:
+        """Accept an `Item` or a plain dict (its "id" key, else a hash of its fields)."""
+        if isinstance(value, Item):
+            return value
+        fields = dict(value)
+        item_id = fields.pop("id", None)
+        gold = fields.pop("gold", None)
+        if item_id is None:
+            digest = hashlib.sha256(
+                json.dumps(fields, sort_keys=True, default=str).encode()
+            ).hexdigest()
+            item_id = digest[:12]
+        return cls(id=str(item_id), fields=fields, gold=None if gold is None else str(gold))
+
+
+@dataclass(slots=True)
+class Verdict:
+    """One critic's judgement of one item, with the evidence behind it.
+
+    Exactly one of these holds: `failure is None` and `label` (or `score`) is set; or `failure`
+    says why there is no verdict and `message` says it in a sentence.
+    """
+
+    critic: str
+    item_id: str
+    label: str | None = None
+    score: float | None = None
+    confidence: float | None = None
+    reasoning: str | None = None
+    failure: FailureKind | None = None
+    message: str | None = None
+    raw_request: dict[str, Any] | None = None  # what was sent, never the API key
+    raw_response: str | None = None  # the body as received
+    latency_ms: float | None = None
+    attempts: int = 0
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None  # None when the model's price is unknown, never 0
+    cache_key: str | None = None
+    vendor: str | None = None
+    model: str | None = None
+    simulated: bool = False
+    cached: bool = False  # served from the cache of an earlier successful call
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def value(self) -> str | float | None:
+        """The label, or the score on numeric scales."""
+        return self.label if self.label is not None else self.score
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["failure"] = self.failure.value if self.failure else None
+        return data
+
+
+@dataclass(slots=True)
+class VoteOutcome:
+    """What a voting strategy decides for one item.
+
+    Attributes:
+        consensus: the winning label, or the aggregated score; None when the vote abstains.
+        agreement: share of *all* critics (failed ones included) that back the consensus; for
+            scores, the share within the consensus spread. None when nothing could be counted.
+        disagreement: True unless every critic gave a valid verdict and they agree. A failed
+            critic never makes a vote look agreed.
+        counts: valid verdicts per label (or per recommendation for scores).
+        failed: how many critics gave no valid verdict.
+        recommendation: for score strategies with thresholds, the band the score falls in.
+        spread: for scores, max - min of the valid scores; variance where the strategy gives it.
+        tie: True when the strategy had to break a tie (see the tie policy).
+        note: a short sentence on anything unusual (tie broken, abstained, errors counted as X).
+    """
+
+    consensus: str | float | None
+    agreement: float | None
+    disagreement: bool
+    counts: dict[str, int] = field(default_factory=dict)
+    failed: int = 0
+    recommendation: str | None = None
+    spread: float | None = None
+    variance: float | None = None
+    tie: bool = False
+    note: str | None = None
+
+
+@dataclass(slots=True)
+class PanelVerdict:
+    """The panel's decision on one item: the vote plus every critic's verdict."""
+
+    item_id: str
+    outcome: VoteOutcome
+    verdicts: list[Verdict]
+    strategy: str
+    tier: int = 0  # the last tier that was called for this item
+    settled_by: str | None = None  # e.g. "tier 0: unanimous", "tier 0: guard failure"
+
+    @property
+    def consensus(self) -> str | float | None:
+        return self.outcome.consensus
+
+    @property
+    def agreement(self) -> float | None:
+        return self.outcome.agreement
+
+    @property
+    def disagreement(self) -> bool:
+        return self.outcome.disagreement
+
+    @property
+    def failed(self) -> int:
+        return self.outcome.failed

@@ -1,0 +1,173 @@
+"""Cross-field checks of a panel: what pydantic's per-field validation cannot see.
+
+Each problem is a `ConfigError` whose message starts with the field path (`voting.fallback:`,
+`critics[2].base_url:`) and says what to change. The Panel model calls `check_panel` from its
+validator, so a panel that exists is a panel that can run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from judging.errors import ConfigError
+from judging.voting import (
+    DATASET_STRATEGIES,
+    STRATEGIES,
+    STRATEGY_KINDS,
+    unknown_strategy_message,
+)
+
+if TYPE_CHECKING:
+    from judging.panel import Panel
+
+# Vendors that need no preset entry: the built-in simulator and any OpenAI-compatible URL.
+_ALWAYS_KNOWN_VENDORS = ("simulated", "custom")
+
+
+def check_panel(panel: Panel) -> None:
+    """Check that a panel's parts fit together.
+
+    Args:
+        panel: the panel to check (its fields are already valid one by one).
+
+    Raises:
+        ConfigError: the first problem found, in a sentence naming the field and the fix.
+    """
+    _check_critics(panel)
+    _check_strategy(panel)
+    # Policies before labels: "count_as needs a label scale" says more than "not a label".
+    _check_policies(panel)
+    _check_labels(panel)
+    _check_cascade(panel)
+
+
+def _labels_text(labels: list[str]) -> str:
+    return ", ".join(labels) if labels else "(a score scale has no labels)"
+
+
+def _check_critics(panel: Panel) -> None:
+    seen: dict[str, int] = {}
+    for index, critic in enumerate(panel.critics):
+        if critic.name in seen:
+            raise ConfigError(
+                f"critics[{index}].name: {critic.name!r} is already the name of critics"
+                f"[{seen[critic.name]}]; every critic needs its own name"
+            )
+        seen[critic.name] = index
+    if all(critic.weight == 0 for critic in panel.critics):
+        raise ConfigError(
+            "critics: every critic has weight 0, so no vote would count; "
+            "give at least one critic a weight above 0"
+        )
+    presets = _vendor_presets()
+    for index, critic in enumerate(panel.critics):
+        if critic.vendor == "custom" and not critic.base_url:
+            raise ConfigError(
+                f"critics[{index}].base_url: vendor 'custom' needs the base URL of an "
+                "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"
+            )
+        known = (
+            presets is None or critic.vendor in _ALWAYS_KNOWN_VENDORS or critic.vendor in presets
+        )
+        if not known:
+            choices = sorted(set(presets or ()) | set(_ALWAYS_KNOWN_VENDORS))
+            raise ConfigError(
+                f"critics[{index}].vendor: unknown vendor {critic.vendor!r}; choose one of "
+                f"{', '.join(choices)} (or 'custom' with a base_url)"
+            )
+
+
+def _vendor_presets() -> Any | None:
+    """The vendor presets, or None while the vendors module is not there to ask."""
+    try:
+        # Imported late: vendors may import the panel model, which imports this module.
+        from judging.vendors import PRESETS
+    except ImportError:
+        return None
+    return PRESETS
+
+
+def _check_strategy(panel: Panel) -> None:
+    voting = panel.voting
+    name = voting.strategy
+    if name not in STRATEGIES and name not in DATASET_STRATEGIES:
+        raise ConfigError(unknown_strategy_message(name))
+    kind = STRATEGY_KINDS.get(name, "both")
+    if kind == "label" and panel.scale.is_numeric:
+        raise ConfigError(
+            f"voting.strategy: {name!r} votes on labels but the scale is a score scale; "
+            "use mean, weighted-mean, median, max, min, mean-variance or spread"
+        )
+    if kind == "score" and not panel.scale.is_numeric:
+        raise ConfigError(
+            f"voting.strategy: {name!r} aggregates scores but the scale is {panel.scale.kind}; "
+            "use plurality, majority, unanimous, weighted, any or first-disagreement"
+        )
+    if name == "any" and voting.target_label is None:
+        raise ConfigError("voting.target_label: the 'any' strategy needs the label to look for")
+    if name == "spread" and voting.max_spread is None:
+        raise ConfigError("voting.max_spread: the 'spread' strategy needs a maximum spread")
+
+
+def _check_labels(panel: Panel) -> None:
+    labels = panel.scale.labels
+    voting = panel.voting
+    named: list[tuple[str, str | None]] = [
+        (f"voting.priority[{i}]", label) for i, label in enumerate(voting.priority)
+    ]
+    named += [
+        ("voting.fallback", voting.fallback),
+        ("voting.error_label", voting.error_label),
+        ("voting.target_label", voting.target_label),
+        ("cascade.reject_label", panel.cascade.reject_label),
+    ]
+    for path, label in named:
+        if label is not None and label not in labels:
+            raise ConfigError(
+                f"{path}: {label!r} is not a label of the scale; labels: {_labels_text(labels)}"
+            )
+    if len(set(voting.priority)) != len(voting.priority):
+        raise ConfigError("voting.priority: a label is listed twice")
+
+
+def _check_policies(panel: Panel) -> None:
+    voting = panel.voting
+    scale = panel.scale
+    if voting.error_policy == "count_as":
+        if scale.is_numeric:
+            raise ConfigError(
+                "voting.error_policy: 'count_as' needs a label scale; on a score scale a failure "
+                "cannot be counted as a number (it would bias the aggregate). Use 'ignore' or "
+                "'abstain'."
+            )
+        if voting.error_label is None:
+            raise ConfigError(
+                "voting.error_label: error_policy 'count_as' needs the label a failure counts as"
+            )
+    if voting.thresholds:
+        if not scale.is_numeric:
+            raise ConfigError(
+                f"voting.thresholds: thresholds map a score to a recommendation, but the scale "
+                f"is {scale.kind}; remove them or use a score scale"
+            )
+        assert scale.min is not None and scale.max is not None
+        for name, lower in voting.thresholds.items():
+            if not scale.min <= lower <= scale.max:
+                raise ConfigError(
+                    f"voting.thresholds[{name!r}]: {lower:g} is outside the scale "
+                    f"{scale.min:g}..{scale.max:g}"
+                )
+    if voting.max_spread is not None and not scale.is_numeric:
+        raise ConfigError(
+            f"voting.max_spread: a spread applies to scores, but the scale is {scale.kind}"
+        )
+
+
+def _check_cascade(panel: Panel) -> None:
+    tiers = sorted({critic.tier for critic in panel.critics})
+    for index, tier in enumerate(panel.cascade.guard_tiers):
+        if tier not in tiers:
+            raise ConfigError(
+                f"cascade.guard_tiers[{index}]: no critic is in tier {tier}; tiers in use: "
+                f"{', '.join(str(t) for t in tiers)}"
+            )

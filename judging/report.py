@@ -22,10 +22,6 @@ from judging.agreement import (
     Proportion,
     RatingMatrix,
     Statistic,
-    _alpha_from_parts,
-    _alpha_parts,
-    _bootstrap_from_parts,
-    _per_item_from_parts,
     encode_ratings,
     fleiss_kappa_result,
     gwet_ac1,
@@ -33,6 +29,15 @@ from judging.agreement import (
     pairwise_kappa,
     percent_agreement,
     proportion,
+)
+
+# The report computes alpha's parts once and derives alpha, per-item alpha and the bootstrap
+# from them, rather than re-encoding the ratings three times.
+from judging.agreement.alpha import (
+    _alpha_from_parts,
+    _alpha_parts,
+    _bootstrap_from_parts,
+    _per_item_from_parts,
 )
 from judging.dawid_skene import DawidSkeneResult, dawid_skene
 from judging.scales import Scale

@@ -27,9 +27,9 @@ from judging.agreement import (
     percent_agreement,
     wilson_interval,
 )
+from judging.agreement import alpha as alpha_module
 from tests.fixtures_agreement import (
     FLEISS_1971_COUNTS,
-    KRIPPENDORFF_2011_OBSERVERS,
     WIKIPEDIA_FLEISS_COUNTS,
 )
 
@@ -102,8 +102,8 @@ def test_random_data_matches_krippendorff_package(seed, level):
 def test_many_distinct_values_path_matches_package(monkeypatch, level):
     # Force the code path used for thousands of distinct values (no V x V matrix, no
     # dense counts) on data small enough for the package to check.
-    monkeypatch.setattr(ag, "_MAX_DENSE_VALUES", 3)
-    monkeypatch.setattr(ag, "_MAX_BOOTSTRAP_CELLS", 10)
+    monkeypatch.setattr(alpha_module, "_MAX_DENSE_VALUES", 3)
+    monkeypatch.setattr(alpha_module, "_MAX_BOOTSTRAP_CELLS", 10)
     rng = np.random.default_rng(3)
     grid = np.round(rng.gamma(2.0, 2.0, size=(40, 3)), 1)
     grid[rng.random(grid.shape) < 0.15] = np.nan
@@ -267,7 +267,7 @@ def test_each_resample_is_the_exact_alpha_of_the_resampled_units(monkeypatch, le
             [np.bincount(inverse[p], minlength=len(freq)) for p in picks[:size]]
         ).astype(float)
 
-    monkeypatch.setattr(ag, "_draw_multiplicities", fixed_draws)
+    monkeypatch.setattr(alpha_module, "_draw_multiplicities", fixed_draws)
     result = bootstrap_alpha(units, level, resamples=5, seed=0)
     expected = [krippendorff_alpha([units[i] for i in p], level) for p in picks]
     assert result.method == "exact"
@@ -277,7 +277,7 @@ def test_each_resample_is_the_exact_alpha_of_the_resampled_units(monkeypatch, le
 def test_bootstrap_fixed_expected_fallback_is_close_to_exact(monkeypatch):
     units = _random_units(9, n_units=300)
     exact = bootstrap_alpha(units, "ratio", resamples=400, seed=1)
-    monkeypatch.setattr(ag, "_MAX_BOOTSTRAP_CELLS", 10)
+    monkeypatch.setattr(alpha_module, "_MAX_BOOTSTRAP_CELLS", 10)
     fallback = bootstrap_alpha(units, "ratio", resamples=400, seed=1)
     assert fallback.method == "fixed-expected"
     assert fallback.low == pytest.approx(exact.low, abs=0.05)

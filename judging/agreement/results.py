@@ -1,0 +1,135 @@
+"""The result types of the agreement statistics: a value, or None with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Level = Literal["nominal", "ordinal", "interval", "ratio"]
+KappaWeights = Literal["linear", "quadratic"] | None
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+
+# --------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass(frozen=True, slots=True)
+class AlphaResult:
+    """Krippendorff's alpha with what it rests on.
+
+    Attributes:
+        value: alpha, or None when undefined.
+        reason: why alpha is undefined (None when it is defined).
+        level: the measurement level used.
+        n_units: units given.
+        n_pairable_units: units with at least two valid ratings (the others are dropped).
+        n_pairable: pairable values, the `n` of Krippendorff's formulas.
+        observed: observed disagreement D_o (None when nothing is pairable).
+        expected: expected disagreement D_e (None when nothing is pairable).
+    """
+
+    value: float | None
+    reason: str | None
+    level: str
+    n_units: int
+    n_pairable_units: int
+    n_pairable: int
+    observed: float | None = None
+    expected: float | None = None
+
+    @property
+    def defined(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True, slots=True)
+class BootstrapResult:
+    """A percentile bootstrap interval for alpha, and the resampled values (for a histogram).
+
+    Attributes:
+        low, high: the interval bounds, None when alpha is undefined on the data.
+        confidence: e.g. 0.95.
+        distribution: alpha of every resample where it is defined.
+        resamples: resamples drawn.
+        n_undefined: resamples where alpha was undefined (e.g. no variation left); excluded.
+        seed: the random seed (same seed, same interval).
+        method: "exact" (alpha recomputed on each resample) or "fixed-expected" (only the
+            observed disagreement is resampled; used when there are too many distinct values).
+        reason: why there is no interval, else None.
+    """
+
+    low: float | None
+    high: float | None
+    confidence: float
+    distribution: np.ndarray
+    resamples: int
+    n_undefined: int
+    seed: int | None
+    method: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Statistic:
+    """A coefficient (kappa, AC1, percent agreement) with the number of units it rests on.
+
+    Attributes:
+        value: the coefficient, or None when undefined.
+        reason: why it is undefined, else None.
+        n: units (or items) it was computed on.
+        observed: observed agreement p_o / p_a where the coefficient has one.
+        chance: chance agreement p_e where the coefficient has one.
+    """
+
+    value: float | None
+    reason: str | None
+    n: int
+    observed: float | None = None
+    chance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Proportion:
+    """Agreement of one critic with a reference: k of n items, with a Wilson interval.
+
+    Attributes:
+        value: k / n, None when n == 0.
+        low, high: Wilson score interval at `confidence`.
+        n: items where both the critic and the reference have a value.
+        agree: items where they agree.
+        missing: items where the reference has a value but the critic failed (not in n).
+        reason: why value is None, else None.
+    """
+
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    agree: int
+    missing: int = 0
+    confidence: float = 0.95
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KappaMatrix:
+    """Cohen's kappa for every pair of critics.
+
+    Attributes:
+        critics: critic names, in row/column order.
+        values: R x R kappas, NaN where undefined (the diagonal is a critic against itself).
+        n: R x R counts of items both critics rated.
+        reasons: (row, col) -> why that kappa is undefined.
+    """
+
+    critics: list[str]
+    values: np.ndarray
+    n: np.ndarray
+    reasons: dict[tuple[int, int], str] = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The kappa values as a labelled DataFrame (NaN where undefined)."""
+        return pd.DataFrame(self.values, index=self.critics, columns=self.critics)

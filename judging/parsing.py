@@ -1,0 +1,358 @@
+"""Reading a vendor's reply: a verdict on the scale, or a classified failure.
+
+`parse_reply` takes an HTTP status and body and returns a `ParsedReply`, or raises the
+`judging.errors.CallFailure` subclass that says whether a retry would help:
+
+    RetryableCallError   429, 408, 409, 5xx, 529, HTML from a proxy, an unknown error in a 200
+    ItemCallError        400 context length (and other 4xx about this request)
+    CriticCallError      401, 403, 404, 429 insufficient_quota
+    RefusalError         a `refusal` field, or a refusal in prose with no label
+    TruncatedError       finish_reason=length with no usable answer
+    ParseError           anything else that holds no verdict on the scale (raw text kept)
+
+This module never sleeps and never sends anything: retries live in `judging.calls`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from judging.errors import (
+    CallFailure,
+    CriticCallError,
+    ItemCallError,
+    ParseError,
+    RefusalError,
+    RetryableCallError,
+    TruncatedError,
+)
+from judging.scales import Scale
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+_LABEL_KEYS = ("label", "kind", "verdict", "answer", "decision")
+_SCORE_KEYS = ("score", "rating", "value")
+_REASON_KEYS = ("reasoning", "rationale", "explanation", "reason")
+_CONTEXT_MARKERS = (
+    "context_length",
+    "context length",
+    "maximum context",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "reduce the length",
+)
+_QUOTA_MARKERS = ("insufficient_quota", "exceeded your current quota", "billing", "credit")
+_REFUSAL = re.compile(
+    r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:'|no)?t|i cannot|i won'?t|i will not|"
+    r"i am (?:not able|unable)|i'?m (?:not able|unable)|as an ai)",
+    re.IGNORECASE,
+)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_MAX_RAW = 2000  # characters of a bad reply quoted in a message (the full body is kept apart)
+
+
+@dataclass(slots=True)
+class ParsedReply:
+    """A successful reply, reduced to what a `Verdict` needs."""
+
+    label: str | None
+    score: float | None
+    confidence: float | None
+    reasoning: str | None
+    tokens_in: int | None
+    tokens_out: int | None
+    finish_reason: str | None
+
+
+def looks_like_html(text: str) -> bool:
+    """True for an HTML page (a proxy's or load balancer's error page), not a JSON reply."""
+    head = text[:300].lstrip().lower()  # slice first: never copy a whole large body
+    return head.startswith("<!doctype html") or head.startswith("<html") or "<body" in head
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("message", "code", "type", "status") if error.get(k)]
+        metadata = error.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("raw"):
+            parts.append(str(metadata["raw"])[:300])
+        return "; ".join(parts) or json.dumps(error)[:300]
+    return str(error)[:300]
+
+
+def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFailure:
+    """Turn a vendor error (HTTP status + the `error` object, if any) into a CallFailure.
+
+    Args:
+        status: the HTTP status, or for an error inside a 200 the error's own numeric code
+            when it has one (else 200).
+        error: the decoded `error` value (dict or string), or None.
+        raw: the reply body, kept on the failure.
+
+    Returns:
+        The failure to raise; `judging.calls` decides about retries from its class.
+    """
+    detail = _error_text(error) if error is not None else (raw or "")[:300].strip()
+    folded = detail.casefold()
+    said = f": {detail}" if detail else ""
+    if any(marker in folded for marker in _QUOTA_MARKERS) and status in (402, 429, 200, 403):
+        return CriticCallError(f"out of quota or credit (HTTP {status}){said}", raw=raw)
+    if any(marker in folded for marker in _CONTEXT_MARKERS):
+        return ItemCallError(f"the prompt is too long for the model (HTTP {status}){said}", raw=raw)
+    if status in (401, 403):
+        return CriticCallError(f"the vendor refused the API key (HTTP {status}){said}", raw=raw)
+    if status == 402:
+        return CriticCallError(f"payment required (HTTP 402){said}", raw=raw)
+    if status == 404:
+        return CriticCallError(f"model or endpoint not found (HTTP 404){said}", raw=raw)
+    if status in RETRYABLE_STATUSES or status >= 500:
+        return RetryableCallError(f"HTTP {status}{said}", raw=raw)
+    if 400 <= status < 500:
+        return ItemCallError(f"the vendor rejected this request (HTTP {status}){said}", raw=raw)
+    # An error object inside a 200 with no usable code: upstream hiccups (OpenRouter) are
+    # usually transient, and the retry budget bounds the cost of being wrong.
+    return RetryableCallError(f"error inside a {status} reply{said}", raw=raw)
+
+
+def _embedded_error(data: Any, raw: str) -> CallFailure | None:
+    """An error object inside an HTTP 200 body (OpenRouter) or a JSON array of them (Gemini)."""
+    error: Any = None
+    if isinstance(data, dict) and data.get("error") and not data.get("choices"):
+        error = data["error"]
+    elif isinstance(data, list):
+        for entry in data:
+            if isinstance(entry, dict) and entry.get("error"):
+                error = entry["error"]
+                break
+        else:
+            return ParseError("the reply is a JSON array, not a chat completion", raw=raw)
+    if error is None:
+        return None
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and 100 <= code <= 599 else 200
+    return classify_error(status, error, raw=raw)
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content)
+
+
+def split_thinking(text: str) -> tuple[str, str | None]:
+    """Split `text` at the LAST `</think>`: (the answer, the thinking before it or None).
+
+    An opening `<think>` is optional (DeepSeek-R1 emits only the closing tag); JSON inside the
+    thinking is never the answer.
+    """
+    if "</think>" not in text:
+        return text, None
+    thinking, _, answer = text.rpartition("</think>")
+    thinking = thinking.replace("<think>", "").strip()
+    return answer, thinking or None
+
+
+def _objects_in(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in `text`, in order (fenced blocks first)."""
+    found: list[dict[str, Any]] = []
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for chunk in candidates:
+        stripped = chunk.strip()
+        try:
+            whole = json.loads(stripped)
+        except ValueError:
+            whole = None
+        if isinstance(whole, dict):
+            found.append(whole)
+            continue
+        index = stripped.find("{")
+        while index != -1:
+            try:
+                value, end = decoder.raw_decode(stripped, index)
+            except ValueError:
+                index = stripped.find("{", index + 1)
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+            index = stripped.find("{", end)
+    return found
+
+
+def _pick(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    lowered = {str(k).casefold(): v for k, v in obj.items()}
+    for key in keys:
+        if key in lowered and lowered[key] is not None:
+            return lowered[key]
+    return None
+
+
+def normalize_confidence(value: Any) -> float | None:
+    """A confidence in 0..1, or None when it cannot be read as one.
+
+    Values in 0..1 are kept. Values in (1, 100] are read as percentages (85 -> 0.85), as are
+    strings like "85%". Anything else (negative, above 100, words like "high") is None: a made-up
+    number would bias confidence-weighted votes.
+    """
+    if isinstance(value, bool) or value is None:
+        return None
+    percent = False
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith("%"):
+            percent, text = True, text[:-1].strip()
+        try:
+            value = float(text)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or value != value:  # NaN
+        return None
+    number = float(value)
+    if percent or number > 1:
+        number /= 100.0
+    return number if 0.0 <= number <= 1.0 else None
+
+
+def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None, None
+    tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
+    tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
+    return (
+        tokens_in if isinstance(tokens_in, int) else None,
+        tokens_out if isinstance(tokens_out, int) else None,
+    )
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "..."
+
+
+def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
+    """Read one chat-completions reply.
+
+    Args:
+        status: the HTTP status code.
+        body: the reply body as text.
+        scale: the panel's scale; the verdict is normalised onto it.
+
+    Returns:
+        The label (or score on numeric scales), confidence, reasoning, tokens and finish reason.
+
+    Raises:
+        CallFailure: a subclass saying what went wrong (see the module docstring). ParseError
+            keeps the model's text in `raw`.
+    """
+    if looks_like_html(body):
+        raise RetryableCallError(
+            f"HTTP {status} with an HTML page instead of JSON (a proxy or gateway error)",
+            raw=body,
+        )
+    try:
+        data = json.loads(body) if body.strip() else None
+    except ValueError:
+        data = None
+        if status < 400:
+            raise RetryableCallError(
+                f"HTTP {status} reply is not JSON: {_clip(body.strip())[:200]!r}", raw=body
+            ) from None
+    if status >= 400 or status < 200:
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(data, list):
+            error = next((e.get("error") for e in data if isinstance(e, dict)), None)
+        raise classify_error(status, error, raw=body)
+    if data is None:
+        raise RetryableCallError(f"HTTP {status} with an empty body", raw=body)
+    embedded = _embedded_error(data, body)
+    if embedded is not None:
+        raise embedded
+    if not isinstance(data, dict):
+        raise ParseError("the reply is not a JSON object", raw=body)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ParseError("the reply has no choices", raw=body)
+    choice = choices[0]
+    message = choice.get("message") or {}
+    finish_reason = choice.get("finish_reason")
+    tokens_in, tokens_out = _usage(data)
+
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal.strip():
+        raise RefusalError(f"the model refused: {_clip(refusal.strip())}", raw=refusal)
+
+    content = _content_text(message.get("content"))
+    answer, thinking = split_thinking(content)
+    side_reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if not isinstance(side_reasoning, str) or not side_reasoning.strip():
+        side_reasoning = None
+    fallback_reasoning = side_reasoning or thinking
+
+    if not answer.strip():
+        if finish_reason == "length":
+            raise TruncatedError(
+                "the reply was cut off (finish_reason=length) before any answer: raise "
+                "max_tokens (thinking may have used the budget)",
+                raw=content or None,
+            )
+        raise ParseError(
+            f"the reply content is blank (finish_reason={finish_reason})", raw=content or None
+        )
+
+    label: str | None = None
+    score: float | None = None
+    confidence: float | None = None
+    reasoning: str | None = None
+    objects = _objects_in(answer)
+    chosen = next(
+        (o for o in objects if _pick(o, _LABEL_KEYS + _SCORE_KEYS) is not None),
+        None,
+    )
+    try:
+        if chosen is not None:
+            keys = _SCORE_KEYS + _LABEL_KEYS if scale.is_numeric else _LABEL_KEYS + _SCORE_KEYS
+            value = scale.normalize(_pick(chosen, keys))
+            confidence = normalize_confidence(_pick(chosen, ("confidence",)))
+            found_reason = _pick(chosen, _REASON_KEYS)
+            reasoning = str(found_reason) if found_reason not in (None, "") else None
+        else:
+            # A bare label ("KEEP") is a verdict too; prose is not.
+            value = scale.normalize(answer.strip())
+    except ParseError as error:
+        if chosen is None and finish_reason == "length":
+            raise TruncatedError(
+                "the reply was cut off (finish_reason=length) before a complete answer",
+                raw=content,
+            ) from None
+        if chosen is None and _REFUSAL.search(answer):
+            raise RefusalError(f"the model refused: {_clip(answer.strip())}", raw=content) from None
+        if chosen is None:
+            raise ParseError(
+                f"no JSON verdict in the reply: {_clip(answer.strip())[:200]!r}", raw=content
+            ) from None
+        raise ParseError(str(error), raw=content) from None
+
+    if isinstance(value, float):
+        score = value
+    else:
+        label = value
+    return ParsedReply(
+        label=label,
+        score=score,
+        confidence=confidence,
+        reasoning=reasoning or fallback_reasoning,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+    )

@@ -1,0 +1,434 @@
+"""Running a panel over items: a pool of worker threads over item x critic calls.
+
+`run_panel` is what `Panel.judge` and `Panel.judge_many` use. Design notes:
+
+- One `CallRunner` (pooled clients, retries, cache) is shared by all workers; `concurrency`
+  threads pull calls from one queue, so at most `concurrency` requests are in flight and no
+  thread busy-waits.
+- Calls are queued item by item, so items complete roughly in input order (the storage layer
+  can write them in batches as they come).
+- When the last call of an item's tier returns, the worker that returned it votes and, for a
+  cascade, either settles the item or queues the next tier's calls.
+- Nothing raises out of a call. Exceptions raised by YOUR callbacks (`on_verdict`,
+  `on_progress`) stop the run (no new requests) and are re-raised by `run_panel` once the
+  workers have stopped, so a storage failure is never silently lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from judging.calls import CallCache, CallRunner, CriticGate, default_runner
+from judging.cascade import Tier, decide, plan_tiers, rejected
+from judging.critics import Critic
+from judging.vendors import KeyLookup
+from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+from judging.voting import DATASET_STRATEGIES, VotingConfig, vote
+
+if TYPE_CHECKING:
+    from judging.panel import Panel
+
+OnVerdict = Callable[[Verdict, Item], None]
+OnProgress = Callable[["RunProgress"], None]
+
+
+@dataclass(slots=True)
+class RunProgress:
+    """A snapshot of a run, handed to `on_progress` (a copy: safe to keep).
+
+    Attributes:
+        total: calls planned (items x critics; for cascades an upper bound that `calls_saved`
+            eats into as items settle early).
+        done: calls finished (successes and failures, cached and cancelled included).
+        failed: calls that gave no verdict (any `FailureKind`, cancelled included).
+        cached: calls served from the cache (no request, no cost this run).
+        cancelled: calls not sent because the run was cancelled.
+        calls_saved: calls a cascade did not need to make.
+        items_total / items_done: items in the run / items with a panel verdict.
+        critic_done / critic_failed: per critic name.
+        tokens_in / tokens_out: tokens of calls sent in this run (cached ones excluded).
+        cost_usd: the known cost of calls sent in this run.
+        cost_unknown: calls whose price is unknown (their cost is not in `cost_usd`).
+        elapsed_s: seconds since the run started.
+    """
+
+    total: int
+    items_total: int
+    done: int = 0
+    failed: int = 0
+    cached: int = 0
+    cancelled: int = 0
+    calls_saved: int = 0
+    items_done: int = 0
+    critic_done: dict[str, int] = field(default_factory=dict)
+    critic_failed: dict[str, int] = field(default_factory=dict)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    cost_unknown: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def calls_per_second(self) -> float:
+        """Finished calls per second of wall time."""
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def fraction(self) -> float:
+        """Share of the planned work finished (settled-early calls count as finished)."""
+        return min(1.0, (self.done + self.calls_saved) / self.total) if self.total else 1.0
+
+    def copy(self) -> RunProgress:
+        return dataclasses.replace(
+            self, critic_done=dict(self.critic_done), critic_failed=dict(self.critic_failed)
+        )
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything a run produced: panel verdicts in input order, the final progress, and the
+    critics that were stopped (name -> reason)."""
+
+    verdicts: list[PanelVerdict]
+    progress: RunProgress
+    stopped_critics: dict[str, str]
+
+
+@dataclass(slots=True)
+class _ItemState:
+    index: int
+    item: Item
+    tier_pos: int = 0
+    pending: int = 0
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
+
+
+class _Run:
+    def __init__(
+        self,
+        panel: Panel,
+        items: list[Item],
+        *,
+        concurrency: int,
+        runner: CallRunner,
+        on_progress: OnProgress | None,
+        on_verdict: OnVerdict | None,
+        cancel: threading.Event | None,
+        progress_interval_s: float,
+        single_item: bool,
+    ) -> None:
+        self.panel = panel
+        self.items = items
+        self.critics = list(panel.critics)
+        self.scale = panel.scale
+        self.tiers: list[Tier] = plan_tiers(self.critics)
+        self.cascaded = len(self.tiers) > 1
+        self.weights = {critic.name: critic.weight for critic in self.critics}
+        self.runner = runner
+        self.on_progress = on_progress
+        self.on_verdict = on_verdict
+        self.cancel = cancel
+        self.stop = threading.Event()  # set when a callback failed: no new requests
+        self.gate = CriticGate()  # per run: a key fixed after this run works on the next
+        self.interval = progress_interval_s
+        self.concurrency = concurrency
+
+        strategy = panel.voting.strategy
+        self.dataset_strategy = DATASET_STRATEGIES.get(strategy)
+        self.item_config: VotingConfig = panel.voting
+        self.fallback_note: str | None = None
+        if self.dataset_strategy is not None:
+            # A dataset-level strategy needs every item: vote per item by plurality meanwhile
+            # (cascades settle on that), then re-vote the whole dataset at the end.
+            self.item_config = panel.voting.model_copy(update={"strategy": "plurality"})
+            if single_item:
+                self.fallback_note = (
+                    f"{strategy!r} needs a whole dataset; plurality was used for this one item"
+                )
+
+        self.results: list[PanelVerdict | None] = [None] * len(items)
+        self.queue: queue.SimpleQueue[tuple[_ItemState, int] | None] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.emit_lock = threading.Lock()
+        self.all_done = threading.Event()
+        self.error: BaseException | None = None
+        self.started = time.perf_counter()
+        self.last_emit = 0.0
+        self.progress = RunProgress(
+            total=len(items) * len(self.critics),
+            items_total=len(items),
+            critic_done={c.name: 0 for c in self.critics},
+            critic_failed={c.name: 0 for c in self.critics},
+        )
+
+    # -- driving --------------------------------------------------------------------------
+
+    def run(self) -> RunResult:
+        if not self.items:
+            self.all_done.set()
+        for index, item in enumerate(self.items):
+            self._queue_tier(_ItemState(index, item))
+        workers = [
+            threading.Thread(target=self._work, name=f"jurybox-call-{n}", daemon=True)
+            for n in range(max(1, min(self.concurrency, self.progress.total)))
+        ]
+        for worker in workers:
+            worker.start()
+        try:
+            self.all_done.wait()
+        except BaseException:  # Ctrl-C in a notebook or the CLI: stop sending, then re-raise
+            self.stop.set()
+            raise
+        for _ in workers:
+            self.queue.put(None)
+        for worker in workers:
+            worker.join()
+        if self.error is not None:
+            raise self.error
+        results = [pv for pv in self.results if pv is not None]
+        if self.dataset_strategy is not None and not self.fallback_note and results:
+            outcomes = self.dataset_strategy(
+                [pv.verdicts for pv in results], self.panel.voting, self.scale
+            )
+            for pv, outcome in zip(results, outcomes, strict=True):
+                pv.outcome = outcome
+        self.progress.elapsed_s = time.perf_counter() - self.started
+        final = self.progress.copy()
+        if self.on_progress is not None:
+            self.on_progress(final)
+        return RunResult(results, final, self.gate.stopped)
+
+    def _queue_tier(self, state: _ItemState) -> None:
+        tier = self.tiers[state.tier_pos]
+        state.pending = len(tier.critics)
+        for critic_index in tier.critics:
+            self.queue.put((state, critic_index))
+
+    def _work(self) -> None:
+        while True:
+            task = self.queue.get()
+            if task is None:
+                return
+            if self.stop.is_set():
+                continue  # a callback failed: drain without calling
+            state, critic_index = task
+            try:
+                verdict = self.runner.call(
+                    self.critics[critic_index],
+                    state.item,
+                    self.scale,
+                    cancel=self.cancel,
+                    gate=self.gate,
+                )
+                self._record(state, critic_index, verdict)
+            except BaseException as error:  # noqa: BLE001 - surfaced by run()
+                self._abort(error)
+
+    def _abort(self, error: BaseException) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+        self.stop.set()
+        self.all_done.set()
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def _record(self, state: _ItemState, critic_index: int, verdict: Verdict) -> None:
+        if self.on_verdict is not None:
+            self.on_verdict(verdict, state.item)
+        name = self.critics[critic_index].name
+        progress = self.progress
+        with self.lock:
+            state.verdicts[critic_index] = verdict
+            state.pending -= 1
+            tier_complete = state.pending == 0
+            progress.done += 1
+            progress.critic_done[name] += 1
+            if verdict.failure is not None:
+                progress.failed += 1
+                progress.critic_failed[name] += 1
+                if verdict.failure is FailureKind.CANCELLED:
+                    progress.cancelled += 1
+            if verdict.cached:
+                progress.cached += 1
+            elif verdict.attempts:
+                progress.tokens_in += verdict.tokens_in or 0
+                progress.tokens_out += verdict.tokens_out or 0
+                if verdict.cost_usd is None:
+                    progress.cost_unknown += 1
+                else:
+                    progress.cost_usd += verdict.cost_usd
+        if tier_complete:
+            self._tier_done(state)
+        self._maybe_emit()
+
+    def _tier_done(self, state: _ItemState) -> None:
+        tier = self.tiers[state.tier_pos]
+        is_last = state.tier_pos == len(self.tiers) - 1
+        if not self.cascaded:
+            self._finish(state, self._vote(self._called(state)), None)
+            return
+        tier_verdicts = [state.verdicts[i] for i in tier.critics]
+        tier_outcome = self._vote(tier_verdicts)
+        step, reason = decide(tier, is_last, tier_verdicts, tier_outcome, self.panel.cascade)
+        if step == "next" and (
+            (self.cancel is not None and self.cancel.is_set()) or self.stop.is_set()
+        ):
+            # Cancelled: the later tiers' critics get CANCELLED verdicts, without requests.
+            for later in self.tiers[state.tier_pos + 1 :]:
+                for i in later.critics:
+                    verdict = self._cancelled(self.critics[i], state.item)
+                    if self.on_verdict is not None:
+                        self.on_verdict(verdict, state.item)
+                    with self.lock:
+                        state.verdicts[i] = verdict
+                        self.progress.done += 1
+                        self.progress.failed += 1
+                        self.progress.cancelled += 1
+                        self.progress.critic_done[self.critics[i].name] += 1
+                        self.progress.critic_failed[self.critics[i].name] += 1
+            self._finish(state, self._vote(self._called(state)),
+                         f"tier {tier.number}: cancelled before the next tier")
+            return
+        if step == "next":
+            state.tier_pos += 1
+            self._queue_tier(state)
+            return
+        saved = sum(len(t.critics) for t in self.tiers[state.tier_pos + 1 :])
+        if saved:
+            with self.lock:
+                self.progress.calls_saved += saved
+        if self.panel.cascade.final_vote == "last_tier":
+            outcome = tier_outcome
+        else:
+            outcome = self._vote(self._called(state)) if state.tier_pos else tier_outcome
+        if step == "reject":
+            outcome = rejected(outcome, self.panel.cascade, reason)
+        self._finish(state, outcome, reason)
+
+    def _called(self, state: _ItemState) -> list[Verdict]:
+        return [state.verdicts[i] for i in sorted(state.verdicts)]
+
+    def _vote(self, verdicts: Sequence[Verdict]) -> VoteOutcome:
+        outcome = vote(verdicts, self.weights, self.item_config, self.scale)
+        if self.fallback_note:
+            outcome.note = (
+                f"{outcome.note}; {self.fallback_note}" if outcome.note else self.fallback_note
+            )
+        return outcome
+
+    def _finish(self, state: _ItemState, outcome: VoteOutcome, settled_by: str | None) -> None:
+        self.results[state.index] = PanelVerdict(
+            item_id=state.item.id,
+            outcome=outcome,
+            verdicts=self._called(state),
+            strategy=self.panel.voting.strategy,
+            tier=self.tiers[state.tier_pos].number,
+            settled_by=settled_by,
+        )
+        with self.lock:
+            self.progress.items_done += 1
+            finished = self.progress.items_done == len(self.items)
+        if finished:
+            self.all_done.set()
+
+    @staticmethod
+    def _cancelled(critic: Critic, item: Item) -> Verdict:
+        return Verdict(
+            critic=critic.name,
+            item_id=item.id,
+            failure=FailureKind.CANCELLED,
+            message="not called: the run was cancelled before this tier",
+            vendor=critic.vendor,
+            model=critic.model,
+        )
+
+    def _maybe_emit(self) -> None:
+        if self.on_progress is None:
+            return
+        now = time.perf_counter()
+        if now - self.last_emit < self.interval:
+            return
+        # One emitter at a time; others skip rather than queue up behind a slow callback.
+        if not self.emit_lock.acquire(blocking=False):
+            return
+        try:
+            self.last_emit = now
+            with self.lock:
+                self.progress.elapsed_s = now - self.started
+                snapshot = self.progress.copy()
+            self.on_progress(snapshot)
+        finally:
+            self.emit_lock.release()
+
+
+def run_panel(
+    panel: Panel,
+    items: Iterable[Item | dict[str, Any]],
+    *,
+    concurrency: int = 64,
+    on_progress: OnProgress | None = None,
+    on_verdict: OnVerdict | None = None,
+    cancel: threading.Event | None = None,
+    cache: CallCache | None = None,
+    runner: CallRunner | None = None,
+    key_lookup: KeyLookup | None = None,
+    progress_interval_s: float = 0.1,
+    single_item: bool = False,
+) -> RunResult:
+    """Judge items with a panel. See `Panel.judge_many` for the arguments.
+
+    Args:
+        progress_interval_s: at most one `on_progress` call per this many seconds during the run
+            (plus one final call with the finished figures).
+        single_item: set by `Panel.judge`: a dataset-level strategy falls back to plurality.
+
+    Returns:
+        A `RunResult`: panel verdicts in input order, final progress, stopped critics.
+
+    Raises:
+        ConfigError: concurrency below 1, or a runner and cache/key_lookup given together.
+        PlaceholderError: the first item lacks a field a critic's prompt uses.
+        Exception: whatever `on_verdict` / `on_progress` raised (the run stops first).
+    """
+    from judging.errors import ConfigError
+
+    if concurrency < 1:
+        raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+    coerced = [Item.coerce(value, index) for index, value in enumerate(items)]
+    if coerced:
+        panel.check_fields(list(coerced[0].fields))
+    own_runner = runner is None and not single_item
+    if runner is not None and (cache is not None or key_lookup is not None):
+        raise ConfigError(
+            "pass cache and key_lookup to the CallRunner you give, not to the run as well"
+        )
+    if runner is None:
+        if single_item and cache is None and key_lookup is None:
+            runner = default_runner()
+        else:
+            own_runner = True
+            runner = CallRunner(
+                key_lookup=key_lookup, cache=cache, max_connections=max(concurrency, 16)
+            )
+    try:
+        return _Run(
+            panel,
+            coerced,
+            concurrency=concurrency,
+            runner=runner,
+            on_progress=on_progress,
+            on_verdict=on_verdict,
+            cancel=cancel,
+            progress_interval_s=progress_interval_s,
+            single_item=single_item,
+        ).run()
+    finally:
+        if own_runner:
+            runner.close()

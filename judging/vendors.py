@@ -1,0 +1,231 @@
+"""Vendor presets: where a critic's requests go, which key they carry, and each vendor's quirks.
+
+Every vendor speaks the OpenAI chat-completions protocol; a preset only knows the defaults and
+the oddities (JSON mode support, reasoning fields, errors inside HTTP 200 replies). Requests are
+sent by `judging.calls`; replies are read by `judging.parsing`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from judging.critics import Critic
+from judging.errors import CriticCallError
+
+KeyLookup = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class VendorPreset:
+    """What Jurybox knows about one vendor.
+
+    Attributes:
+        name: the value of `Critic.vendor` that selects this preset.
+        title: a human name for the UI.
+        base_url: the default OpenAI-compatible base URL (None: the critic must give one).
+        key_env: the default environment variable holding the key (None: no key is sent unless
+            the critic names a variable).
+        key_required: True when a call without a key cannot succeed (a missing key is then a
+            CRITIC_ERROR verdict without a request).
+        json_mode: True when `response_format: {"type": "json_object"}` is honoured; False when it
+            is ignored or rejected (we then rely on the prompt and the tolerant parser).
+        max_concurrency: a default cap on requests in flight to this vendor (None: only the run's
+            concurrency limits it). Local servers get a small cap so a laptop GPU is not flooded.
+        simulated: True for the built-in simulator; its verdicts are labelled simulated.
+        extra_headers: headers sent with every request (never a key).
+        quirks: sentences shown in the UI and README about what this vendor does differently.
+    """
+
+    name: str
+    title: str
+    base_url: str | None
+    key_env: str | None
+    key_required: bool = True
+    json_mode: bool = True
+    max_concurrency: int | None = None
+    simulated: bool = False
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    quirks: tuple[str, ...] = ()
+
+
+PRESETS: dict[str, VendorPreset] = {
+    preset.name: preset
+    for preset in (
+        VendorPreset(
+            name="openai",
+            title="OpenAI",
+            base_url="https://api.openai.com/v1",
+            key_env="OPENAI_API_KEY",
+            quirks=("429 insufficient_quota means out of credit: fatal, never retried.",),
+        ),
+        VendorPreset(
+            name="deepseek",
+            title="DeepSeek",
+            base_url="https://api.deepseek.com/v1",
+            key_env="DEEPSEEK_API_KEY",
+            quirks=(
+                "deepseek-reasoner returns its thinking in `reasoning_content`.",
+                "R1-style models may emit `</think>` without an opening tag.",
+            ),
+        ),
+        VendorPreset(
+            name="openrouter",
+            title="OpenRouter",
+            base_url="https://openrouter.ai/api/v1",
+            key_env="OPENROUTER_API_KEY",
+            extra_headers={"X-Title": "Jurybox"},
+            quirks=(
+                "Sends upstream errors inside HTTP 200 bodies (an `error` object).",
+                "Reasoning models may return a `reasoning` field.",
+            ),
+        ),
+        VendorPreset(
+            name="anthropic",
+            title="Anthropic (OpenAI-compatible endpoint)",
+            base_url="https://api.anthropic.com/v1/",
+            key_env="ANTHROPIC_API_KEY",
+            json_mode=False,
+            quirks=(
+                "The compatible endpoint ignores `response_format`: JSON comes from the prompt.",
+            ),
+        ),
+        VendorPreset(
+            name="gemini",
+            title="Google Gemini (OpenAI-compatible endpoint)",
+            base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
+            key_env="GEMINI_API_KEY",
+            quirks=("Errors may arrive as a JSON array of error objects.",),
+        ),
+        VendorPreset(
+            name="ollama",
+            title="Ollama (local)",
+            base_url="http://127.0.0.1:11434/v1",
+            key_env=None,
+            key_required=False,
+            max_concurrency=4,
+            quirks=("Thinking models return a `reasoning` field or <think> tags.",),
+        ),
+        VendorPreset(
+            name="custom",
+            title="Custom OpenAI-compatible server (vLLM, llama.cpp, ...)",
+            base_url=None,
+            key_env=None,
+            key_required=False,
+            quirks=(
+                "Needs `base_url`. A key is sent only if the critic names `api_key_env`.",
+                "vLLM returns reasoning in a `reasoning` field.",
+            ),
+        ),
+        VendorPreset(
+            name="simulated",
+            title="Simulated vendor (built in, no key)",
+            base_url=None,  # the in-process simulator's URL, known once it has started
+            key_env=None,
+            key_required=False,
+            simulated=True,
+            quirks=("Runs on 127.0.0.1; its verdicts are always labelled simulated.",),
+        ),
+    )
+}
+
+
+def get_preset(vendor: str) -> VendorPreset:
+    """The preset for a vendor name.
+
+    Raises:
+        CriticCallError: the name is not a known preset (the message lists the known ones).
+    """
+    try:
+        return PRESETS[vendor]
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise CriticCallError(
+            f"unknown vendor {vendor!r}; use one of: {known} (or 'custom' with a base_url)"
+        ) from None
+
+
+def resolve_base_url(critic: Critic) -> str:
+    """The base URL a critic's requests go to, without a trailing slash.
+
+    The simulated vendor's URL comes from the shared in-process simulator (started on first use)
+    unless the critic names one.
+
+    Raises:
+        CriticCallError: unknown vendor, or a custom vendor with no `base_url`.
+    """
+    preset = get_preset(critic.vendor)
+    url = critic.base_url or preset.base_url
+    if url is None and preset.simulated:
+        # Imported here: the simulator is a server, and judging must stay importable without
+        # starting (or even loading) it.
+        from judging.simulator import shared_simulator
+
+        url = shared_simulator().base_url
+    if not url:
+        raise CriticCallError(
+            f"critic {critic.name!r}: vendor {critic.vendor!r} needs a base_url "
+            "(e.g. http://127.0.0.1:8000/v1 for vLLM)"
+        )
+    return url.rstrip("/")
+
+
+def key_variable(critic: Critic) -> str | None:
+    """The name of the variable that holds a critic's key (never the key), or None."""
+    return critic.api_key_env or get_preset(critic.vendor).key_env
+
+
+def resolve_key(critic: Critic, key_lookup: KeyLookup | None = None) -> str | None:
+    """Look a critic's key up by its variable name.
+
+    Args:
+        critic: the critic.
+        key_lookup: maps a variable name to its value (default `os.environ.get`; the app passes
+            one that also reads Streamlit secrets).
+
+    Returns:
+        The key, or None when the vendor needs none.
+
+    Raises:
+        CriticCallError: the vendor needs a key (or the critic names a variable) and it is not
+            set. The message names the variable, never a value.
+    """
+    lookup = key_lookup or os.environ.get
+    preset = get_preset(critic.vendor)
+    variable = key_variable(critic)
+    if variable is None:
+        return None
+    key = lookup(variable)
+    if key:
+        return key.strip()
+    # A critic that names a variable explicitly expects it set, even for keyless vendors.
+    if preset.key_required or critic.api_key_env:
+        raise CriticCallError(
+            f"critic {critic.name!r}: no API key: the variable {variable} is not set. Set it in "
+            "the environment (or in Streamlit secrets under [jurybox]) and run again."
+        )
+    return None
+
+
+def json_mode_for(critic: Critic) -> bool:
+    """Whether to ask this critic for `response_format: json_object`."""
+    if critic.json_mode is False:
+        return False
+    preset = get_preset(critic.vendor)
+    # An explicit True still cannot make a vendor honour it: Anthropic ignores the field.
+    return preset.json_mode
+
+
+def cost_usd(critic: Critic, tokens_in: int | None, tokens_out: int | None) -> float | None:
+    """The price of one call in US dollars.
+
+    Unknown is None, never 0: a critic without prices, or a reply without token counts. Simulated
+    critics without prices cost exactly 0.0 because no money changes hands; give them prices to
+    demo cost figures.
+    """
+    if critic.price_in_per_mtok is None or critic.price_out_per_mtok is None:
+        return 0.0 if get_preset(critic.vendor).simulated else None
+    if tokens_in is None or tokens_out is None:
+        return None
+    return (tokens_in * critic.price_in_per_mtok + tokens_out * critic.price_out_per_mtok) / 1e6

@@ -1,0 +1,80 @@
+"""Demo content: a taxonomy-curation dataset with gold labels, and a panel of simulated critics.
+
+The dataset (`taxonomy_candidates.csv`, 300 rows, built by `make_dataset.py`) holds candidate
+classes of a retail product taxonomy; a curator decides KEEP, REJECT, SPLIT or MERGE for each.
+The panel (`demo_panel.yaml`) has four simulated critics whose behaviour is set by
+`demo_profiles()`: the shared simulator serves those profiles and the dataset's gold labels.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import pathlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the simulator module is only needed by demo_profiles()
+    from judging.simulator import Profile
+
+__all__ = ["demo_dataset_path", "demo_gold", "demo_panel_path", "demo_profiles"]
+
+_HERE = pathlib.Path(__file__).parent
+# The simulator finds an item's gold label by the text of this field (see judging.simulator).
+GOLD_KEY_FIELD = "candidate_class"
+
+
+def demo_dataset_path() -> pathlib.Path:
+    """Path of the demo dataset CSV (columns: id, candidate_class, parent, description,
+    example_members, existing_siblings, gold)."""
+    return _HERE / "taxonomy_candidates.csv"
+
+
+def demo_panel_path() -> pathlib.Path:
+    """Path of the demo panel YAML (four simulated critics, plurality voting)."""
+    return _HERE / "demo_panel.yaml"
+
+
+@functools.cache
+def _gold() -> tuple[tuple[str, str], ...]:
+    with demo_dataset_path().open(newline="", encoding="utf-8") as fh:
+        return tuple((row[GOLD_KEY_FIELD], row["gold"]) for row in csv.DictReader(fh))
+
+
+def demo_gold() -> dict[str, str]:
+    """The demo dataset's gold labels, keyed by `candidate_class` (the simulator's gold key).
+
+    Returns:
+        A fresh dict, candidate class -> KEEP / REJECT / SPLIT / MERGE.
+    """
+    return dict(_gold())
+
+
+def demo_profiles() -> dict[str, Profile]:
+    """How each demo model behaves in the simulator: different strengths, biases and habits.
+
+    - sim-careful: right about 93% of the time, slow, sometimes fences its JSON.
+    - sim-lenient: about 78% right; when wrong it mostly says KEEP; often thinks aloud in
+      <think> tags, sometimes with a decoy verdict inside.
+    - sim-strict: about 80% right; when wrong it mostly says REJECT; wraps JSON in prose.
+    - sim-flaky: about 85% right, but rate-limited, erroring, truncating and refusing now and then.
+    """
+    from judging.simulator import Profile
+
+    return {
+        "sim-careful": Profile(
+            accuracy=0.93, confidence_mean=0.85, latency_ms=120, jitter_ms=80, rate_fenced=0.15
+        ),
+        "sim-lenient": Profile(
+            accuracy=0.78, bias={"KEEP": 6.0}, confidence_mean=0.9, latency_ms=40, jitter_ms=30,
+            rate_think=0.4, decoy_rate=0.5,
+        ),
+        "sim-strict": Profile(
+            accuracy=0.8, bias={"REJECT": 6.0}, confidence_mean=0.75, latency_ms=60,
+            jitter_ms=40, rate_prose=0.25,
+        ),
+        "sim-flaky": Profile(
+            accuracy=0.85, confidence_mean=0.7, latency_ms=80, jitter_ms=150, rate_429=0.08,
+            retry_after_ms=200, rate_500=0.04, rate_malformed=0.03, rate_truncated=0.02,
+            rate_refusal=0.02, rate_fenced=0.3,
+        ),
+    }

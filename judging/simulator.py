@@ -1,0 +1,781 @@
+"""The simulated vendor: a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+It is the demo panel's backend and the integration tests' vendor. Each model name has a
+`Profile` (accuracy, label bias, confidence, latency, failure rates); unknown model names get
+`DEFAULT_PROFILE`. Replies are real chat-completions JSON sent over real sockets, so the whole
+client stack (pooling, retries, deadlines, parsing) is exercised exactly as against a vendor.
+
+How a reply is decided, for one request:
+
+1. The allowed labels are read from the last user message: the answer instructions critics
+   append (`{"label": exactly one of: A, B, C, "confidence": ...}`, see
+   `judging.critics.answer_instructions`); a score scale says `a number from X to Y`.
+2. The item's true label: the text of each `<item field="...">...</item>` block (see
+   `judging.critics.render_template`) is looked up in `gold` (item text -> label), in order;
+   the first block whose text is a key wins. So `gold` may be keyed by any ONE field the prompt
+   shows; the demo keys it by `candidate_class`. Without a match, a pseudo-truth is derived
+   from a hash of the item text, so that critics still agree with each other as often as their
+   accuracies imply.
+3. With probability `accuracy` the answer is the true label; otherwise a wrong label drawn with
+   the profile's `bias` weights (labels it does not name weigh 1).
+4. Failure modes and reply shapes are drawn from the profile's rates.
+
+Determinism: every random choice comes from a generator seeded by (server seed, model, the
+request's messages, how many times this same request was seen before). A retried request (after
+a 429, say) draws afresh and may succeed; the same sequence of requests replayed against a fresh
+server (or after `POST /stats/reset`) gets identical replies, in any arrival order.
+
+`GET /stats` counts requests per model, outcomes, the peak number in flight, and how many
+distinct requests were answered with a success more than once (`duplicate_successes`), which a
+crash/resume test uses to prove that nothing was paid for twice.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import hashlib
+import json
+import math
+import random
+import re
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "Profile",
+    "SimulatorServer",
+    "shared_simulator",
+]
+
+# Outcomes a reply can have; `/stats` counts each.
+_SUCCESS_SHAPES = ("ok", "fenced", "think", "prose")
+_FAILURE_OUTCOMES = (
+    "rate_limited",
+    "server_error",
+    "error_in_200",
+    "malformed",
+    "truncated",
+    "refusal",
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How one simulated model behaves.
+
+    Attributes:
+        accuracy: probability of answering the item's true label (or, on a score scale, a score
+            within 10% of the range from the true score).
+        bias: label -> weight used to draw a WRONG answer; labels not named weigh 1. A lenient
+            critic is `{"KEEP": 6}`: when it errs, it mostly says KEEP.
+        confidence_mean: mean reported confidence of correct answers; wrong answers report about
+            0.15 less, so confidence carries some information, as with real models.
+        confidence_sd: spread of the reported confidence.
+        latency_ms: time the server takes to answer; None uses the server's default.
+        jitter_ms: uniform extra latency in [0, jitter_ms].
+        rate_429: share of requests answered 429 with `Retry-After` and `retry-after-ms`.
+        retry_after_ms: the wait the 429 asks for (`Retry-After` carries it rounded up to whole
+            seconds, as HTTP requires; `retry-after-ms` carries it exactly).
+        rate_500: share answered 500 with an OpenAI-style error body.
+        rate_error_in_200: share answered 200 with an error object as the body (OpenRouter does
+            this).
+        rate_malformed: share whose content is broken JSON (no verdict can be read).
+        rate_truncated: share cut off: `finish_reason="length"` with blank content.
+        rate_refusal: share where the model declines to judge.
+        rate_fenced: share of successes wrapped in a ```json fence.
+        rate_think: share of successes preceded by a `<think>...</think>` block.
+        decoy_rate: share of think replies whose think block holds a decoy JSON verdict with a
+            different label (a "first JSON object" parser gets these wrong).
+        rate_prose: share of successes with prose before and after the JSON object.
+    """
+
+    accuracy: float = 0.8
+    bias: dict[str, float] = field(default_factory=dict)
+    confidence_mean: float = 0.8
+    confidence_sd: float = 0.08
+    latency_ms: float | None = None
+    jitter_ms: float = 0.0
+    rate_429: float = 0.0
+    retry_after_ms: int = 50
+    rate_500: float = 0.0
+    rate_error_in_200: float = 0.0
+    rate_malformed: float = 0.0
+    rate_truncated: float = 0.0
+    rate_refusal: float = 0.0
+    rate_fenced: float = 0.0
+    rate_think: float = 0.0
+    decoy_rate: float = 0.5
+    rate_prose: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if f.name.startswith("rate_") or f.name in ("accuracy", "decoy_rate"):
+                value = getattr(self, f.name)
+                if not 0.0 <= value <= 1.0:
+                    raise ValueError(f"Profile.{f.name} must be between 0 and 1, got {value!r}")
+        for label, weight in self.bias.items():
+            if weight < 0:
+                raise ValueError(f"Profile.bias[{label!r}] must not be negative, got {weight!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Profile:
+        """Build a profile from plain data (e.g. a YAML mapping); unknown keys are an error.
+
+        Raises:
+            ValueError: a key is not a `Profile` field, or a value is out of range.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(
+                f"unknown simulator profile setting(s) {unknown}; known: {sorted(names)}"
+            )
+        return cls(**data)
+
+
+DEFAULT_PROFILE = Profile()
+
+_LABELS_RE = re.compile(
+    r'"(?:label|verdict|kind)":\s*exactly one of:\s*(.+?),\s*"confidence"', re.S
+)
+_NUMBER = r"(-?[\d.]+(?:e-?\d+)?)"
+_SCORE_RE = re.compile(rf'"score":\s*a number from\s*{_NUMBER}\s*to\s*{_NUMBER}')
+_ITEM_RE = re.compile(r'<item field="[^"]*">\n?(.*?)\n?</item>', re.S)
+_FALLBACK_LABELS = ["yes", "no"]
+
+
+def _estimate_tokens(text: str) -> int:
+    # A rough but stable estimate (about four characters per token), like vendors' own.
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _request_key(model: str, messages: Any) -> str:
+    blob = json.dumps([model, messages], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class _Stats:
+    """Counters behind one lock; cheap enough that they never become the bottleneck."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.total = 0
+        self.by_model: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.successes = 0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.seen: Counter[str] = Counter()  # request key -> times seen (drives the seeds)
+        self.served_ok: Counter[str] = Counter()  # request key -> successes served
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.bad_requests = 0
+
+    def snapshot(self) -> dict[str, Any]:
+        with self.lock:
+            return {
+                "total": self.total,
+                "by_model": dict(self.by_model),
+                "successes": self.successes,
+                "failures": self.total - self.successes - self.bad_requests,
+                "bad_requests": self.bad_requests,
+                "outcomes": dict(self.outcomes),
+                "in_flight": self.in_flight,
+                "peak_in_flight": self.peak_in_flight,
+                "distinct_requests": len(self.seen),
+                "duplicate_successes": sum(1 for n in self.served_ok.values() if n > 1),
+                "tokens_in": self.tokens_in,
+                "tokens_out": self.tokens_out,
+            }
+
+
+@dataclass
+class _Reply:
+    status: int
+    body: dict[str, Any] | list[Any]
+    headers: dict[str, str]
+    latency_s: float
+    outcome: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class SimulatorServer:
+    """An OpenAI-compatible chat-completions server with simulated critics.
+
+    Endpoints: `POST /v1/chat/completions`, `GET /v1/models`, `GET /stats`, `POST /stats/reset`.
+    Any bearer token is accepted and never stored or logged.
+
+    Args:
+        profiles: model name -> `Profile` (or a plain dict of profile settings). Unknown model
+            names get `DEFAULT_PROFILE`.
+        gold: item text -> true label (see the module docstring for which text is the key).
+        seed: makes every reply reproducible; two servers with the same seed, profiles and gold
+            answer the same requests identically.
+        latency_ms: overrides every profile's latency when given; otherwise a profile's own
+            `latency_ms`, else 100 ms.
+        host: interface to bind; keep the default, the simulator is for this machine only.
+        port: 0 picks a free port.
+
+    Use as a context manager, or call `start()` and `stop()`.
+    """
+
+    DEFAULT_LATENCY_MS = 100.0
+
+    def __init__(
+        self,
+        profiles: dict[str, Profile | dict[str, Any]] | None = None,
+        gold: dict[str, str] | None = None,
+        seed: int = 0,
+        latency_ms: float | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.profiles: dict[str, Profile] = {
+            name: p if isinstance(p, Profile) else Profile.from_dict(p)
+            for name, p in (profiles or {}).items()
+        }
+        self.gold: dict[str, str] = dict(gold or {})
+        self.seed = seed
+        self.latency_ms = latency_ms
+        self.host = host
+        self.port = port
+        self._stats = _Stats()
+        self._httpd: _Httpd | None = None
+        self._thread: threading.Thread | None = None
+        self._lifecycle = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> SimulatorServer:
+        """Bind the port and serve in a daemon thread. Returns self; a second call is a no-op.
+
+        Raises:
+            OSError: the port cannot be bound (e.g. already in use).
+        """
+        with self._lifecycle:
+            if self._httpd is not None:
+                return self
+            httpd = _Httpd((self.host, self.port), _Handler)
+            httpd.simulator = self
+            self._httpd = httpd
+            self.port = httpd.server_address[1]
+            self._thread = threading.Thread(
+                target=httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"jurybox-simulator:{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+            return self
+
+    def stop(self) -> None:
+        """Stop serving and close every open connection. Safe to call twice."""
+        with self._lifecycle:
+            httpd, self._httpd = self._httpd, None
+            if httpd is None:
+                return
+            httpd.shutdown()
+            httpd.close_all_connections()
+            httpd.server_close()
+            if self._thread is not None:
+                self._thread.join(timeout=5)
+                self._thread = None
+
+    def serve_forever(self) -> None:
+        """Start (if needed) and block until interrupted (Ctrl-C), then stop.
+
+        Used by `jurybox simulator`.
+        """
+        self.start()
+        try:
+            while True:
+                time.sleep(3600)
+        finally:
+            self.stop()
+
+    def __enter__(self) -> SimulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-style base URL, e.g. `http://127.0.0.1:PORT/v1`.
+
+        Raises:
+            RuntimeError: the server has not been started.
+        """
+        if self._httpd is None:
+            raise RuntimeError("the simulator is not running: call start() first")
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """`http://127.0.0.1:PORT`, where `/stats` lives."""
+        return self.base_url.removesuffix("/v1")
+
+    # -- stats -----------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The same figures as `GET /stats` (see the module docstring)."""
+        return self._stats.snapshot()
+
+    def reset_stats(self) -> None:
+        """Zero every counter, including how often each request was seen (so a replay of the
+        same requests gets the same replies as the first time)."""
+        with self._stats.lock:
+            self._stats.reset()
+
+    def profile_for(self, model: str) -> Profile:
+        return self.profiles.get(model, DEFAULT_PROFILE)
+
+    # -- the simulation --------------------------------------------------------------------
+
+    def _enter(self, model: str, key: str) -> int:
+        """Count a request in; returns how many times this same request was seen before."""
+        st = self._stats
+        with st.lock:
+            st.total += 1
+            st.by_model[model] += 1
+            st.in_flight += 1
+            if st.in_flight > st.peak_in_flight:
+                st.peak_in_flight = st.in_flight
+            nth = st.seen[key]
+            st.seen[key] = nth + 1
+            return nth
+
+    def _leave(self, key: str | None, reply: _Reply | None) -> None:
+        st = self._stats
+        with st.lock:
+            st.in_flight -= 1
+            if reply is None or key is None:
+                return
+            st.outcomes[reply.outcome] += 1
+            st.tokens_in += reply.tokens_in
+            st.tokens_out += reply.tokens_out
+            if reply.outcome in _SUCCESS_SHAPES:
+                st.successes += 1
+                st.served_ok[key] += 1
+
+    def _count_bad_request(self) -> None:
+        with self._stats.lock:
+            self._stats.total += 1
+            self._stats.bad_requests += 1
+
+    def simulate(self, request: dict[str, Any], nth: int, key: str | None = None) -> _Reply:
+        """Decide the reply to one chat-completions request.
+
+        Args:
+            request: the request body.
+            nth: how many times this same request was seen before (0 the first time).
+            key: the request's key (`_request_key`), if already computed.
+
+        Returns:
+            The reply; a pure function of the seed, the request and `nth` (except `created`).
+        """
+        model = str(request.get("model", ""))
+        messages = request.get("messages") or []
+        profile = self.profile_for(model)
+        key = key or _request_key(model, messages)
+        rng = random.Random(hashlib.sha256(f"{self.seed}\x00{key}\x00{nth}".encode()).digest())
+        latency_ms = (
+            self.latency_ms
+            if self.latency_ms is not None
+            else profile.latency_ms
+            if profile.latency_ms is not None
+            else self.DEFAULT_LATENCY_MS
+        )
+        latency_s = (latency_ms + rng.random() * profile.jitter_ms) / 1000.0
+        prompt_text = "".join(
+            str(m.get("content") or "") for m in messages if isinstance(m, dict)
+        )
+        tokens_in = _estimate_tokens(prompt_text)
+
+        # One draw picks the failure mode (if any), so rates add up and never shadow each other
+        # unless they sum past 1.
+        draw = rng.random()
+        for outcome, rate in (
+            ("rate_limited", profile.rate_429),
+            ("server_error", profile.rate_500),
+            ("error_in_200", profile.rate_error_in_200),
+            ("truncated", profile.rate_truncated),
+            ("refusal", profile.rate_refusal),
+            ("malformed", profile.rate_malformed),
+        ):
+            if draw < rate:
+                break
+            draw -= rate
+        else:
+            outcome = "answer"
+
+        if outcome == "rate_limited":
+            wait_ms = profile.retry_after_ms
+            return _Reply(
+                429,
+                _error_body("Rate limit reached for requests (simulated).", "rate_limit_exceeded"),
+                {
+                    "Retry-After": str(max(1, math.ceil(wait_ms / 1000))),
+                    "retry-after-ms": str(wait_ms),
+                },
+                latency_s,
+                outcome,
+            )
+        if outcome == "server_error":
+            return _Reply(
+                500, _error_body("The server had an error (simulated).", "server_error"), {},
+                latency_s, outcome,
+            )
+        if outcome == "error_in_200":
+            body = {"error": {"message": "Provider returned error (simulated)", "code": 502}}
+            return _Reply(200, body, {}, latency_s, outcome)
+
+        budget = request.get("max_tokens") or request.get("max_completion_tokens") or 512
+        try:
+            max_tokens = int(budget)
+        except (TypeError, ValueError):
+            max_tokens = 512
+        user_text = _last_user_text(messages)
+        answer = self._answer(user_text, profile, rng)
+        finish = "stop"
+        refusal: str | None = None
+        if outcome == "truncated":
+            content = ""
+            finish = "length"
+            tokens_out = max_tokens
+        elif outcome == "refusal":
+            content = "I'm sorry, but I can't help with evaluating this item."
+            refusal = content
+            tokens_out = _estimate_tokens(content)
+        elif outcome == "malformed":
+            content = _malformed(answer)
+            tokens_out = _estimate_tokens(content)
+        else:
+            content, outcome = self._shape(answer, user_text, profile, rng)
+            tokens_out = _estimate_tokens(content)
+
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if refusal is not None:
+            message["refusal"] = refusal
+        body = {
+            "id": f"chatcmpl-sim-{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "system_fingerprint": "jurybox-simulator",
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+            ],
+            "usage": {
+                "prompt_tokens": tokens_in,
+                "completion_tokens": tokens_out,
+                "total_tokens": tokens_in + tokens_out,
+            },
+        }
+        return _Reply(200, body, {}, latency_s, outcome, tokens_in, tokens_out)
+
+    def _answer(self, user_text: str, profile: Profile, rng: random.Random) -> dict[str, Any]:
+        """The verdict object the model means to give (before shaping or breaking it)."""
+        items = _ITEM_RE.findall(user_text)
+        item_text = next((t for t in items if t in self.gold), None)
+        truth_text = self.gold.get(item_text) if item_text is not None else None
+        anchor = item_text if item_text is not None else "\x1f".join(items) or user_text
+        correct = rng.random() < profile.accuracy
+        confidence_mean = profile.confidence_mean - (0.0 if correct else 0.15)
+        confidence = round(min(1.0, max(0.0, rng.gauss(confidence_mean, profile.confidence_sd))), 2)
+
+        score_match = _SCORE_RE.search(user_text)
+        if score_match and "exactly one of" not in user_text:
+            low, high = float(score_match.group(1)), float(score_match.group(2))
+            truth = _as_float(truth_text)
+            if truth is None:
+                truth = low + (high - low) * _unit_hash(anchor)
+            if correct:
+                score = truth + rng.uniform(-0.1, 0.1) * (high - low)
+            else:
+                score = rng.uniform(low, high)
+            score = min(high, max(low, score))
+            # A wide integer range (1..5, 0..10) reads like a Likert answer: whole numbers.
+            whole = low.is_integer() and high.is_integer() and high - low >= 4
+            score = round(score) if whole else round(score, 2)
+            return {
+                "score": score,
+                "confidence": confidence,
+                "reasoning": f"On balance the item merits about {score:g} out of {high:g}.",
+            }
+
+        labels = _parse_labels(user_text) or _FALLBACK_LABELS
+        truth_label = _match_label(truth_text, labels) if truth_text is not None else None
+        if truth_label is None:
+            truth_label = labels[int(_unit_hash(anchor) * len(labels)) % len(labels)]
+        if correct or len(labels) == 1:
+            label = truth_label
+        else:
+            wrong = [l for l in labels if l != truth_label]
+            weights = [profile.bias.get(l, 1.0) for l in wrong]
+            if sum(weights) <= 0:
+                weights = [1.0] * len(wrong)
+            label = rng.choices(wrong, weights=weights)[0]
+        return {
+            "label": label,
+            "confidence": confidence,
+            "reasoning": _REASONS.get(label.upper(), f"The item fits {label} best."),
+        }
+
+    def _shape(
+        self, answer: dict[str, Any], user_text: str, profile: Profile, rng: random.Random
+    ) -> tuple[str, str]:
+        """Dress a valid answer the way real models do; returns (content, outcome)."""
+        text = json.dumps(answer, ensure_ascii=False)
+        roll = rng.random()
+        if roll < profile.rate_think:
+            decoy = ""
+            if rng.random() < profile.decoy_rate and "label" in answer:
+                labels = _parse_labels(user_text) or _FALLBACK_LABELS
+                others = [l for l in labels if l != answer["label"]] or labels
+                decoy_obj = {"label": rng.choice(others), "confidence": 0.5}
+                decoy = f" A first guess would be {json.dumps(decoy_obj)}, but let me look again."
+            thought = f"Let me weigh the item against the scale.{decoy} I am fairly sure now."
+            return f"<think>{thought}</think>\n{text}", "think"
+        roll -= profile.rate_think
+        if roll < profile.rate_fenced:
+            return f"```json\n{text}\n```", "fenced"
+        roll -= profile.rate_fenced
+        if roll < profile.rate_prose:
+            return f"Here is my verdict:\n{text}\nLet me know if you need more detail.", "prose"
+        return text, "ok"
+
+
+_REASONS = {
+    "KEEP": "The class is coherent, well named and sits at the right level under its parent.",
+    "REJECT": "The class is not a real category of its parent: its members do not belong here.",
+    "SPLIT": "The class lumps together two distinct kinds that deserve their own classes.",
+    "MERGE": "The class duplicates a sibling class under another name; the two should be merged.",
+}
+
+
+def _error_body(message: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": code, "param": None, "code": code}}
+
+
+def _malformed(answer: dict[str, Any]) -> str:
+    # Broken beyond repair: no quotes round keys, and cut off mid-object.
+    value = answer.get("label", answer.get("score"))
+    return f"{{label: {value}, confidence: {answer.get('confidence')}, reasoning: 'the item"
+
+
+def _last_user_text(messages: Any) -> str:
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts
+                return "\n".join(
+                    str(p.get("text", "")) for p in content if isinstance(p, dict)
+                )
+            return str(content or "")
+    return ""
+
+
+def _parse_labels(user_text: str) -> list[str]:
+    match = _LABELS_RE.search(user_text)
+    if not match:
+        return []
+    return [part.strip() for part in match.group(1).split(",") if part.strip()]
+
+
+def _match_label(value: str, labels: list[str]) -> str | None:
+    folded = str(value).strip().casefold()
+    return next((l for l in labels if l.casefold() == folded), None)
+
+
+def _as_float(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _unit_hash(text: str) -> float:
+    """A stable number in [0, 1) from a text (independent of the seed: it is the item's truth)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+
+
+# -- HTTP plumbing ---------------------------------------------------------------------------
+
+
+class _Httpd(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    # socketserver's default backlog of 5 drops SYNs when 64 clients connect at once, and a
+    # dropped SYN costs a 1 s retransmit: that alone would ruin the throughput figures.
+    request_queue_size = 512
+    simulator: SimulatorServer
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._connections: set[socket.socket] = set()
+        self._conn_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conn_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conn_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-reply (a cancelled run, a deadline) is normal here: no
+        # traceback on stderr. Anything else is still reported.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+    def close_all_connections(self) -> None:
+        # Keep-alive connections would otherwise hold their handler threads after stop().
+        with self._conn_lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as vendors do; httpx pools connections
+    # Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and every reply
+    # costs an extra 40 ms on loopback.
+    disable_nagle_algorithm = True
+    server: _Httpd
+    server_version = "JuryboxSimulator/1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        # Silent: request lines would flood the CLI, and headers must never be logged.
+        return
+
+    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _read_body(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def do_GET(self) -> None:  # noqa: N802
+        sim = self.server.simulator
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/stats":
+            self._send_json(200, sim.stats())
+        elif path in ("/v1/models", "/models"):
+            names = sorted(set(sim.profiles) | {"sim-default"})
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": n, "object": "model", "created": 0, "owned_by": "jurybox-simulator"}
+                        for n in names
+                    ],
+                },
+            )
+        elif path in ("", "/health"):
+            self._send_json(200, {"status": "ok"})
+        else:
+            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
+
+    def do_POST(self) -> None:  # noqa: N802
+        sim = self.server.simulator
+        path = self.path.split("?", 1)[0].rstrip("/")
+        raw = self._read_body()
+        if path == "/stats/reset":
+            sim.reset_stats()
+            self._send_json(200, {"reset": True})
+            return
+        if path not in ("/v1/chat/completions", "/chat/completions"):
+            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
+            return
+        try:
+            request = json.loads(raw or b"null")
+        except ValueError:
+            request = None
+        valid = (
+            isinstance(request, dict)
+            and isinstance(request.get("messages"), list)
+            and bool(request.get("model"))
+        )
+        if not valid:
+            sim._count_bad_request()
+            self._send_json(
+                400,
+                _error_body(
+                    "the body must be a JSON object with 'model' and 'messages'",
+                    "invalid_request_error",
+                ),
+            )
+            return
+        model = str(request["model"])
+        key = _request_key(model, request["messages"])
+        nth = sim._enter(model, key)
+        reply: _Reply | None = None
+        try:
+            reply = sim.simulate(request, nth, key)
+            time.sleep(reply.latency_s)  # the "model thinking": sleeps, never burns CPU
+            self._send_json(reply.status, reply.body, reply.headers)
+        finally:
+            sim._leave(key, reply)
+
+
+# -- the process-wide simulator ---------------------------------------------------------------
+
+_shared: SimulatorServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_simulator() -> SimulatorServer:
+    """The process-wide simulator, started on first use and stopped at interpreter exit.
+
+    It knows the demo panel's models and the demo dataset's gold labels. The vendor preset
+    "simulated" and the app point their critics at its `base_url`. Thread-safe.
+
+    Returns:
+        The running shared `SimulatorServer`.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.running:
+            from judging.demo import demo_gold, demo_profiles  # late: demo data is optional
+
+            server = SimulatorServer(profiles=demo_profiles(), gold=demo_gold(), seed=0)
+            server.start()
+            atexit.register(server.stop)
+            _shared = server
+        return _shared

@@ -1,0 +1,233 @@
+"""Storage figures: writing verdicts, reading the review table at 100,000 items, and the
+throughput run with storage on.
+
+Figures:
+    storage_write_100k_verdicts_s   100,000 verdicts (with raw request/response) written through
+                                    `write_verdicts` in batches of 200, as a job's writer does
+                                    (target <= 2 s)
+    storage_review_page_100k_s      review table over 100,000 items x 3 critics: disagreements
+                                    only, most contested first, one page of 50 (median)
+    storage_review_search_100k_s    the same with a text search across items and reasons
+    storage_review_all_100k_s       every one of the 100,000 rows with its critic columns
+                                    (target <= 1 s for each review figure)
+    storage_throughput_wall_s       1000 items x 3 critics at 100 ms, concurrency 64, simulator
+                                    in a subprocess, through a background job writing SQLite
+    storage_throughput_ratio        wall / ideal (calls x latency / concurrency), target <= 1.3
+    storage_throughput_engine_ratio the engine alone (no storage), side by side, for comparison
+    storage_throughput_cpu_ms_per_call  client CPU per call with storage on (engine alone:
+                                    storage_throughput_engine_cpu_ms_per_call)
+    storage_calibration_loop_s      a fixed pure-Python loop (3 million additions), median of
+                                    before and after: the machine is shared, and this says how
+                                    loaded it was while the figures above were taken
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report import bench_line, median_seconds
+from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+
+N_VERDICTS = 100_000
+N_REVIEW_ITEMS = 100_000
+CRITICS = ("careful", "lenient", "strict")
+LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
+
+
+class _Parsed:
+    def __init__(self, items: list[Item], tag: str) -> None:
+        self.items = items
+        self.columns = ["id", "text", "parent"]
+        self.fields = ["text", "parent"]
+        self.id_column = "id"
+        self.gold_column = None
+        self.filename = f"{tag}.csv"
+        self.format = "csv"
+        self.content_hash = hashlib.sha256(tag.encode()).hexdigest()
+
+
+def _items(n: int) -> list[Item]:
+    return [
+        Item(id=f"i{i:06d}", fields={"text": f"Candidate class number {i}", "parent": f"Parent {i % 17}"})
+        for i in range(n)
+    ]
+
+
+def _verdict(rng: random.Random, item_id: str, critic: str) -> Verdict:
+    if rng.random() < 0.03:
+        return Verdict(critic=critic, item_id=item_id, failure=FailureKind.PARSE_FAIL,
+                       message="the reply holds no verdict", raw_response="I think it is fine.",
+                       attempts=1)
+    label = rng.choice(LABELS)
+    return Verdict(
+        critic=critic, item_id=item_id, label=label, confidence=round(rng.random(), 3),
+        reasoning=f"The class {item_id} looks like a {label.lower()} case to {critic}.",
+        raw_request={"url": "http://127.0.0.1:1/v1/chat/completions",
+                     "body": {"model": f"sim-{critic}", "messages": [
+                         {"role": "system", "content": "You are a careful taxonomist. " * 4},
+                         {"role": "user", "content": f"Judge <item>{item_id}</item>. " * 6}]}},
+        raw_response=f'{{"label": "{label}", "confidence": 0.8, "reasoning": "..."}}',
+        latency_ms=100.0, attempts=1, tokens_in=180, tokens_out=30, cost_usd=0.0,
+        cache_key=hashlib.sha256(f"{item_id}{critic}".encode()).hexdigest(),
+        vendor="simulated", model=f"sim-{critic}", simulated=True,
+    )
+
+
+def _seed_run(db: Any, n_items: int, tag: str) -> tuple[int, list[Item]]:
+    from storage.datasets import save_dataset
+    from storage.panels import save_panel
+    from storage.runs import create_run
+
+    items = _items(n_items)
+    dataset_id = save_dataset(db, _Parsed(items, tag)).id
+    panel_hash = hashlib.sha256(tag.encode()).hexdigest()[:16]
+    save_panel(db, panel_hash=panel_hash, name=tag, yaml_text="name: bench\n")
+    run_id = create_run(db, dataset_id=dataset_id, panel_hash=panel_hash, critics=list(CRITICS))
+    return run_id, items
+
+
+def bench_write(workdir: Path) -> None:
+    from storage.calls import write_verdicts
+    from storage.db import open_db
+    from storage.runs import refresh_run_totals
+
+    db = open_db(workdir / "write.db")
+    n_items = N_VERDICTS // len(CRITICS) + 1
+    run_id, items = _seed_run(db, n_items, "write")
+    rng = random.Random(1)
+    verdicts = [_verdict(rng, item.id, c) for item in items for c in CRITICS][:N_VERDICTS]
+    start, cpu = time.perf_counter(), time.process_time()
+    for offset in range(0, len(verdicts), 200):
+        write_verdicts(db, run_id, verdicts[offset : offset + 200], refresh_totals=False)
+    refresh_run_totals(db, run_id)
+    bench_line("storage_write_100k_verdicts_s", time.perf_counter() - start, "s")
+    bench_line("storage_write_100k_verdicts_cpu_s", time.process_time() - cpu, "s")
+    db.close()
+
+
+def bench_review(workdir: Path) -> None:
+    from storage.calls import write_verdicts
+    from storage.consensus import set_item_alpha, write_consensus
+    from storage.db import open_db
+    from storage.review import review_table
+
+    db = open_db(workdir / "review.db")
+    run_id, items = _seed_run(db, N_REVIEW_ITEMS, "review")
+    rng = random.Random(2)
+    panel_verdicts = []
+    for item in items:
+        vs = [_verdict(rng, item.id, c) for c in CRITICS]
+        ok = [v.label for v in vs if v.ok]
+        counts = {label: ok.count(label) for label in set(ok)}
+        top = max(counts, key=lambda k: counts[k]) if counts else None
+        outcome = VoteOutcome(
+            consensus=top, agreement=(counts[top] / 3 if top else None),
+            disagreement=len(counts) > 1 or len(ok) < 3, counts=counts, failed=3 - len(ok),
+        )
+        panel_verdicts.append(PanelVerdict(item.id, outcome, vs, "plurality"))
+    write_verdicts(db, run_id, [v for pv in panel_verdicts for v in pv.verdicts])
+    write_consensus(db, run_id, panel_verdicts)
+    set_item_alpha(db, run_id, {item.id: rng.uniform(-1, 1) for item in items})
+
+    def page() -> None:
+        review_table(db, run_id, disagreements_only=True, sort="contested", limit=50)
+
+    def search() -> None:
+        review_table(db, run_id, search="number 4242", sort="contested", limit=50)
+
+    def everything() -> None:
+        frame, total = review_table(db, run_id, limit=None, sort="item")
+        assert total == len(frame) == N_REVIEW_ITEMS
+
+    bench_line("storage_review_page_100k_s", median_seconds(page, 5), "s")
+    bench_line("storage_review_search_100k_s", median_seconds(search, 3), "s")
+    bench_line("storage_review_all_100k_s", median_seconds(everything, 3), "s")
+    db.close()
+
+
+def bench_throughput(workdir: Path, repeats: int = 3) -> None:
+    from benchmarks.bench_throughput import (
+        CONCURRENCY,
+        ITEMS,
+        LATENCY_MS,
+        SimulatorProcess,
+        make_items,
+        make_panel,
+    )
+    from judging.jobs import JobRegistry, prepare_run
+    from storage.datasets import save_dataset
+    from storage.db import open_db
+
+    calls = ITEMS * 3
+    ideal = calls * LATENCY_MS / 1000.0 / CONCURRENCY
+    sim = SimulatorProcess(LATENCY_MS)
+    try:
+        panel = make_panel(sim.base_url)
+        raw = make_items()
+        items = [Item(id=r["id"], fields={k: v for k, v in r.items() if k != "id"}) for r in raw]
+        panel.judge_many(raw[:100], concurrency=CONCURRENCY)  # warm-up
+        walls, engine_walls, cpus, engine_cpus = [], [], [], []
+        for n in range(repeats):
+            # A fresh database each time: otherwise every call would be a cache hit.
+            path = workdir / f"throughput-{n}.db"
+            db = open_db(path)
+            dataset_id = save_dataset(db, _Parsed(items, f"throughput-{n}")).id
+            run_id = prepare_run(db, dataset_id=dataset_id, panel=panel)
+            sim.reset()
+            start, cpu = time.perf_counter(), time.process_time()
+            job = JobRegistry().start_run(path, run_id, concurrency=CONCURRENCY)
+            job.wait()
+            walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu)
+            progress = job.progress()
+            stored = db.execute(
+                "SELECT count(*) FROM calls WHERE run_id = ? AND failure IS NULL", [run_id]
+            ).fetchone()[0]
+            if progress.status != "done" or stored != calls or sim.stats()["total"] != calls:
+                raise RuntimeError(f"the run did not store {calls} clean calls: {progress}")
+            db.close()
+            sim.reset()
+            start, cpu = time.perf_counter(), time.process_time()
+            panel.judge_many(raw, concurrency=CONCURRENCY)
+            engine_walls.append(time.perf_counter() - start)
+            engine_cpus.append(time.process_time() - cpu)
+        wall = statistics.median(walls)
+        bench_line("storage_throughput_wall_s", wall, "s")
+        bench_line("storage_throughput_ratio", wall / ideal, "x")
+        bench_line("storage_throughput_engine_ratio", statistics.median(engine_walls) / ideal, "x")
+        bench_line("storage_throughput_cpu_ms_per_call", statistics.median(cpus) / calls * 1000, "ms")
+        bench_line("storage_throughput_engine_cpu_ms_per_call",
+                   statistics.median(engine_cpus) / calls * 1000, "ms")
+    finally:
+        sim.stop()
+
+
+def calibration_loop() -> float:
+    """Seconds for a fixed pure-Python workload: how busy the shared machine is right now."""
+
+    def work() -> None:
+        total = 0
+        for i in range(3_000_000):
+            total += i
+
+    return median_seconds(work, 3)
+
+
+def run() -> None:
+    before = calibration_loop()
+    with tempfile.TemporaryDirectory(prefix="jurybox-bench-") as tmp:
+        workdir = Path(tmp)
+        bench_write(workdir)
+        bench_review(workdir)
+        bench_throughput(workdir)
+    bench_line("storage_calibration_loop_s", statistics.median([before, calibration_loop()]), "s")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,304 @@
+"""The storage-backed part of the `jurybox` command line: runs live in the SQLite database.
+
+    jurybox judge ... [--db PATH]      import the dataset, run in the background job, print a summary
+    jurybox demo ... [--db PATH]       the same for the demo panel and dataset
+    jurybox runs [--db PATH]           runs with their status and counts
+    jurybox resume RUN [--db PATH]     resume a cancelled / interrupted / failed run
+    jurybox export RUN --format csv|jsonl|parquet --out FILE [--db PATH]
+
+The database defaults to `$JURYBOX_DB`, else `./jurybox.db` — the same file the app uses, so a
+run started here shows up in the app and the other way round. Every command first marks runs
+whose process died as interrupted. `judging/cli.py` registers these commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import pathlib
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from judging.errors import DataError
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from judging.jobs import Job, JobProgress
+    from judging.panel import Panel
+    from storage.importing import ParsedDataset
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+
+
+def add_db_option(p: argparse.ArgumentParser) -> None:
+    """Add `--db PATH` to a subcommand."""
+    p.add_argument(
+        "--db", type=pathlib.Path, default=None,
+        help="SQLite database for runs (default: $JURYBOX_DB, else ./jurybox.db)",
+    )
+
+
+def db_path_of(args: argparse.Namespace) -> pathlib.Path:
+    """The database a command works on."""
+    from storage.db import default_db_path
+
+    return pathlib.Path(getattr(args, "db", None) or default_db_path())
+
+
+def open_cli_db(args: argparse.Namespace) -> sqlite_utils.Database:
+    """Open the command's database and mark runs whose process died as interrupted."""
+    from judging.jobs import mark_interrupted_runs
+    from storage.db import open_db
+
+    db = open_db(db_path_of(args))
+    for run_id in mark_interrupted_runs(db):
+        print(f"Run {run_id} was interrupted (its process stopped); resume it with "
+              f"`jurybox resume {run_id}`.", file=sys.stderr)
+    return db
+
+
+# -- reading the dataset -----------------------------------------------------------------------
+
+
+def read_for_cli(
+    path: pathlib.Path, *, id_column: str | None = None, gold_column: str | None = None
+) -> ParsedDataset:
+    """Read a dataset file, guessing the id and gold columns when not given.
+
+    Raises:
+        DataError: the file is missing or cannot be used (the message says what to fix).
+    """
+    if not path.is_file():
+        raise DataError(f"dataset file {str(path)!r} does not exist; check the --data path")
+    from storage.importing import read_dataset, suggest_columns
+
+    if id_column is None or gold_column is None:
+        guess = suggest_columns(read_dataset(path).columns)
+        id_column = id_column or guess["id"]
+        gold_column = gold_column or guess["gold"]
+    return read_dataset(path, id_column=id_column, gold_column=gold_column)
+
+
+def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
+    """The first `limit` items as a dataset of their own (its own content hash)."""
+    if limit is None or limit >= len(parsed.items):
+        return parsed
+    digest = hashlib.sha256(f"{parsed.content_hash}:first:{limit}".encode()).hexdigest()
+    return dataclasses.replace(parsed, items=parsed.items[:limit], content_hash=digest,
+                               n_rows=limit)
+
+
+# -- judge / demo through the database ---------------------------------------------------------
+
+
+def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
+               *, dataset_name: str | None = None) -> int:
+    """Import the dataset (recognised if already there), create a run, run it as a background
+    job, show progress, print the summary (and `--out` JSONL). Ctrl-C cancels cleanly.
+
+    Returns:
+        0 when the run is done, 1 when it failed, 130 when cancelled by Ctrl-C.
+    """
+    from judging.jobs import JobRegistry, prepare_run
+    from storage.datasets import save_dataset
+
+    parsed = _first(parsed, getattr(args, "limit", None))
+    if not parsed.items:
+        raise DataError("the dataset has no items to judge")
+    # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
+    panel.check_fields(sorted(parsed.items[0].fields))
+    db = open_cli_db(args)
+    try:
+        saved = save_dataset(db, parsed, name=dataset_name)
+        run_id = prepare_run(db, dataset_id=saved.id, panel=panel)
+    finally:
+        db.close()
+    print(f"Run {run_id} (database {db_path_of(args)})", flush=True)
+    job = JobRegistry().start_run(db_path_of(args), run_id, concurrency=args.concurrency)
+    return _follow(job, args, panel)
+
+
+def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
+    from judging.cli import ProgressBar, format_summary, summarize, write_jsonl
+
+    bar = ProgressBar(1, stream=sys.stderr, enabled=not getattr(args, "quiet", False))
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        while not job.wait(0.2):
+            current = job.progress()
+            if current.total:  # nothing planned yet: a 0-of-0 bar would read as finished
+                bar.update(_as_run_progress(current))
+    except KeyboardInterrupt:
+        interrupted = True
+        print("\nCancelling: calls in flight finish and are kept...", file=sys.stderr, flush=True)
+        job.cancel()
+        job.wait()
+    finally:
+        progress = job.progress()
+        bar.update(_as_run_progress(progress))
+        bar.close()
+    elapsed = time.perf_counter() - start
+    if progress.status == "failed":
+        print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
+        return EXIT_FAILED
+    if progress.status == "cancelled":
+        print(f"Run {job.run_id} cancelled; resume it with `jurybox resume {job.run_id}`.",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+
+    from storage.consensus import load_panel_verdicts
+    from storage.datasets import load_items
+    from storage.db import open_db
+    from storage.runs import get_run
+
+    db = open_db(db_path_of(args))
+    try:
+        run = get_run(db, job.run_id)
+        if panel is None:
+            from judging.panel_files import load_panel
+
+            panel = load_panel(run["panel_yaml"])
+        order = {c.name: n for n, c in enumerate(panel.critics)}
+        verdicts = load_panel_verdicts(db, job.run_id)
+        for pv in verdicts:
+            pv.verdicts.sort(key=lambda v: order.get(v.critic, len(order)))
+        items = load_items(db, run["dataset_id"])
+    finally:
+        db.close()
+    print(format_summary(summarize(panel, items, verdicts, elapsed)), flush=True)
+    if progress.error:
+        print(f"Note: {progress.error}", flush=True)
+    out = getattr(args, "out", None)
+    if out is not None:
+        try:
+            write_jsonl(out, verdicts)
+        except OSError as exc:
+            print(f"jurybox: error: cannot write {str(out)!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        print(f"Wrote {len(verdicts)} items to {out}", flush=True)
+    return EXIT_OK
+
+
+def _as_run_progress(p: JobProgress) -> Any:
+    """The engine's `RunProgress` shape, for the CLI's progress bar."""
+    from judging.runner import RunProgress
+
+    return RunProgress(
+        total=p.total, items_total=p.items_total, done=p.done, failed=p.failed, cached=p.cached,
+        calls_saved=p.calls_saved, items_done=p.items_done,
+        critic_done={k: v.done for k, v in p.per_critic.items()},
+        critic_failed={k: v.failed for k, v in p.per_critic.items()},
+        tokens_in=p.tokens_in, tokens_out=p.tokens_out, cost_usd=p.cost_usd,
+        cost_unknown=p.cost_unknown, elapsed_s=p.elapsed_s,
+    )
+
+
+# -- runs / resume / export --------------------------------------------------------------------
+
+
+def add_runs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("runs", help="list the runs in the database",
+                       description="List the runs in the database, newest first.")
+    add_db_option(p)
+    p.set_defaults(func=cmd_runs)
+
+
+def add_resume(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "resume", help="resume a cancelled, interrupted or failed run",
+        description="Resume a run: only item x critic pairs without a successful verdict are "
+        "sent; stored successes are not paid for again.",
+    )
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    p.add_argument("--concurrency", type=_positive_int, default=32,
+                   help="calls in flight at once (default 32)")
+    p.add_argument("--failures", action="store_true",
+                   help="re-run only the failed pairs of a run (also works on a finished run)")
+    p.add_argument("--out", type=pathlib.Path, default=None,
+                   help="write one JSON line per item (consensus and every verdict) here")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_db_option(p)
+    p.set_defaults(func=cmd_resume)
+
+
+def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "export", help="export a run's final labels (CSV, JSONL, Parquet)",
+        description="Export final labels (latest override, else consensus) with the consensus, "
+        "agreement, one label and confidence column per critic, and the override note. CSV "
+        "cells that a spreadsheet would run as formulas are escaped.",
+    )
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None,
+                   help="output format (default: from the --out extension, else csv)")
+    p.add_argument("--out", type=pathlib.Path, required=True, help="the file to write")
+    add_db_option(p)
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from storage.runs import list_runs
+
+    db = open_cli_db(args)
+    try:
+        runs = list_runs(db)
+    finally:
+        db.close()
+    if not runs:
+        print(f"No runs yet in {db_path_of(args)}. Start one with `jurybox demo` or "
+              "`jurybox judge --data FILE --panel PANEL.yaml`.")
+        return EXIT_OK
+    print(f"{'id':>4}  {'status':<11}  {'created (UTC)':<19}  {'items':>6}  "
+          f"{'ok':>7}  {'failed':>6}  {'of':>7}  {'cost':>9}  dataset / panel")
+    for r in runs:
+        cost = "?" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
+        sim = " (simulated)" if r["simulated"] else ""
+        print(f"{r['id']:>4}  {r['status']:<11}  {r['created_at'][:19].replace('T', ' '):<19}  "
+              f"{r['n_items']:>6}  {r['ok_calls']:>7}  {r['failed_calls']:>6}  "
+              f"{r['total_calls']:>7}  {cost:>9}  {r['dataset_name']} / {r['panel_name']}{sim}")
+        if r["error"] and r["status"] in ("failed", "interrupted"):
+            print(f"{'':>6}{r['error']}")
+    return EXIT_OK
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from judging.jobs import JobRegistry
+
+    open_cli_db(args).close()  # marks a dead process's run interrupted first
+    registry = JobRegistry()
+    if args.failures:
+        job = registry.rerun_failures(db_path_of(args), args.run, concurrency=args.concurrency)
+    else:
+        job = registry.resume(db_path_of(args), args.run, concurrency=args.concurrency)
+    print(f"Resuming run {args.run} (database {db_path_of(args)})", flush=True)
+    return _follow(job, args, None)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from storage.export import export_run
+
+    fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
+    db = open_cli_db(args)
+    try:
+        rows = export_run(db, args.run, fmt, args.out)
+    finally:
+        db.close()
+    print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt})")
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value

@@ -1,0 +1,297 @@
+"""Call outcomes (one row per run x item x critic) and the cache of successful calls.
+
+A row holds the parsed verdict and its evidence: what was sent (never the key), what came back,
+latency, attempts, tokens, cost and the cache key. A re-run replaces a failed row with the new
+outcome; a successful row is never replaced by a failure (only `rejudge` replaces on purpose).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import sqlite_utils
+
+from judging.verdicts import FailureKind, Verdict
+from storage.db import DbPath, connect, dumps, loads, now
+
+# Header or parameter names that could carry a credential. The call layer already strips the
+# key before handing over `raw_request`; this is the second lock on the door, because a key in
+# the database would be copied into every backup and export of it.
+_SECRET_NAMES = frozenset(
+    {"authorization", "api_key", "api-key", "apikey", "x-api-key", "x-goog-api-key", "key",
+     "proxy-authorization", "cookie", "set-cookie"}
+)
+
+
+def scrub(value: Any) -> Any:
+    """A copy of a raw request with any credential-looking entry replaced by "***"."""
+    if isinstance(value, dict):
+        return {
+            k: "***" if str(k).lower() in _SECRET_NAMES else scrub(v) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
+_COLUMNS = (
+    "run_id", "item_id", "critic", "label", "score", "confidence", "reasoning", "failure",
+    "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
+    "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
+    "cache_hash",
+)
+_UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
+_INSERT = (
+    f"INSERT INTO calls ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)}) "
+    f"ON CONFLICT (run_id, item_id, critic) DO UPDATE SET {_UPDATE}"
+)
+# Never let a failure (or a replay from the cache) overwrite a success already stored.
+_KEEP_SUCCESS = " WHERE calls.failure IS NOT NULL"
+
+
+def cache_hash(key: str | None) -> int | None:
+    """The 64-bit hash of a cache key that the cache index holds (the key itself is too long
+    to index cheaply; a lookup compares the full key too, so a collision cannot mislead)."""
+    if key is None:
+        return None
+    try:
+        return int(key[:15], 16) if len(key) >= 15 else _blake(key)  # sha256 hex: 60 bits
+    except ValueError:  # not hex
+        return _blake(key)
+
+
+def _blake(key: str) -> int:
+    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+_SECRET_KEY_RE = re.compile(
+    "|".join(f'"{re.escape(name)}"' for name in sorted(_SECRET_NAMES)), re.IGNORECASE
+)
+
+
+def request_json(raw_request: dict[str, Any] | None) -> str | None:
+    """The raw request as JSON text, with credential-looking entries scrubbed.
+
+    Serialising first and scanning the text keeps the common case (nothing to scrub) cheap:
+    walking every message of every request in Python was most of the write time.
+    """
+    text = dumps(raw_request)
+    if text is not None and _SECRET_KEY_RE.search(text):
+        text = dumps(scrub(raw_request))
+    return text
+
+
+def _row(run_id: int, v: Verdict, stamp: str) -> tuple[Any, ...]:
+    failure = v.failure.value if isinstance(v.failure, FailureKind) else v.failure
+    return (
+        run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning, failure,
+        v.message, request_json(v.raw_request), v.raw_response, v.latency_ms, v.attempts,
+        v.tokens_in, v.tokens_out, v.cost_usd, v.cache_key, v.vendor, v.model, int(v.simulated),
+        int(v.cached), stamp, cache_hash(v.cache_key),
+    )
+
+
+def write_verdicts(
+    db: sqlite_utils.Database,
+    run_id: int,
+    verdicts: Iterable[Verdict],
+    *,
+    replace_success: bool = False,
+    refresh_totals: bool = True,
+) -> int:
+    """Write a batch of verdicts in ONE transaction and refresh the run's totals.
+
+    Args:
+        db: this thread's connection.
+        run_id: the run they belong to.
+        verdicts: outcomes; `CANCELLED` ones (never sent) are skipped, every other failure is kept.
+        replace_success: overwrite a stored success too (re-judging an item on purpose).
+        refresh_totals: recompute the run's totals in the same transaction (a job's writer
+            turns this off and refreshes every few seconds: it costs a scan of the run).
+
+    Returns:
+        How many verdicts were written.
+    """
+    from storage.runs import refresh_run_totals
+
+    stamp = now()
+    rows = [_row(run_id, v, stamp) for v in verdicts if v.failure != FailureKind.CANCELLED]
+    if not rows:
+        return 0
+    sql = _INSERT if replace_success else _INSERT + _KEEP_SUCCESS
+    with db.atomic():
+        db.conn.executemany(sql, rows)
+        if refresh_totals:
+            refresh_run_totals(db, run_id)
+    return len(rows)
+
+
+def successful_pairs(db: sqlite_utils.Database, run_id: int) -> set[tuple[str, str]]:
+    """(item_id, critic) pairs of the run that already have a successful verdict."""
+    return {
+        (item_id, critic)
+        for item_id, critic in db.execute(
+            "SELECT item_id, critic FROM calls WHERE run_id = ? AND failure IS NULL", [run_id]
+        )
+    }
+
+
+def call_counts(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, int]]:
+    """Per critic: {"ok": n, "failed": n, "cached": n} for the run."""
+    out: dict[str, dict[str, int]] = {}
+    for critic, ok, failed, cached in db.execute(
+        "SELECT critic, count(*) FILTER (WHERE failure IS NULL),"
+        " count(*) FILTER (WHERE failure IS NOT NULL), count(*) FILTER (WHERE cached)"
+        " FROM calls WHERE run_id = ? GROUP BY critic",
+        [run_id],
+    ):
+        out[critic] = {"ok": ok, "failed": failed, "cached": cached}
+    return out
+
+
+def failure_summary(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
+    """Failures of the run grouped by critic and kind, with one example message each."""
+    return list(
+        db.query(
+            "SELECT critic, failure, count(*) AS n, max(message) AS example FROM calls"
+            " WHERE run_id = ? AND failure IS NOT NULL GROUP BY critic, failure"
+            " ORDER BY critic, n DESC",
+            [run_id],
+        )
+    )
+
+
+def delete_item_calls(
+    db: sqlite_utils.Database, run_id: int, item_id: str, *, critic: str | None = None
+) -> None:
+    """Forget the stored outcomes of one item (of one critic only, when given)."""
+    if critic is None:
+        db.execute("DELETE FROM calls WHERE run_id = ? AND item_id = ?", [run_id, item_id])
+    else:
+        db.execute(
+            "DELETE FROM calls WHERE run_id = ? AND item_id = ? AND critic = ?",
+            [run_id, item_id, critic],
+        )
+
+
+_VERDICT_SELECT = (
+    "SELECT critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,"
+    " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
+    " model, simulated FROM calls"
+)
+
+
+def _verdict(row: tuple[Any, ...], *, cached: bool = False) -> Verdict:
+    (critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,
+     raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,
+     model, simulated) = row
+    return Verdict(
+        critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
+        reasoning=reasoning, failure=FailureKind(failure) if failure else None, message=message,
+        raw_request=loads(raw_request), raw_response=raw_response, latency_ms=latency_ms,
+        attempts=attempts, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
+        cache_key=cache_key, vendor=vendor, model=model, simulated=bool(simulated), cached=cached,
+    )
+
+
+def load_verdicts(
+    db: sqlite_utils.Database, run_id: int, item_id: str | None = None
+) -> list[Verdict]:
+    """Stored verdicts of a run (or of one item of it), in write order."""
+    if item_id is None:
+        rows = db.execute(_VERDICT_SELECT + " WHERE run_id = ? ORDER BY id", [run_id])
+    else:
+        rows = db.execute(
+            _VERDICT_SELECT + " WHERE run_id = ? AND item_id = ? ORDER BY id", [run_id, item_id]
+        )
+    return [_verdict(tuple(r)) for r in rows]
+
+
+class CallCacheStore:
+    """The call cache over the database: successful calls found by their cache key.
+
+    Implements the cache protocol of `Panel.judge_many`: `get(key) -> Verdict | None` and
+    `put(verdict) -> None`. Safe to use from many worker threads: each thread gets its own
+    connection (a sqlite3 connection must not be shared). `put` keeps the verdict in memory
+    (bounded) so a repeat within the same run hits before the batch writer has stored it; what
+    makes the cache durable across a crash is the run's batch writer storing every verdict with
+    its key.
+
+    Args:
+        db_path: the database file.
+        memory_limit: how many recent `put` verdicts to keep in memory.
+    """
+
+    def __init__(self, db_path: DbPath, *, memory_limit: int = 20_000) -> None:
+        self.db_path = db_path
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._recent: collections.OrderedDict[str, Verdict] = collections.OrderedDict()
+        self._memory_limit = memory_limit
+        self.hits = 0
+        self.misses = 0
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            # check_same_thread=False only so that close() may close it from the owner thread;
+            # it is used by the thread that opened it and no other.
+            conn = connect(self.db_path, check_same_thread=False)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def get(self, key: str) -> Verdict | None:
+        """The stored successful verdict for `key` (marked `cached=True`), or None."""
+        with self._lock:
+            recent = self._recent.get(key)
+        if recent is None:
+            row = self._conn().execute(
+                _VERDICT_SELECT + " WHERE cache_hash = ? AND cache_key = ? AND failure IS NULL"
+                " ORDER BY id DESC LIMIT 1",
+                [cache_hash(key), key],
+            ).fetchone()
+            found = None if row is None else _verdict(tuple(row), cached=True)
+        else:
+            found = _copy_cached(recent)
+        with self._lock:
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return found
+
+    def put(self, verdict: Verdict) -> None:
+        """Remember a successful verdict by its cache key (failures are ignored)."""
+        if verdict.failure is not None or not verdict.cache_key:
+            return
+        with self._lock:
+            self._recent[verdict.cache_key] = verdict
+            self._recent.move_to_end(verdict.cache_key)
+            while len(self._recent) > self._memory_limit:
+                self._recent.popitem(last=False)
+
+    def close(self) -> None:
+        """Close every thread's connection (call once the run's threads have finished)."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+
+def _copy_cached(v: Verdict) -> Verdict:
+    data = {name: getattr(v, name) for name in Verdict.__slots__}  # type: ignore[attr-defined]
+    data["cached"] = True
+    return Verdict(**data)

@@ -1,0 +1,212 @@
+"""Datasets and their items: saved in one transaction, recognised by content hash."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, Protocol
+
+import pandas as pd
+import sqlite_utils
+
+from judging.verdicts import Item
+from storage.db import NotFoundError, StorageError, dumps, loads, now
+
+
+class ParsedLike(Protocol):
+    """What `save_dataset` needs from `storage.importing.ParsedDataset`."""
+
+    items: list[Item]
+    columns: list[str]
+    fields: list[str]
+    id_column: str | None
+    gold_column: str | None
+    filename: str
+    content_hash: str
+    format: str
+
+
+class SavedDataset(NamedTuple):
+    """Result of `save_dataset`: the dataset id, and False when the same content was already there."""
+
+    id: int
+    created: bool
+
+
+def _item_rows(dataset_id: int, items: Iterable[Item]) -> Iterator[tuple[Any, ...]]:
+    for position, item in enumerate(items):
+        yield (
+            dataset_id,
+            str(item.id),
+            position,
+            dumps(item.fields),
+            None if item.gold is None else str(item.gold),
+        )
+
+
+def dataset_hash(file_hash: str, id_column: str | None, gold_column: str | None, fields: list[str]) -> str:
+    """A dataset's identity: the file's bytes AND how its columns were mapped.
+
+    The same file imported with another id or gold column makes different items, so it is a
+    different dataset; the same file with the same mapping is recognised.
+    """
+    mapping = dumps([file_hash, id_column, gold_column, list(fields)]) or ""
+    return hashlib.sha256(mapping.encode("utf-8")).hexdigest()
+
+
+def find_dataset_by_hash(db: sqlite_utils.Database, content_hash: str) -> int | None:
+    """The id of the dataset with this content hash (see `dataset_hash`), or None."""
+    row = db.execute("SELECT id FROM datasets WHERE content_hash = ?", [content_hash]).fetchone()
+    return None if row is None else int(row[0])
+
+
+def save_dataset(
+    db: sqlite_utils.Database,
+    parsed: ParsedLike,
+    *,
+    name: str | None = None,
+) -> SavedDataset:
+    """Save an imported dataset and its items in ONE transaction.
+
+    Args:
+        db: a connection from `open_db` (this thread's).
+        parsed: a `ParsedDataset` from `storage.importing.read_dataset` (items, columns, fields,
+            content_hash, format).
+            Its filename, id_column and gold_column are recorded with it.
+        name: the name shown in the app (default: the file name).
+
+    Returns:
+        `SavedDataset(id, created)`. When the same file was already imported with the same
+        column mapping (`dataset_hash`), nothing is written and that dataset's id is returned
+        with `created=False`.
+
+    Raises:
+        StorageError: the dataset has no items.
+        Any error while writing: the transaction is rolled back, nothing is left behind.
+    """
+    fields = list(getattr(parsed, "fields", None) or parsed.columns)
+    filename = getattr(parsed, "filename", None)
+    id_column = getattr(parsed, "id_column", None)
+    gold_column = getattr(parsed, "gold_column", None)
+    identity = dataset_hash(parsed.content_hash, id_column, gold_column, fields)
+    existing = find_dataset_by_hash(db, identity)
+    if existing is not None:
+        return SavedDataset(existing, False)
+    items = list(parsed.items)
+    if not items:
+        raise StorageError("The dataset has no items: nothing was saved.")
+    with db.atomic():
+        cursor = db.execute(
+            "INSERT INTO datasets (name, filename, format, content_hash, file_hash, n_items,"
+            " columns, fields, id_column, gold_column, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                name or filename or "dataset",
+                filename,
+                parsed.format,
+                identity,
+                parsed.content_hash,
+                len(items),
+                dumps(list(parsed.columns)),
+                dumps(fields),
+                id_column,
+                gold_column,
+                now(),
+            ],
+        )
+        dataset_id = int(cursor.lastrowid or 0)
+        db.conn.executemany(
+            "INSERT INTO items (dataset_id, item_id, position, fields, gold) VALUES (?, ?, ?, ?, ?)",
+            _item_rows(dataset_id, items),
+        )
+    return SavedDataset(dataset_id, True)
+
+
+def _dataset_dict(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    row["columns"] = loads(row["columns"])
+    row["fields"] = loads(row["fields"])
+    return row
+
+
+def list_datasets(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    """Every dataset, newest first: id, name, filename, format, content_hash, n_items, columns,
+    fields, id_column, gold_column, created_at, n_runs."""
+    rows = db.query(
+        "SELECT d.*, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.id) AS n_runs "
+        "FROM datasets d ORDER BY d.id DESC"
+    )
+    return [_dataset_dict(row) for row in rows]
+
+
+def get_dataset(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any]:
+    """One dataset's metadata (as in `list_datasets`).
+
+    Raises:
+        NotFoundError: no dataset has this id.
+    """
+    rows = list(
+        db.query(
+            "SELECT d.*, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.id) AS n_runs "
+            "FROM datasets d WHERE d.id = ?",
+            [dataset_id],
+        )
+    )
+    if not rows:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    return _dataset_dict(rows[0])
+
+
+def load_items(
+    db: sqlite_utils.Database, dataset_id: int, *, limit: int | None = None, offset: int = 0
+) -> list[Item]:
+    """The dataset's items in their file order (all of them unless `limit` is given)."""
+    sql = "SELECT item_id, fields, gold FROM items WHERE dataset_id = ? ORDER BY position"
+    params: list[Any] = [dataset_id]
+    if limit is not None:
+        sql += " LIMIT ? OFFSET ?"
+        params += [int(limit), int(offset)]
+    return [
+        Item(id=item_id, fields=loads(fields), gold=gold)
+        for item_id, fields, gold in db.execute(sql, params).fetchall()
+    ]
+
+
+def get_item(db: sqlite_utils.Database, dataset_id: int, item_id: str) -> Item:
+    """One item.
+
+    Raises:
+        NotFoundError: the dataset has no item with this id.
+    """
+    row = db.execute(
+        "SELECT item_id, fields, gold FROM items WHERE dataset_id = ? AND item_id = ?",
+        [dataset_id, item_id],
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"Dataset {dataset_id} has no item {item_id!r}.")
+    return Item(id=row[0], fields=loads(row[1]), gold=row[2])
+
+
+def items_frame(db: sqlite_utils.Database, dataset_id: int, *, limit: int = 1000) -> pd.DataFrame:
+    """A preview table: `id`, one column per field, and `gold` (first `limit` items)."""
+    items = load_items(db, dataset_id, limit=limit)
+    records = [{"id": it.id, **{str(k): v for k, v in it.fields.items()}, "gold": it.gold} for it in items]
+    return pd.DataFrame.from_records(records)
+
+
+def delete_dataset(db: sqlite_utils.Database, dataset_id: int) -> None:
+    """Delete a dataset and its items.
+
+    Raises:
+        NotFoundError: no dataset has this id.
+        StorageError: runs use it (their verdicts and overrides are kept, so the dataset stays).
+    """
+    info = get_dataset(db, dataset_id)
+    if info["n_runs"]:
+        raise StorageError(
+            f"Dataset {info['name']!r} is used by {info['n_runs']} run(s); it cannot be deleted "
+            "while their results and overrides depend on it."
+        )
+    with db.atomic():
+        db.execute("DELETE FROM items WHERE dataset_id = ?", [dataset_id])
+        db.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])

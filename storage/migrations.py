@@ -1,0 +1,217 @@
+"""The schema, as named migrations recorded in `_sqlite_migrations`.
+
+Never edit a migration that has shipped: add a new one below it. Each step runs in a
+transaction with the record of it (sqlite-utils `Migrations`), so a failed step leaves nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+
+import sqlite_utils
+from sqlite_utils import Migrations
+
+MIGRATION_SET = "jurybox"
+
+RUN_STATUSES = ("pending", "running", "done", "cancelled", "interrupted", "failed")
+
+migrations = Migrations(MIGRATION_SET)
+
+
+def _script(db: sqlite_utils.Database, sql: str) -> None:
+    # Statement by statement so everything stays inside the migration's transaction
+    # (sqlite3's executescript would COMMIT first).
+    pending = ""
+    for piece in sql.split(";"):
+        pending += piece + ";"
+        # A trigger body holds semicolons of its own: wait until the statement is complete.
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                db.execute(pending)
+            pending = ""
+    if pending.strip(" \n;"):
+        raise ValueError(f"incomplete SQL in migration: {pending[:80]!r}")
+
+
+@migrations(name="0001_initial_schema")
+def _initial(db: sqlite_utils.Database) -> None:
+    statuses = ", ".join(f"'{s}'" for s in RUN_STATUSES)
+    _script(
+        db,
+        f"""
+        CREATE TABLE datasets (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            filename TEXT,
+            format TEXT,
+            content_hash TEXT NOT NULL UNIQUE,
+            file_hash TEXT,
+            n_items INTEGER NOT NULL,
+            columns TEXT NOT NULL DEFAULT '[]',
+            fields TEXT NOT NULL DEFAULT '[]',
+            id_column TEXT,
+            gold_column TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE items (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            fields TEXT NOT NULL,
+            gold TEXT,
+            PRIMARY KEY (dataset_id, item_id)
+        );
+        CREATE INDEX items_position ON items (dataset_id, position);
+        CREATE TABLE panels (
+            hash TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            yaml TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            name TEXT,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+            panel_hash TEXT NOT NULL REFERENCES panels(hash),
+            status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ({statuses})),
+            created_at TEXT NOT NULL,
+            started_at TEXT,
+            finished_at TEXT,
+            n_items INTEGER NOT NULL DEFAULT 0,
+            critics TEXT NOT NULL DEFAULT '[]',
+            total_calls INTEGER NOT NULL DEFAULT 0,
+            ok_calls INTEGER NOT NULL DEFAULT 0,
+            failed_calls INTEGER NOT NULL DEFAULT 0,
+            cached_calls INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_usd REAL,
+            simulated INTEGER NOT NULL DEFAULT 0,
+            error TEXT
+        );
+        CREATE INDEX runs_status ON runs (status);
+        CREATE TABLE calls (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            critic TEXT NOT NULL,
+            label TEXT,
+            score REAL,
+            confidence REAL,
+            reasoning TEXT,
+            failure TEXT,
+            message TEXT,
+            raw_request TEXT,
+            raw_response TEXT,
+            latency_ms REAL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            cost_usd REAL,
+            cache_key TEXT,
+            vendor TEXT,
+            model TEXT,
+            simulated INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX calls_pair ON calls (run_id, item_id, critic);
+        CREATE INDEX calls_cache_key ON calls (cache_key) WHERE failure IS NULL;
+        CREATE TABLE consensus (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            position INTEGER NOT NULL DEFAULT 0,
+            consensus TEXT,
+            score REAL,
+            agreement REAL,
+            disagreement INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            counts TEXT NOT NULL DEFAULT '{{}}',
+            item_alpha REAL,
+            tier INTEGER NOT NULL DEFAULT 0,
+            settled_by TEXT,
+            strategy TEXT,
+            recommendation TEXT,
+            spread REAL,
+            tie INTEGER NOT NULL DEFAULT 0,
+            note TEXT,
+            PRIMARY KEY (run_id, item_id)
+        );
+        CREATE INDEX consensus_contested ON consensus (run_id, disagreement, agreement);
+        CREATE INDEX consensus_label ON consensus (run_id, consensus);
+        CREATE INDEX consensus_alpha ON consensus (run_id, item_alpha);
+        CREATE INDEX consensus_failed ON consensus (run_id, failed);
+        CREATE TABLE overrides (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            item_id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            reviewer TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX overrides_item ON overrides (run_id, item_id, id);
+        CREATE TRIGGER overrides_no_update BEFORE UPDATE ON overrides
+        BEGIN SELECT RAISE(ABORT, 'overrides are append-only: add a new override instead'); END;
+        CREATE TRIGGER overrides_no_delete BEFORE DELETE ON overrides
+        BEGIN SELECT RAISE(ABORT, 'overrides are append-only: they are never deleted'); END
+        """,
+    )
+
+
+@migrations(name="0002_run_owner_heartbeat")
+def _run_owner(db: sqlite_utils.Database) -> None:
+    # Which process works on a running run, and when it last showed signs of life: so a start-up
+    # check can tell a run whose process died (interrupted) from one another process (the CLI
+    # next to the app) is still working on.
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE runs ADD COLUMN owner_host TEXT;
+        ALTER TABLE runs ADD COLUMN heartbeat_at TEXT
+        """,
+    )
+
+
+@migrations(name="0003_cache_key_hash_index")
+def _cache_hash(db: sqlite_utils.Database) -> None:
+    # The cache index on the 64-character key was half the cost of writing a verdict (random
+    # inserts of long keys): index a 64-bit hash of it instead; lookups still compare the key.
+    from storage.calls import cache_hash
+
+    db.execute("ALTER TABLE calls ADD COLUMN cache_hash INTEGER")
+    rows = db.execute("SELECT id, cache_key FROM calls WHERE cache_key IS NOT NULL").fetchall()
+    db.conn.executemany(
+        "UPDATE calls SET cache_hash = ? WHERE id = ?", [(cache_hash(k), i) for i, k in rows]
+    )
+    db.execute("DROP INDEX calls_cache_key")
+    db.execute("CREATE INDEX calls_cache_hash ON calls (cache_hash) WHERE failure IS NULL")
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Apply every pending migration (a no-op when the schema is current).
+
+    Several processes or threads may open a fresh file at once: the losers of that race see
+    "already exists" / "duplicate column" / "locked" while the winner applies the steps, so they
+    wait a moment and look again at what is still pending.
+    """
+    for attempt in range(100):
+        if not migrations.pending(db):
+            return
+        try:
+            migrations.apply(db)
+            return
+        except sqlite3.DatabaseError as error:
+            message = str(error)
+            racing = any(s in message for s in ("already exists", "duplicate column", "locked"))
+            if not racing or attempt == 99:
+                raise
+            time.sleep(0.02 + 0.03 * random.random())
+
+
+def applied_migrations(db: sqlite_utils.Database) -> list[str]:
+    """Names of the migrations recorded in the database, in the order they ran."""
+    return [m.name for m in migrations.applied(db)]

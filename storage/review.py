@@ -1,0 +1,385 @@
+"""Read models for the Review and Agreement pages: the filtered review table and one item in detail.
+
+Everything here is parameterised SQL: filter values, critic names and search text (all user
+data) are bound as `?`/`:name` parameters, and the sort order comes from an allow-list. No SQL
+text is ever built from user input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import sqlite_utils
+
+from storage.db import NotFoundError, StorageError, loads
+
+# sort name -> ORDER BY clause (allow-list: the only way a sort reaches the SQL).
+SORTS: dict[str, str] = {
+    # Most contested first: disagreements, then the lowest agreement (none counted = lowest),
+    # then the lowest per-item alpha, then failures; file order breaks ties.
+    "contested": "c.disagreement DESC, coalesce(c.agreement, -1) ASC,"
+    " coalesce(c.item_alpha, 2) ASC, c.failed DESC, c.position ASC",
+    "agreement": "coalesce(c.agreement, -1) ASC, c.position ASC",
+    "alpha": "c.item_alpha IS NULL, c.item_alpha ASC, c.position ASC",
+    "failures": "c.failed DESC, c.position ASC",
+    "item": "c.position ASC",
+    "recent_override": "o.id IS NULL, o.id DESC, c.position ASC",
+}
+
+FIXED_COLUMNS = (
+    "item_id", "preview", "consensus", "final_label", "agreement", "disagreement", "failed",
+    "item_alpha", "tier", "overridden", "reviewer", "override_note",
+)
+
+_PREVIEW_CHARS = 160
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _run_meta(db: sqlite_utils.Database, run_id: int) -> tuple[int, list[str]]:
+    row = db.execute("SELECT dataset_id, critics FROM runs WHERE id = ?", [run_id]).fetchone()
+    if row is None:
+        raise NotFoundError(f"There is no run with id {run_id}.")
+    return int(row[0]), list(loads(row[1]) or [])
+
+
+def critic_columns(critics: list[str]) -> dict[str, str]:
+    """critic name -> its column in the review table (a name that clashes with a fixed column
+    gets the suffix " (critic)")."""
+    out: dict[str, str] = {}
+    for critic in critics:
+        column = critic if critic not in FIXED_COLUMNS else f"{critic} (critic)"
+        out[critic] = column
+    return out
+
+
+def _cell(label: Any, score: Any, failure: Any) -> Any:
+    if failure:
+        return f"⚠ {failure}"
+    return label if label is not None else score
+
+
+def review_table(
+    db: sqlite_utils.Database,
+    run_id: int,
+    *,
+    disagreements_only: bool = False,
+    consensus_label: str | None = None,
+    critic_label: tuple[str, str] | None = None,
+    alpha_range: tuple[float | None, float | None] | None = None,
+    failures_only: bool | str = False,
+    overridden: bool | None = None,
+    search: str | None = None,
+    critic_pair: tuple[str, str] | None = None,
+    sort: str = "contested",
+    limit: int | None = 50,
+    offset: int = 0,
+) -> tuple[pd.DataFrame, int]:
+    """One page of a run's review table, filtered and sorted, with one column per critic.
+
+    Args:
+        db: this thread's connection.
+        run_id: the run.
+        disagreements_only: only items whose panel disagreed (or had a failed critic).
+        consensus_label: only items with this consensus label.
+        critic_label: `(critic, label)`: only items where that critic said that label (a failure
+            kind such as "parse_fail" matches that critic's failures of that kind).
+        alpha_range: `(low, high)` inclusive bounds on the per-item alpha; None on a side is
+            open. Items with an undefined alpha are left out when a range is given.
+        failures_only: True: items with at least one failed critic; a failure kind (e.g.
+            "refusal"): items with a failure of that kind.
+        overridden: True only overridden items, False only items never overridden.
+        search: text searched (case-insensitive for ASCII) in the item id, its fields and every
+            critic's reasoning.
+        critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
+            two differ (the Agreement heatmap's cell).
+        sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
+            "recent_override".
+        limit: page size; None for every matching row.
+        offset: rows to skip.
+
+    Returns:
+        `(frame, total)`: the page, and how many rows match the filters. Columns: item_id,
+        preview, consensus, final_label, agreement, disagreement, failed, item_alpha, tier,
+        overridden, reviewer, override_note, then one column per critic in panel order holding
+        its label (or score), or "⚠ <failure kind>" (`frame.attrs["critic_columns"]` maps critic
+        name -> column).
+
+    Raises:
+        NotFoundError: no such run.
+        StorageError: an unknown sort name or a malformed `critic_label` / `alpha_range`.
+    """
+    if sort not in SORTS:
+        raise StorageError(f"Unknown sort {sort!r}; choose one of {', '.join(SORTS)}.")
+    dataset_id, critics = _run_meta(db, run_id)
+    where = ["c.run_id = :run"]
+    params: dict[str, Any] = {"run": run_id, "ds": dataset_id}
+    if disagreements_only:
+        where.append("c.disagreement = 1")
+    if consensus_label is not None:
+        where.append("c.consensus = :consensus_label")
+        params["consensus_label"] = str(consensus_label)
+    if critic_label is not None:
+        if not (isinstance(critic_label, (tuple, list)) and len(critic_label) == 2):
+            raise StorageError("critic_label must be a (critic, label) pair.")
+        where.append(
+            "EXISTS (SELECT 1 FROM calls k WHERE k.run_id = c.run_id AND k.item_id = c.item_id"
+            " AND k.critic = :cl_critic AND (k.label = :cl_label OR k.failure = :cl_label"
+            " OR (k.label IS NULL AND k.failure IS NULL AND CAST(k.score AS TEXT) = :cl_label)))"
+        )
+        params["cl_critic"], params["cl_label"] = str(critic_label[0]), str(critic_label[1])
+    if alpha_range is not None:
+        low, high = alpha_range
+        if low is not None:
+            where.append("c.item_alpha >= :alpha_low")
+            params["alpha_low"] = float(low)
+        if high is not None:
+            where.append("c.item_alpha <= :alpha_high")
+            params["alpha_high"] = float(high)
+        where.append("c.item_alpha IS NOT NULL")
+    if failures_only is True:
+        where.append("c.failed > 0")
+    elif isinstance(failures_only, str) and failures_only:
+        where.append(
+            "EXISTS (SELECT 1 FROM calls k WHERE k.run_id = c.run_id AND k.item_id = c.item_id"
+            " AND k.failure = :failure_kind)"
+        )
+        params["failure_kind"] = failures_only
+    if overridden is True:
+        where.append("o.id IS NOT NULL")
+    elif overridden is False:
+        where.append("o.id IS NULL")
+    if search is not None and search.strip():
+        params["q"] = _like(search.strip())
+        # One pass over the items and one over the reasons, not a lookup per row.
+        where.append(
+            "(c.item_id LIKE :q ESCAPE '\\' OR c.item_id IN ("
+            "SELECT item_id FROM items WHERE dataset_id = :ds AND fields LIKE :q ESCAPE '\\'"
+            " UNION SELECT item_id FROM calls WHERE run_id = :run"
+            " AND reasoning LIKE :q ESCAPE '\\'))"
+        )
+    if critic_pair is not None:
+        if not (isinstance(critic_pair, (tuple, list)) and len(critic_pair) == 2):
+            raise StorageError("critic_pair must be a pair of critic names.")
+        where.append(
+            "EXISTS (SELECT 1 FROM calls a JOIN calls b ON b.run_id = a.run_id"
+            " AND b.item_id = a.item_id AND b.critic = :pair_b"
+            " WHERE a.run_id = c.run_id AND a.item_id = c.item_id AND a.critic = :pair_a"
+            " AND a.failure IS NULL AND b.failure IS NULL"
+            " AND coalesce(a.label, a.score) IS NOT coalesce(b.label, b.score))"
+        )
+        params["pair_a"], params["pair_b"] = str(critic_pair[0]), str(critic_pair[1])
+    # Joins only where a filter or the sort needs them: the count and the sort touch every
+    # matching row, the details (preview, override) only the rows of the page.
+    needs_override = overridden is not None or sort == "recent_override"
+    item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
+    override_join = (
+        " LEFT JOIN (SELECT item_id, max(id) AS id FROM overrides WHERE run_id = :run"
+        " GROUP BY item_id) lo ON lo.item_id = c.item_id"
+        " LEFT JOIN overrides o ON o.id = lo.id"
+    )
+    where_sql = " WHERE " + " AND ".join(where)
+    filter_sql = (
+        " FROM consensus c"
+        + (override_join if needs_override else "")
+        + where_sql
+    )
+    total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
+    details = (
+        "SELECT c.item_id, (SELECT substr(group_concat(replace(value, char(10), ' '), ' · '), 1,"
+        f" {_PREVIEW_CHARS}) FROM json_each(i.fields)) AS preview, c.consensus,"
+        " coalesce(o.label, c.consensus) AS final_label, c.agreement, c.disagreement, c.failed,"
+        " c.item_alpha, c.tier, o.id IS NOT NULL AS overridden, o.reviewer,"
+        " o.note AS override_note FROM consensus c" + item_join + override_join
+    )
+    if limit is None:
+        rows = db.execute(details + where_sql + " ORDER BY " + SORTS[sort], params).fetchall()
+    else:
+        params["limit"], params["offset"] = max(0, int(limit)), max(0, int(offset))
+        page_ids = [
+            r[0]
+            for r in db.execute(
+                "SELECT c.rowid" + filter_sql + " ORDER BY " + SORTS[sort]
+                + " LIMIT :limit OFFSET :offset",
+                params,
+            )
+        ]
+        rank = {rid: n for n, rid in enumerate(page_ids)}
+        found = _page_rows(db, details, page_ids, dataset_id, run_id)
+        rows = [r[1:] for r in sorted(found, key=lambda r: rank[r[0]])]
+
+    columns = critic_columns(critics)
+    frame = pd.DataFrame.from_records(rows, columns=list(FIXED_COLUMNS))
+    for flag in ("disagreement", "overridden"):
+        frame[flag] = frame[flag].astype(bool)
+    cells = _critic_cells(db, run_id, [r[0] for r in rows], critics)
+    for critic, column in columns.items():
+        if critic in cells.columns:
+            frame[column] = frame["item_id"].map(cells[critic]).astype(object)
+        else:
+            frame[column] = pd.Series([None] * len(frame), dtype=object)
+    frame.attrs["critic_columns"] = columns
+    return frame, total
+
+
+def _page_rows(
+    db: sqlite_utils.Database, details: str, rowids: list[int], dataset_id: int, run_id: int
+) -> list[tuple[Any, ...]]:
+    """The detail columns of the page's rows, by consensus rowid (at most one page of them)."""
+    if not rowids:
+        return []
+    sql = details.replace("SELECT c.item_id,", "SELECT c.rowid, c.item_id,", 1)
+    found: list[tuple[Any, ...]] = []
+    for start in range(0, len(rowids), 500):
+        chunk = rowids[start : start + 500]
+        params: dict[str, Any] = {"ds": dataset_id, "run": run_id}
+        params.update({f"r{n}": rid for n, rid in enumerate(chunk)})
+        marks = ", ".join(f":r{n}" for n in range(len(chunk)))
+        found += db.execute(sql + f" WHERE c.rowid IN ({marks})", params).fetchall()
+    return found
+
+
+_CELL = "CASE WHEN failure IS NOT NULL THEN '⚠ ' || failure ELSE coalesce(label, score) END"
+
+
+def _critic_cells(
+    db: sqlite_utils.Database, run_id: int, item_ids: list[str], critics: list[str]
+) -> pd.DataFrame:
+    """item_id x critic table of cells (label, score, or "⚠ <failure>") for these items."""
+    if not item_ids or not critics:
+        return pd.DataFrame()
+    if len(item_ids) <= 900:
+        marks = ", ".join("?" for _ in item_ids)
+        rows = db.execute(
+            f"SELECT item_id, critic, {_CELL} FROM calls WHERE run_id = ? AND item_id IN ({marks})",
+            [run_id, *item_ids],
+        ).fetchall()
+        if not rows:
+            return pd.DataFrame()
+        calls = pd.DataFrame.from_records(rows, columns=["item_id", "critic", "cell"])
+        return calls.pivot(index="item_id", columns="critic", values="cell")
+    # A big page: pivot inside SQLite (one row per item, one column per critic) rather than
+    # hauling three rows per item into Python. Critic names are bound parameters; the column
+    # aliases are positional (k0, k1, ...), never user text.
+    pivots = ", ".join(
+        f"max(CASE WHEN critic = ? THEN {_CELL} END) AS k{n}" for n in range(len(critics))
+    )
+    rows = db.execute(
+        f"SELECT item_id, {pivots} FROM calls WHERE run_id = ? GROUP BY item_id",
+        [*critics, run_id],
+    ).fetchall()
+    frame = pd.DataFrame.from_records(rows, columns=["item_id", *[f"k{n}" for n in range(len(critics))]])
+    frame = frame.set_index("item_id")
+    frame.columns = critics
+    return frame
+
+
+def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[str, Any]:
+    """Everything about one item of a run, for the detail view.
+
+    Returns:
+        {"item_id", "fields" (dict), "gold", "consensus" (dict or None: consensus, score,
+        agreement, disagreement, failed, counts, item_alpha, tier, settled_by, strategy,
+        recommendation, spread, tie, note), "verdicts" (one dict per critic in panel order:
+        critic, label, score, confidence, reasoning, failure, message, raw_request (dict),
+        raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, vendor, model,
+        simulated, cached, created_at; critics without a stored outcome are absent),
+        "overrides" (history, oldest first), "final_label"}.
+
+    Raises:
+        NotFoundError: no such run, or the item is not in its dataset.
+    """
+    from storage.overrides import override_history
+
+    dataset_id, critics = _run_meta(db, run_id)
+    item = db.execute(
+        "SELECT fields, gold FROM items WHERE dataset_id = ? AND item_id = ?", [dataset_id, item_id]
+    ).fetchone()
+    if item is None:
+        raise NotFoundError(f"Run {run_id} has no item {item_id!r}.")
+    consensus_rows = list(
+        db.query("SELECT * FROM consensus WHERE run_id = ? AND item_id = ?", [run_id, item_id])
+    )
+    consensus = None
+    if consensus_rows:
+        consensus = consensus_rows[0]
+        consensus["counts"] = loads(consensus["counts"]) or {}
+        consensus["disagreement"] = bool(consensus["disagreement"])
+        consensus["tie"] = bool(consensus["tie"])
+    order = {name: n for n, name in enumerate(critics)}
+    verdicts = []
+    for row in db.query(
+        "SELECT critic, label, score, confidence, reasoning, failure, message, raw_request,"
+        " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
+        " model, simulated, cached, created_at FROM calls WHERE run_id = ? AND item_id = ?",
+        [run_id, item_id],
+    ):
+        row["raw_request"] = loads(row["raw_request"])
+        row["simulated"] = bool(row["simulated"])
+        row["cached"] = bool(row["cached"])
+        verdicts.append(row)
+    verdicts.sort(key=lambda v: order.get(v["critic"], len(order)))
+    history = override_history(db, run_id, item_id)
+    final = history[-1]["label"] if history else (consensus or {}).get("consensus")
+    return {
+        "item_id": item_id,
+        "fields": loads(item[0]) or {},
+        "gold": item[1],
+        "consensus": consensus,
+        "verdicts": verdicts,
+        "overrides": history,
+        "final_label": final,
+    }
+
+
+def review_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
+    """The values the review filters can offer: {"consensus": [labels], "critics": {critic:
+    [labels and failure kinds seen]}, "failures": [failure kinds seen]}."""
+    _, critics = _run_meta(db, run_id)
+    consensus = [r[0] for r in db.execute(
+        "SELECT DISTINCT consensus FROM consensus WHERE run_id = ? AND consensus IS NOT NULL"
+        " ORDER BY consensus", [run_id])]
+    per_critic: dict[str, list[str]] = {c: [] for c in critics}
+    for critic, value in db.execute(
+        "SELECT DISTINCT critic, coalesce(label, failure, CAST(score AS TEXT)) FROM calls"
+        " WHERE run_id = ? ORDER BY 1, 2", [run_id]
+    ):
+        if value is not None:
+            per_critic.setdefault(critic, []).append(value)
+    failures = [r[0] for r in db.execute(
+        "SELECT DISTINCT failure FROM calls WHERE run_id = ? AND failure IS NOT NULL ORDER BY 1",
+        [run_id])]
+    return {"consensus": consensus, "critics": per_critic, "failures": failures}
+
+
+def ratings_frame(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:
+    """Every critic outcome of a run in long form, for the agreement statistics.
+
+    Returns:
+        Columns item_id, critic, label, score, confidence, failure (None = valid), in item order.
+        Failed rows are kept (they are missing values to the statistics, not labels).
+    """
+    return pd.read_sql_query(
+        "SELECT k.item_id, k.critic, k.label, k.score, k.confidence, k.failure FROM calls k"
+        " JOIN runs r ON r.id = k.run_id"
+        " LEFT JOIN items i ON i.dataset_id = r.dataset_id AND i.item_id = k.item_id"
+        " WHERE k.run_id = ? ORDER BY i.position, k.item_id, k.critic",
+        db.conn,
+        params=[run_id],
+    )
+
+
+def gold_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
+    """item_id -> gold label, for the run's items that have one."""
+    dataset_id, _ = _run_meta(db, run_id)
+    return {
+        item_id: gold
+        for item_id, gold in db.execute(
+            "SELECT item_id, gold FROM items WHERE dataset_id = ? AND gold IS NOT NULL",
+            [dataset_id],
+        )
+    }

@@ -1,0 +1,215 @@
+"""Runs: a snapshot of a panel version and a dataset, with a status and running totals.
+
+Statuses: pending (created, never started) -> running -> done | cancelled | failed; a run found
+`running` when no live job owns it (the process died) becomes `interrupted`. Cancelled,
+interrupted and failed runs can be resumed (back to running).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import socket
+from collections.abc import Iterable
+from typing import Any
+
+import sqlite_utils
+
+from storage.db import NotFoundError, StorageError, dumps, loads, now
+from storage.migrations import RUN_STATUSES
+
+TERMINAL_STATUSES = ("done", "cancelled", "interrupted", "failed")
+
+
+def create_run(
+    db: sqlite_utils.Database,
+    *,
+    dataset_id: int,
+    panel_hash: str,
+    critics: list[str],
+    simulated: bool = False,
+    name: str | None = None,
+) -> int:
+    """Create a pending run of a saved panel version over a saved dataset.
+
+    Args:
+        dataset_id: the dataset (`save_dataset`).
+        panel_hash: the panel version (`save_panel`); the run keeps pointing at that exact YAML.
+        critics: the critic names, in panel order (they become the review table's columns).
+        simulated: True when every critic is on the simulated vendor (the UI labels it).
+        name: an optional label for lists.
+
+    Returns:
+        The new run id.
+
+    Raises:
+        NotFoundError: the dataset or the panel is not in the database.
+    """
+    ds = db.execute("SELECT n_items FROM datasets WHERE id = ?", [dataset_id]).fetchone()
+    if ds is None:
+        raise NotFoundError(f"There is no dataset with id {dataset_id}.")
+    if db.execute("SELECT 1 FROM panels WHERE hash = ?", [panel_hash]).fetchone() is None:
+        raise NotFoundError(f"There is no saved panel with hash {panel_hash!r}: save it first.")
+    n_items = int(ds[0])
+    cursor = db.execute(
+        "INSERT INTO runs (name, dataset_id, panel_hash, status, created_at, n_items, critics,"
+        " total_calls, simulated) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+        [name, dataset_id, panel_hash, now(), n_items, dumps(list(critics)),
+         n_items * len(critics), int(simulated)],
+    )
+    return int(cursor.lastrowid or 0)
+
+
+_RUN_SELECT = (
+    "SELECT r.*, d.name AS dataset_name, p.name AS panel_name FROM runs r "
+    "JOIN datasets d ON d.id = r.dataset_id JOIN panels p ON p.hash = r.panel_hash"
+)
+
+
+def _run_dict(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    row["critics"] = loads(row["critics"]) or []
+    row["simulated"] = bool(row["simulated"])
+    return row
+
+
+def list_runs(db: sqlite_utils.Database, *, dataset_id: int | None = None) -> list[dict[str, Any]]:
+    """Runs, newest first, with status and counts.
+
+    Each row: id, name, dataset_id, dataset_name, panel_hash, panel_name, status, created_at,
+    started_at, finished_at, n_items, critics (list), total_calls, ok_calls, failed_calls,
+    cached_calls, tokens_in, tokens_out, cost_usd (None when no price is known), simulated,
+    error.
+    """
+    if dataset_id is None:
+        rows = db.query(_RUN_SELECT + " ORDER BY r.id DESC")
+    else:
+        rows = db.query(_RUN_SELECT + " WHERE r.dataset_id = ? ORDER BY r.id DESC", [dataset_id])
+    return [_run_dict(row) for row in rows]
+
+
+def get_run(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
+    """One run (as in `list_runs`) plus `panel_yaml`, the snapshot it runs.
+
+    Raises:
+        NotFoundError: no run has this id.
+    """
+    rows = list(
+        db.query(
+            "SELECT r.*, d.name AS dataset_name, p.name AS panel_name, p.yaml AS panel_yaml "
+            "FROM runs r JOIN datasets d ON d.id = r.dataset_id "
+            "JOIN panels p ON p.hash = r.panel_hash WHERE r.id = ?",
+            [run_id],
+        )
+    )
+    if not rows:
+        raise NotFoundError(f"There is no run with id {run_id}.")
+    return _run_dict(rows[0])
+
+
+def set_run_status(
+    db: sqlite_utils.Database, run_id: int, status: str, *, error: str | None = None
+) -> None:
+    """Move a run to `status`; `running` stamps started_at and records this process as the
+    owner (see `mark_interrupted`), a terminal status stamps finished_at.
+
+    Raises:
+        StorageError: not a known status.
+        NotFoundError: no run has this id.
+    """
+    if status not in RUN_STATUSES:
+        raise StorageError(f"Unknown run status {status!r}; expected one of {RUN_STATUSES}.")
+    stamp = now()
+    if status == "running":
+        sql = ("UPDATE runs SET status = ?, error = ?, started_at = coalesce(started_at, ?),"
+               " finished_at = NULL, owner_pid = ?, owner_host = ?, heartbeat_at = ? WHERE id = ?")
+        params: list[Any] = [status, error, stamp, os.getpid(), socket.gethostname(), stamp, run_id]
+    elif status in TERMINAL_STATUSES:
+        sql = "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?"
+        params = [status, error, stamp, run_id]
+    else:
+        sql = "UPDATE runs SET status = ?, error = ? WHERE id = ?"
+        params = [status, error, run_id]
+    if db.execute(sql, params).rowcount == 0:
+        raise NotFoundError(f"There is no run with id {run_id}.")
+
+
+def refresh_run_totals(db: sqlite_utils.Database, run_id: int) -> None:
+    """Recompute a run's call totals from its calls (part of the caller's transaction if any)."""
+    db.execute(
+        """
+        UPDATE runs SET
+            ok_calls = t.ok, failed_calls = t.failed, cached_calls = t.cached,
+            tokens_in = t.tin, tokens_out = t.tout, cost_usd = t.cost
+        FROM (
+            SELECT count(*) FILTER (WHERE failure IS NULL) AS ok,
+                   count(*) FILTER (WHERE failure IS NOT NULL) AS failed,
+                   count(*) FILTER (WHERE cached) AS cached,
+                   coalesce(sum(tokens_in), 0) AS tin, coalesce(sum(tokens_out), 0) AS tout,
+                   sum(cost_usd) AS cost
+            FROM calls WHERE run_id = :run
+        ) AS t
+        WHERE runs.id = :run
+        """,
+        {"run": run_id},
+    )
+
+
+def heartbeat(db: sqlite_utils.Database, run_id: int) -> None:
+    """Record that the job working on a run is alive (its writer calls this every second)."""
+    db.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", [now(), run_id])
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def mark_interrupted(
+    db: sqlite_utils.Database, live_run_ids: Iterable[int] = (), *, stale_after_s: float = 30.0
+) -> list[int]:
+    """Turn `running` runs that nobody is working on any more into `interrupted`.
+
+    Call at app or CLI start. A running run is left alone when a live job of the caller owns it
+    (`live_run_ids`), or when another process on this machine that is still alive owns it and
+    its heartbeat is fresh (e.g. `jurybox judge` running next to the app). It is interrupted
+    when its owner process is gone, or when no heartbeat came for `stale_after_s` seconds.
+
+    Returns:
+        The ids changed.
+    """
+    live = {int(x) for x in live_run_ids}
+    host = socket.gethostname()
+    cutoff = (_dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=stale_after_s)).isoformat(
+        timespec="microseconds"
+    )
+    changed = []
+    for run_id, pid, owner_host, beat in db.execute(
+        "SELECT id, owner_pid, owner_host, heartbeat_at FROM runs WHERE status = 'running'"
+    ).fetchall():
+        if run_id in live:
+            continue
+        stale = beat is None or beat < cutoff
+        elsewhere = pid is not None and owner_host == host and pid != os.getpid()
+        if elsewhere and not stale and _pid_alive(int(pid)):
+            continue  # another process on this machine is working on it
+        if owner_host not in (None, host) and not stale:
+            continue  # another machine sharing the file; trust its heartbeat
+        if pid == os.getpid() and owner_host == host and not stale:
+            continue  # a job of this process that the caller's registry does not know
+        changed.append(int(run_id))
+    with db.atomic():
+        for run_id in changed:
+            db.execute(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, error = coalesce(error, ?)"
+                " WHERE id = ? AND status = 'running'",
+                [now(), "The process running it stopped before it finished; resume it.", run_id],
+            )
+    return changed

@@ -1,0 +1,143 @@
+"""The schema: named migrations, WAL, foreign keys on every connection, no key ever stored."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from judging.verdicts import Verdict
+from storage.calls import write_verdicts
+from storage.db import default_db_path, open_db
+from storage.migrations import MIGRATION_SET, applied_migrations, migrations
+from tests.fixtures_storage import seed_run
+
+TABLES = {"datasets", "items", "panels", "runs", "calls", "consensus", "overrides"}
+
+
+def test_migrations_are_recorded_by_name(db):
+    assert applied_migrations(db) == [m.name for m in migrations._migrations]
+    rows = list(db.query("SELECT migration_set, name FROM _sqlite_migrations"))
+    assert rows and all(r["migration_set"] == MIGRATION_SET for r in rows)
+    assert TABLES <= set(db.table_names())
+    assert migrations.pending(db) == []
+
+
+def test_reopening_applies_nothing_twice(db_path):
+    for _ in range(3):
+        db = open_db(db_path)
+        assert len(list(db.query("SELECT * FROM _sqlite_migrations"))) == len(migrations._migrations)
+        db.close()
+
+
+def test_two_threads_opening_a_fresh_file_both_succeed(tmp_path):
+    path = tmp_path / "fresh.db"
+    errors: list[BaseException] = []
+
+    def opener() -> None:
+        try:
+            open_db(path).close()
+        except BaseException as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=opener) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    db = open_db(path)
+    assert migrations.pending(db) == []
+
+
+def test_wal_and_foreign_keys_on_every_connection(db_path):
+    db = open_db(db_path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    seen: list[int] = []
+
+    def other_thread() -> None:
+        mine = open_db(db_path)
+        seen.append(mine.execute("PRAGMA foreign_keys").fetchone()[0])
+        mine.close()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert seen == [1]
+
+
+def test_an_orphan_call_is_refused(db):
+    with pytest.raises(sqlite3.IntegrityError):
+        write_verdicts(db, 999, [Verdict(critic="a", item_id="x", label="KEEP")])
+    assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 0
+
+
+def test_unknown_run_status_is_refused_by_the_schema(db):
+    run = seed_run(db, 3)
+    with pytest.raises(sqlite3.IntegrityError):
+        db.execute("UPDATE runs SET status = 'exploded' WHERE id = ?", [run.run_id])
+
+
+def test_default_db_path_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("JURYBOX_DB", raising=False)
+    assert default_db_path().name == "jurybox.db"
+    monkeypatch.setenv("JURYBOX_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+
+
+PLANTED_KEY = "sk-test-PLANTED-0123456789abcdefghij"
+
+
+def test_a_planted_key_never_reaches_the_database_file(db_path):
+    db = open_db(db_path)
+    run = seed_run(db, 5)
+    # The call layer strips the key; if a header ever slipped through, storage scrubs it too.
+    leaky = Verdict(
+        critic="alpha", item_id=run.items[0].id, label="KEEP",
+        raw_request={"url": "http://x/v1/chat/completions",
+                     "headers": {"Authorization": f"Bearer {PLANTED_KEY}", "api-key": PLANTED_KEY},
+                     "body": {"model": "m", "messages": [], "api_key": PLANTED_KEY}},
+    )
+    write_verdicts(db, run.run_id, [leaky], replace_success=True)
+    stored = db.execute(
+        "SELECT raw_request FROM calls WHERE run_id = ? AND item_id = ? AND critic = 'alpha'",
+        [run.run_id, run.items[0].id],
+    ).fetchone()[0]
+    assert "***" in stored
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    import pathlib
+
+    for suffix in ("", "-wal"):
+        path = pathlib.Path(db_path + suffix)
+        if path.exists():
+            assert PLANTED_KEY.encode() not in path.read_bytes()
+
+
+def test_a_later_migration_upgrades_an_older_database(tmp_path):
+    """A file made by an older Jurybox (before 0003) keeps its calls and its cache works."""
+    import sqlite_utils
+
+    from storage.calls import CallCacheStore
+    from storage.db import connect
+
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(connect(path))
+    migrations.apply(old, stop_before="0003_cache_key_hash_index")
+    old.execute("INSERT INTO datasets (name, content_hash, n_items, created_at)"
+                " VALUES ('d', 'h', 1, 'then')")
+    old.execute("INSERT INTO panels VALUES ('p', 'p', 'name: p', 'then')")
+    old.execute("INSERT INTO runs (dataset_id, panel_hash, created_at) VALUES (1, 'p', 'then')")
+    old.execute("INSERT INTO calls (run_id, item_id, critic, label, cache_key, created_at)"
+                " VALUES (1, 'x', 'a', 'KEEP', 'old-key', 'then')")
+    old.close()
+
+    db = open_db(path)
+    assert applied_migrations(db)[-1] == "0003_cache_key_hash_index"
+    assert db.execute("SELECT cache_hash IS NOT NULL FROM calls").fetchone()[0] == 1
+    cache = CallCacheStore(path)
+    hit = cache.get("old-key")
+    cache.close()
+    assert hit is not None and hit.label == "KEEP"

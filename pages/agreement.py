@@ -1,0 +1,121 @@
+"""Agreement: alpha with its interval, per-item alpha, per-critic agreement, kappa, confusion."""
+
+import math
+
+import streamlit as st
+
+from pages.ui import charts
+from pages.ui.agreement_data import run_report
+from pages.ui.run_picker import RUN_PARAM, pick_run
+from pages.ui.shell import ensure_app_shell
+
+ensure_app_shell()
+st.title("Agreement")
+run = pick_run()
+if run is None:
+    st.stop()
+if run["ok_calls"] == 0:
+    st.info("This run has no verdicts yet: figures appear once critics have answered.")
+    st.stop()
+if run["simulated"]:
+    st.caption("Figures of this run come from **simulated** critics.")
+
+report = run_report(run)
+a, boot = report.alpha, report.bootstrap
+
+
+def _fmt(value: float | None) -> str:
+    return "undefined" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+cols = st.columns(4)
+cols[0].metric(f"Krippendorff's alpha ({report.level})", _fmt(a.value))
+if boot.low is not None and boot.high is not None:
+    cols[1].metric(f"{boot.confidence:.0%} interval", f"{boot.low:.3f} – {boot.high:.3f}")
+else:
+    cols[1].metric("Interval", "undefined")
+for col, title, stat in ((cols[2], "Fleiss' kappa", report.fleiss),
+                         (cols[3], "Percent agreement", report.percent)):
+    col.metric(title, _fmt(stat.value if stat else None))
+if a.reason:
+    st.warning(f"Alpha is undefined: {a.reason}")
+elif boot.reason:
+    st.caption(f"No interval: {boot.reason}")
+reviewed = max((p.n + p.missing for p in report.vs_humans.values()), default=0)
+st.caption(
+    f"{a.n_pairable_units:,} of {a.n_units:,} items have two or more valid verdicts; failed "
+    f"verdicts count as missing values, never as a label. {reviewed:,} items reviewed by humans."
+)
+
+left, right = st.columns(2)
+with left:
+    chart = charts.per_item_alpha_histogram(report)
+    if chart is not None:
+        st.altair_chart(chart, width="stretch")
+    else:
+        st.info("No item has two or more valid verdicts, so there is no per-item alpha.")
+with right:
+    chart = charts.bootstrap_histogram(report)
+    if chart is not None:
+        st.altair_chart(chart, width="stretch")
+    else:
+        st.info(f"No bootstrap distribution: {boot.reason or 'alpha is undefined'}.")
+
+st.subheader("Per critic")
+chart = charts.critic_agreement_bars(report)
+if chart is not None:
+    st.altair_chart(chart, width="stretch")
+table = report.critic_table()
+if not table.empty:
+    st.dataframe(table.round(3), column_config={"critic": st.column_config.TextColumn()})
+if not report.vs_humans:
+    st.caption("Agreement with the humans appears once items are overridden on the Review page.")
+
+left, right = st.columns(2)
+with left:
+    chart = charts.leave_one_out_bars(report)
+    if chart is not None:
+        st.altair_chart(chart, width="stretch")
+with right:
+    chart = charts.dawid_skene_bars(report)
+    if chart is not None:
+        st.altair_chart(chart, width="stretch")
+    elif report.dawid_skene_reason:
+        st.caption(f"Dawid-Skene: {report.dawid_skene_reason}.")
+
+st.subheader("Between critics")
+chart = charts.kappa_heatmap(report)
+if chart is None:
+    st.caption(report.kappa_reason or "No pairwise kappa.")
+else:
+    chart_key = f"kappa.{run['id']}"
+
+    def _remember_pair() -> None:
+        # A callback fires once per click, so coming back to this page does not jump again.
+        state = st.session_state.get(chart_key)
+        picked = (state.selection.get(charts.KAPPA_SELECTION) or []) if state else []
+        if picked and picked[0].get("critic_a") != picked[0].get("critic_b"):
+            st.session_state["open_pair"] = (picked[0]["critic_a"], picked[0]["critic_b"])
+
+    st.altair_chart(chart, on_select=_remember_pair, key=chart_key,
+                    selection_mode=charts.KAPPA_SELECTION)
+    pair = st.session_state.pop("open_pair", None)
+    if pair:
+        st.switch_page("pages/review.py", query_params={
+            RUN_PARAM: str(run["id"]), "critic_a": pair[0], "critic_b": pair[1]})
+    # Without a mouse (or for a keyboard user): the same thing from two menus.
+    cols = st.columns([1, 1, 1], vertical_alignment="bottom")
+    first = cols[0].selectbox("Critic", report.critics, key="pair_a")
+    others = [c for c in report.critics if c != first] or report.critics
+    second = cols[1].selectbox("and critic", others, key="pair_b")
+    cols[2].page_link("pages/review.py", label="Review where they differ",
+                      icon=":material/compare_arrows:",
+                      query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
+
+if report.confusion_vs_humans:
+    st.subheader("Each critic against the humans")
+    names = list(report.confusion_vs_humans)
+    for start in range(0, len(names), 3):
+        row = st.columns(3)
+        for col, name in zip(row, names[start : start + 3]):
+            col.altair_chart(charts.confusion_heatmap(name, report.confusion_vs_humans[name]))

@@ -1,0 +1,103 @@
+"""Datasets: upload with a preview and column mapping; list, inspect and delete."""
+
+import pandas as pd
+import streamlit as st
+
+from pages.ui.errors import user_errors
+from pages.ui.shell import ensure_app_shell
+from pages.ui.state import db
+from storage.datasets import delete_dataset, items_frame, list_datasets, save_dataset
+from storage.importing import (
+    SUPPORTED_EXTENSIONS,
+    preview_dataset,
+    read_dataset,
+    suggest_columns,
+)
+
+ensure_app_shell()
+st.title("Datasets")
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the file...")
+def _preview(_data: bytes, file_id: str, filename: str) -> tuple[pd.DataFrame, str]:
+    # Keyed by the upload's id, not its bytes: hashing a 200 MB file on every rerun is slow.
+    return preview_dataset(_data, filename=filename)
+
+
+st.subheader("Import a file")
+upload = st.file_uploader(
+    "CSV, TSV, JSONL, JSON array, Parquet or XLSX",
+    type=list(SUPPORTED_EXTENSIONS),
+    key="dataset_upload",
+)
+if upload is not None:
+    data = upload.getvalue()
+    preview = None
+    with user_errors(f"{upload.name} cannot be imported"):
+        preview = _preview(data, upload.file_id, upload.name)
+    if preview is not None:
+        frame, fmt = preview
+        columns = [str(c) for c in frame.columns]
+        st.caption(f"Preview of {upload.name} ({fmt}): {len(columns)} columns, first rows.")
+        # Dataset text is shown as table cells only, never as HTML.
+        st.dataframe(frame, hide_index=True, height=240)
+        guess = suggest_columns(columns)
+        with st.form("mapping"):
+            st.markdown("**Column mapping**")
+            name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0])
+            guess_id, guess_gold = guess["id"], guess["gold"]
+            id_column = st.selectbox(
+                "Item id column", [None, *columns], index=([None, *columns].index(guess_id)),
+                format_func=lambda c: "(generate stable ids)" if c is None else c,
+            )
+            gold_column = st.selectbox(
+                "Gold label column (optional)", [None, *columns],
+                index=([None, *columns].index(guess_gold)),
+                format_func=lambda c: "(none)" if c is None else c,
+            )
+            fields = st.multiselect(
+                "Fields prompts may use as {placeholders}",
+                columns,
+                default=[c for c in columns if c not in (guess_id, guess_gold)],
+            )
+            submitted = st.form_submit_button("Import", type="primary")
+        if submitted:
+            with user_errors(f"{upload.name} was not imported"):
+                with st.spinner("Importing..."):
+                    parsed = read_dataset(
+                        data, filename=upload.name, id_column=id_column,
+                        gold_column=gold_column, fields=fields or None,
+                    )
+                    saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
+                if saved.created:
+                    st.success(f"Imported {len(parsed.items):,} items as dataset #{saved.id}.")
+                else:
+                    st.info(f"This file's content was already imported as dataset #{saved.id}.")
+
+st.subheader("Saved datasets")
+datasets = list_datasets(db())
+if not datasets:
+    st.info("No dataset yet. Import a file above, or use **Try the demo** on the Home page.")
+else:
+    st.dataframe(
+        [
+            {"id": d["id"], "name": d["name"], "file": d["filename"], "format": d["format"],
+             "items": d["n_items"], "fields": ", ".join(d["fields"]), "gold": d["gold_column"],
+             "runs": d["n_runs"], "created": d["created_at"][:19]}
+            for d in datasets
+        ],
+        hide_index=True,
+    )
+    by_id = {d["id"]: d for d in datasets}
+    chosen = st.selectbox(
+        "Inspect", list(by_id), format_func=lambda i: f"#{i} {by_id[i]['name']}", key="inspect_ds"
+    )
+    if chosen is not None:
+        st.dataframe(items_frame(db(), chosen, limit=500), hide_index=True, height=300)
+        st.caption("First 500 items.")
+        with st.popover("Delete this dataset", icon=":material/delete:"):
+            st.write(f"Delete dataset #{chosen} and its {by_id[chosen]['n_items']:,} items?")
+            if st.button("Yes, delete it", type="primary", key="confirm_delete_ds"):
+                with user_errors("Not deleted"):
+                    delete_dataset(db(), chosen)
+                    st.rerun()

@@ -1,0 +1,42 @@
+"""Home: what Jurybox does, the one-click demo, recent runs, and which vendor keys are set."""
+
+import streamlit as st
+
+from pages.ui.demo import start_demo
+from pages.ui.errors import user_errors
+from pages.ui.runs_table import runs_table
+from pages.ui.shell import ensure_app_shell
+from pages.ui.state import db, vendor_key_status
+from storage.runs import list_runs
+
+ensure_app_shell()
+st.title("Jurybox")
+st.write(
+    "Jurybox runs a panel of LLM judges over your dataset and shows you where they disagree. "
+    "You review the contested items side by side, override the verdict with a note, and watch "
+    "each judge's agreement with you and with the others move as you go."
+)
+
+if st.button("Try the demo", type="primary", icon=":material/rocket_launch:", key="try_demo"):
+    with user_errors("The demo could not start"):
+        with st.spinner("Importing the demo dataset and starting the run..."):
+            run_id = start_demo()
+        st.switch_page("pages/run.py", query_params={"run": str(run_id)})
+st.caption("The demo imports 300 taxonomy-curation items and runs four simulated critics on "
+           "them: no API key needed, nothing leaves this machine.")
+
+st.subheader("Recent runs")
+runs = list_runs(db())
+if runs:
+    runs_table(runs[:10])
+else:
+    st.caption("No run yet.")
+
+st.subheader("Vendor keys")
+st.caption("Whether each vendor's key variable is set in the environment or in the `[jurybox]` "
+           "table of Streamlit secrets. Values are never shown or stored.")
+st.dataframe(
+    [{"vendor": row["title"], "key variable": row["variable"] or "—", "status": row["status"]}
+     for row in vendor_key_status()],
+    hide_index=True,
+)

@@ -1,0 +1,143 @@
+"""Panel: build critics from vendor presets, the scale and the voting; preview, test, save."""
+
+import streamlit as st
+
+from judging.demo import demo_panel_path
+from judging.errors import PlaceholderError
+from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
+from judging.vendors import PRESETS
+from pages.ui import panel_form as pf
+from pages.ui.cards import verdict_card
+from pages.ui.errors import user_errors
+from pages.ui.judge import judge_one
+from pages.ui.shell import ensure_app_shell
+from pages.ui.state import db
+from storage.datasets import list_datasets, load_items
+from storage.panels import list_panels, save_panel
+
+ensure_app_shell()
+st.title("Panel")
+draft = pf.get_draft()
+
+load_col, import_col, prompt_col = st.columns(3)
+with load_col.popover("Load a panel", icon=":material/folder_open:", width="stretch"):
+    saved = list_panels(db())
+    choices = {"demo": "Demo panel (simulated critics)"} | {
+        p["hash"]: f"{p['name']} · {p['hash'][:8]}" for p in saved
+    }
+    chosen = st.selectbox("Panel", list(choices), format_func=choices.get, key="load_choice")
+    if st.button("Load into the editor", key="load_panel"):
+        with user_errors("The panel could not be loaded"):
+            if chosen == "demo":
+                panel = load_panel(demo_panel_path())
+            else:
+                panel = load_panel(next(p["yaml"] for p in saved if p["hash"] == chosen))
+            pf.set_draft(pf.draft_from_panel(panel))
+            st.rerun()
+with import_col.popover("Import panel YAML", icon=":material/upload_file:", width="stretch"):
+    yaml_file = st.file_uploader("Panel YAML", type=["yaml", "yml"], key="panel_yaml_upload")
+    if yaml_file is not None and st.button("Import", key="import_panel_yaml"):
+        with user_errors(f"{yaml_file.name} was not imported"):
+            text = yaml_file.getvalue().decode("utf-8", errors="strict")
+            pf.set_draft(pf.draft_from_panel(load_panel(text)))
+            st.rerun()
+with prompt_col.popover("Import a prompt YAML as a critic", icon=":material/note_add:",
+                        width="stretch"):
+    st.caption("The `version` / `system_prompt` / `user_prompt_template` shape of other judge "
+               "libraries; `{{ var }}` placeholders become `{var}`.")
+    prompt_file = st.file_uploader("Prompt YAML", type=["yaml", "yml"], key="prompt_yaml_upload")
+    critic_name = st.text_input("Critic name", value="imported", key="prompt_critic_name")
+    critic_model = st.text_input("Model", value="sim-careful", key="prompt_critic_model")
+    if prompt_file is not None and st.button("Add critic", key="import_prompt"):
+        with user_errors(f"{prompt_file.name} was not imported"):
+            critic = import_prompt_yaml(
+                prompt_file.getvalue().decode("utf-8"), name=critic_name, model=critic_model
+            )
+            draft["critics"].append({**critic.model_dump(mode="json"), "uid": next(pf._uids)})
+            st.rerun()
+
+draft["name"] = st.text_input("Panel name", value=draft["name"], key="pf.name")
+draft["description"] = st.text_input(
+    "Description", value=draft.get("description", ""), key="pf.description"
+)
+
+st.subheader("Scale")
+pf.scale_editor(draft)
+
+st.subheader("Critics")
+remove = None
+for index, critic in enumerate(draft["critics"]):
+    with st.expander(f"{critic['name']} · {critic['vendor']} · {critic['model'] or '?'}",
+                     expanded=len(draft["critics"]) <= 2):
+        if pf.critic_editor(draft, index):
+            remove = index
+if remove is not None:
+    draft["critics"].pop(remove)
+    st.rerun()
+add_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
+preset = add_col.selectbox("Add a critic from a vendor preset", list(PRESETS),
+                           index=list(PRESETS).index("simulated"),
+                           format_func=lambda v: PRESETS[v].title, key="add_preset")
+if button_col.button("Add critic", icon=":material/add:", key="add_critic"):
+    pf.add_critic(draft, preset)
+    st.rerun()
+
+st.subheader("Voting")
+pf.voting_editor(draft)
+
+st.subheader("Preview and test on a sample item")
+datasets = list_datasets(db())
+if not datasets:
+    st.info("Import a dataset (Datasets page) to preview prompts on a real item.")
+elif draft["critics"]:
+    by_id = {d["id"]: d for d in datasets}
+    cols = st.columns(3)
+    dataset_id = cols[0].selectbox("Dataset", list(by_id), key="preview_dataset",
+                                   format_func=lambda i: f"#{i} {by_id[i]['name']}")
+    items = load_items(db(), dataset_id, limit=200)
+    item_index = cols[1].selectbox("Item", range(len(items)), key="preview_item",
+                                   format_func=lambda i: items[i].id)
+    critic_index = cols[2].selectbox("Critic", range(len(draft["critics"])), key="preview_critic",
+                                     format_func=lambda i: draft["critics"][i]["name"])
+    item = items[item_index]
+    with user_errors("The prompt cannot be rendered"):
+        critic = pf.critic_from_draft(draft, critic_index)
+        scale = pf.build_panel(draft).scale
+        messages = []
+        try:
+            messages = critic.build_messages(item.fields, scale)
+        except PlaceholderError as error:
+            # The panel may be right and this dataset the wrong one: a hint, not a failure.
+            st.warning(f"This prompt does not fit dataset #{dataset_id}: {error}")
+        for message in messages:
+            st.caption(message["role"])
+            # Plain text in a code block: item text is never interpreted as markdown or HTML.
+            st.code(message["content"], language=None, wrap_lines=True)
+        if messages and st.button("Test this critic on this item", icon=":material/science:",
+                                  key="test_critic"):
+            with st.spinner(f"Calling {critic.name}..."):
+                verdict = judge_one(pf.build_panel(draft), critic.name, item)
+            verdict_card(verdict, show_raw=True)
+
+st.subheader("Save and export")
+panel = None
+with user_errors("The panel is not valid yet"):
+    panel = pf.build_panel(draft)
+if panel is not None:
+    text = dump_panel(panel)
+    version = panel_hash(panel)
+    st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
+    save_col, download_col = st.columns(2)
+    if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
+        save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
+        st.success(f"Saved {panel.name!r} as version {version}. Pick it on the Run page.")
+    download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
+                                 mime="application/x-yaml", icon=":material/download:")
+
+with st.expander("Saved panels"):
+    saved = list_panels(db())
+    if saved:
+        st.dataframe([{"name": p["name"], "version": p["hash"], "runs": p["n_runs"],
+                       "saved": p["created_at"][:19]} for p in saved], hide_index=True)
+    else:
+        st.caption("None yet.")

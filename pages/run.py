@@ -1,0 +1,143 @@
+"""Run: pick a dataset and a panel, see the estimate, start; live progress; cancel, resume."""
+
+import pydantic
+import streamlit as st
+
+from judging.errors import JuryboxError
+from judging.jobs import prepare_run
+from judging.panel_files import load_panel
+from pages.ui import panel_form as pf
+from pages.ui.errors import user_errors
+from pages.ui.estimate import estimate_run
+from pages.ui.progress import critic_rows, progress_text, run_summary_line
+from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
+from pages.ui.runs_table import runs_table
+from pages.ui.shell import ensure_app_shell
+from pages.ui.state import db, db_path, registry, worker_key_lookup
+from storage.datasets import list_datasets, load_items
+from storage.panels import list_panels
+from storage.runs import get_run, list_runs
+
+ensure_app_shell()
+st.title("Run")
+
+# -- a new run ---------------------------------------------------------------------------------
+with st.expander("Start a new run", expanded=query_run_id() is None, icon=":material/add:"):
+    datasets = list_datasets(db())
+    panels = {p["hash"]: p for p in list_panels(db())}
+    draft_panel = None
+    if pf.DRAFT_KEY in st.session_state:
+        try:
+            draft_panel = pf.build_panel(pf.get_draft())
+        except (JuryboxError, pydantic.ValidationError):
+            # An unfinished draft is simply not offered; the Panel page says what is wrong.
+            draft_panel = None
+    choices = (["draft"] if draft_panel is not None else []) + list(panels)
+    if not datasets or not choices:
+        st.info("A run needs a dataset (Datasets page) and a panel (Panel page). Or click "
+                "**Try the demo** on Home.")
+    else:
+        by_id = {d["id"]: d for d in datasets}
+        left, right = st.columns(2)
+        dataset_id = left.selectbox("Dataset", list(by_id), key="new_run_dataset",
+                                    format_func=lambda i: f"#{i} {by_id[i]['name']} "
+                                    f"({by_id[i]['n_items']:,} items)")
+        panel_key = right.selectbox(
+            "Panel", choices, key="new_run_panel",
+            format_func=lambda h: "The panel on the Panel page (unsaved)" if h == "draft"
+            else f"{panels[h]['name']} · {h[:8]}",
+        )
+        concurrency = st.slider("Calls in flight at once", 1, 128, 32, key="new_run_concurrency")
+        with user_errors("This run cannot start"):
+            panel = draft_panel if panel_key == "draft" else load_panel(panels[panel_key]["yaml"])
+            dataset = by_id[dataset_id]
+            for critic in panel.critics:
+                critic.check_fields(list(dataset["fields"]))
+            estimate = estimate_run(panel, load_items(db(), dataset_id, limit=20),
+                                    dataset["n_items"])
+            cols = st.columns(4)
+            cols[0].metric("Calls", f"{estimate.calls:,}")
+            cols[1].metric("Input tokens (est.)", f"{estimate.tokens_in:,}")
+            cols[2].metric("Output tokens (est.)", f"{estimate.tokens_out:,}")
+            cols[3].metric("Cost (est.)", "unknown" if estimate.cost_usd is None
+                           else f"${estimate.cost_usd:,.4f}")
+            st.caption(estimate.note + " A critic without prices makes the cost unknown.")
+            st.dataframe(
+                [{"critic": r.critic, "calls": r.calls, "input tokens": r.tokens_in,
+                  "output tokens": r.tokens_out,
+                  "cost (USD)": "unknown" if r.cost_usd is None else f"{r.cost_usd:.4f}"}
+                 for r in estimate.per_critic],
+                hide_index=True,
+            )
+            if st.button("Start the run", type="primary", icon=":material/play_arrow:",
+                         key="start_run"):
+                run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel)
+                registry().start_run(str(db_path()), run_id, concurrency=concurrency,
+                                     key_lookup=worker_key_lookup())
+                st.query_params[RUN_PARAM] = str(run_id)
+                st.session_state.pop("run_picker", None)
+                st.rerun()
+
+
+# -- the chosen run ----------------------------------------------------------------------------
+@st.fragment(run_every=0.5)
+def live_progress(run_id: int) -> None:
+    """Redrawn twice a second while the job works; a full rerun when it ends."""
+    job = registry().get(run_id)
+    if job is None:
+        return
+    progress = job.progress()
+    st.text(run_summary_line(get_run(db(), run_id)))
+    st.progress(progress.fraction, text=progress_text(progress))
+    st.dataframe(critic_rows(progress), hide_index=True)
+    if progress.finished:
+        st.rerun()
+
+
+st.subheader("Progress")
+run = pick_run()
+if run is not None:
+    run_id = int(run["id"])
+    job = registry().get(run_id)
+    alive = job is not None and job.alive
+    if not alive:  # while a job works, the live fragment draws this line with fresh totals
+        st.text(run_summary_line(run))
+    if run["simulated"]:
+        st.caption("All critics of this run are on the **simulated** vendor.")
+    if alive:
+        live_progress(run_id)
+    elif job is not None:
+        final = job.progress()
+        st.progress(final.fraction, text=progress_text(final))
+        st.dataframe(critic_rows(final), hide_index=True)
+    if run["error"]:
+        (st.error if run["status"] == "failed" else st.info)(run["error"])
+
+    buttons = st.columns(4)
+    if alive and buttons[0].button("Cancel", icon=":material/stop:", key="cancel_run"):
+        registry().cancel(run_id)
+        st.rerun()
+    can_resume = not alive and run["status"] in ("pending", "cancelled", "interrupted", "failed")
+    if can_resume and buttons[1].button(
+        "Start" if run["status"] == "pending" else "Resume", icon=":material/play_arrow:",
+        key="resume_run",
+    ):
+        with user_errors("The run did not resume"):
+            registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup())
+            st.rerun()
+    if (not alive and run["failed_calls"] and run["status"] != "running"
+            and buttons[2].button(f"Re-run {run['failed_calls']:,} failed calls",
+                                  icon=":material/replay:", key="rerun_failures")):
+        with user_errors("The failed calls were not re-run"):
+            registry().rerun_failures(str(db_path()), run_id, key_lookup=worker_key_lookup())
+            st.rerun()
+    if run["status"] == "done":
+        buttons[3].page_link("pages/review.py", label="Review its disagreements",
+                             icon=":material/rate_review:", query_params={RUN_PARAM: str(run_id)})
+
+st.subheader("All runs")
+all_runs = list_runs(db())
+if all_runs:
+    runs_table(all_runs)
+else:
+    st.caption("No run yet.")

@@ -1,0 +1,213 @@
+"""Altair charts of an agreement report. Pure functions: a report in, a chart (or None) out.
+
+Every chart is built from aggregated data (a histogram's bins, one row per critic), never from
+one mark per item, so a 100,000-item run draws as fast as a small one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from judging.report import AgreementReport
+
+KAPPA_SELECTION = "kappa_cell"
+REFERENCES = {"consensus": "the consensus", "humans": "the humans", "gold": "the gold labels"}
+
+
+def _histogram(values: np.ndarray, *, bins: int, domain: tuple[float, float] | None) -> pd.DataFrame:
+    values = values[np.isfinite(values)]
+    if domain is None:
+        domain = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
+    low, high = domain
+    if high <= low:
+        high = low + 1e-9
+    counts, edges = np.histogram(values, bins=bins, range=(low, high))
+    return pd.DataFrame({"start": edges[:-1], "end": edges[1:], "items": counts})
+
+
+def per_item_alpha_histogram(report: AgreementReport) -> alt.Chart | None:
+    """Histogram of per-item alpha (items with fewer than two ratings are left out)."""
+    values = report.per_item_alpha.to_numpy(dtype=float)
+    if not np.isfinite(values).any():
+        return None
+    finite = values[np.isfinite(values)]
+    low = min(-1.0, math.floor(float(finite.min()) * 4) / 4)
+    data = _histogram(values, bins=40, domain=(low, 1.0 + 1e-9))
+    return (
+        alt.Chart(data, title="Per-item alpha")
+        .mark_bar()
+        .encode(
+            x=alt.X("start:Q", bin="binned",
+                    title="alpha of the item (1 - D_o(item) / D_e(dataset))"),
+            x2="end:Q",
+            y=alt.Y("items:Q", title="items"),
+            tooltip=[alt.Tooltip("start:Q", format=".2f"), alt.Tooltip("end:Q", format=".2f"),
+                     "items:Q"],
+        )
+        .properties(height=220)
+    )
+
+
+def bootstrap_histogram(report: AgreementReport) -> alt.Chart | None:
+    """The bootstrap distribution of alpha, with the interval and the point estimate as rules."""
+    boot = report.bootstrap
+    dist = np.asarray(boot.distribution, dtype=float)
+    if dist.size == 0:
+        return None
+    data = _histogram(dist, bins=40, domain=None)
+    bars = (
+        alt.Chart(data, title=f"Bootstrap distribution of alpha ({boot.resamples} resamples)")
+        .mark_bar(opacity=0.8)
+        .encode(
+            x=alt.X("start:Q", bin="binned", title="alpha", scale=alt.Scale(zero=False)),
+            x2="end:Q",
+            y=alt.Y("items:Q", title="resamples"),
+        )
+    )
+    marks = [("estimate", report.alpha.value), ("low", boot.low), ("high", boot.high)]
+    rules_data = pd.DataFrame([{"what": w, "alpha": v} for w, v in marks if v is not None])
+    rules = (
+        alt.Chart(rules_data)
+        .mark_rule(strokeWidth=2)
+        .encode(
+            x="alpha:Q",
+            strokeDash=alt.condition(alt.datum.what == "estimate", alt.value([1, 0]), alt.value([4, 3])),
+            color=alt.value("#d62728"),
+            tooltip=["what:N", alt.Tooltip("alpha:Q", format=".3f")],
+        )
+    )
+    return (bars + rules).properties(height=220)
+
+
+def critic_agreement_frame(report: AgreementReport) -> pd.DataFrame:
+    """Long table: critic, reference, value, low, high, n (defined figures only)."""
+    rows = []
+    for ref, table in (("consensus", report.vs_consensus), ("humans", report.vs_humans),
+                       ("gold", report.vs_gold)):
+        for critic, prop in table.items():
+            if prop.value is None:
+                continue
+            rows.append({"critic": critic, "reference": REFERENCES[ref], "value": prop.value,
+                         "low": prop.low, "high": prop.high, "n": prop.n})
+    return pd.DataFrame(rows, columns=["critic", "reference", "value", "low", "high", "n"])
+
+
+def critic_agreement_bars(report: AgreementReport) -> alt.Chart | None:
+    """Per critic, agreement with each reference as a bar with its Wilson interval."""
+    data = critic_agreement_frame(report)
+    if data.empty:
+        return None
+    base = alt.Chart(data).encode(
+        y=alt.Y("critic:N", title=None, sort=report.critics),
+        yOffset=alt.YOffset("reference:N"),
+        color=alt.Color("reference:N", title="agreement with"),
+        tooltip=["critic:N", "reference:N", alt.Tooltip("value:Q", format=".3f"),
+                 alt.Tooltip("low:Q", format=".3f"), alt.Tooltip("high:Q", format=".3f"), "n:Q"],
+    )
+    bars = base.mark_bar().encode(
+        x=alt.X("value:Q", title="share of items agreeing", scale=alt.Scale(domain=[0, 1]))
+    )
+    errors = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
+    return (bars + errors).properties(
+        title="Per-critic agreement (95% Wilson intervals)", height=max(140, 60 * len(report.critics))
+    )
+
+
+def kappa_frame(report: AgreementReport) -> pd.DataFrame:
+    """Long table of the pairwise kappa matrix: critic_a, critic_b, kappa (NaN undefined), n."""
+    if report.kappa is None:
+        return pd.DataFrame(columns=["critic_a", "critic_b", "kappa", "n", "label"])
+    k = report.kappa
+    rows = []
+    for i, a in enumerate(k.critics):
+        for j, b in enumerate(k.critics):
+            value = float(k.values[i, j])
+            rows.append({
+                "critic_a": a, "critic_b": b,
+                "kappa": value if math.isfinite(value) else None,
+                "n": int(k.n[i, j]),
+                "label": f"{value:.2f}" if math.isfinite(value) else "–",
+            })
+    return pd.DataFrame(rows)
+
+
+def kappa_heatmap(report: AgreementReport) -> alt.Chart | None:
+    """Pairwise Cohen's kappa as a heatmap; clicking a cell selects that pair of critics."""
+    data = kappa_frame(report)
+    if data.empty:
+        return None
+    pick = alt.selection_point(name=KAPPA_SELECTION, fields=["critic_a", "critic_b"],
+                               on="click", clear="dblclick")
+    order = report.critics
+    base = alt.Chart(data).encode(
+        x=alt.X("critic_b:N", title=None, sort=order),
+        y=alt.Y("critic_a:N", title=None, sort=order),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("kappa:Q", title="kappa", scale=alt.Scale(domain=[-1, 1], scheme="redblue")),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.5)),
+        tooltip=["critic_a:N", "critic_b:N", alt.Tooltip("kappa:Q", format=".3f"), "n:Q"],
+    ).add_params(pick)
+    text = base.mark_text(fontSize=13).encode(text="label:N")
+    size = max(200, 70 * len(order))
+    return (cells + text).properties(
+        title="Pairwise Cohen's kappa (click a cell to review where the two differ)",
+        width=size, height=size,
+    )
+
+
+def leave_one_out_bars(report: AgreementReport) -> alt.Chart | None:
+    """Alpha without each critic, against the full panel's alpha as a rule."""
+    rows = [{"critic": c, "alpha": r.value} for c, r in report.leave_one_out.items()
+            if r.value is not None]
+    if not rows:
+        return None
+    bars = alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
+        y=alt.Y("critic:N", title="without critic", sort=report.critics),
+        x=alt.X("alpha:Q", title="alpha"),
+        tooltip=["critic:N", alt.Tooltip("alpha:Q", format=".3f")],
+    )
+    layers: alt.Chart | alt.LayerChart = bars
+    if report.alpha.value is not None:
+        rule = alt.Chart(pd.DataFrame([{"alpha": report.alpha.value}])).mark_rule(
+            color="#d62728", strokeWidth=2
+        ).encode(x="alpha:Q")
+        layers = bars + rule
+    return layers.properties(title="Leave-one-critic-out alpha (red: the whole panel)",
+                             height=alt.Step(32))
+
+
+def dawid_skene_bars(report: AgreementReport) -> alt.Chart | None:
+    """Dawid-Skene's estimate of each critic's accuracy (no gold labels needed)."""
+    acc = report.dawid_skene_accuracies
+    if not acc:
+        return None
+    data = pd.DataFrame([{"critic": c, "accuracy": v} for c, v in acc.items()])
+    return alt.Chart(data, title="Dawid-Skene estimated accuracy").mark_bar().encode(
+        y=alt.Y("critic:N", title=None, sort=report.critics),
+        x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
+        tooltip=["critic:N", alt.Tooltip("accuracy:Q", format=".3f")],
+    ).properties(height=alt.Step(32))
+
+
+def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
+    """One critic's labels against the humans' (rows: human label; columns: the critic's)."""
+    long = table.stack().rename("items").reset_index()
+    long.columns = ["human", "critic_said", "items"]
+    long["human"] = long["human"].astype(str)
+    long["critic_said"] = long["critic_said"].astype(str)
+    base = alt.Chart(long).encode(
+        x=alt.X("critic_said:N", title=f"{critic} said", sort=[str(c) for c in table.columns]),
+        y=alt.Y("human:N", title="human label", sort=[str(i) for i in table.index]),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("items:Q", scale=alt.Scale(scheme="blues"), legend=None),
+        tooltip=["human:N", "critic_said:N", "items:Q"],
+    )
+    text = base.mark_text().encode(text="items:Q")
+    # No chart title: the x axis names the critic (a title squeezed the plot in a column).
+    return (rect + text).properties(width=alt.Step(48), height=alt.Step(28))

@@ -1,0 +1,186 @@
+"""Review page parts: the filter bar, one item in detail, the override form.
+
+Filters are plain widgets whose values become `storage.review.review_table` arguments; the
+storage layer binds every value as a parameter, so nothing typed here reaches SQL text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from judging.panel import Panel
+from judging.panel_files import load_panel
+from judging.verdicts import FailureKind, Verdict
+from pages.ui.cards import md_escape, verdict_card
+
+ANY = "(any)"
+PAGE_SIZES = [25, 50, 100, 200]
+SORT_LABELS = {
+    "contested": "most contested first",
+    "agreement": "lowest agreement first",
+    "alpha": "lowest per-item alpha first",
+    "failures": "most failures first",
+    "item": "file order",
+    "recent_override": "recently overridden first",
+}
+# Query parameters the Agreement page sets to open a set of items here.
+PAIR_PARAMS = ("critic_a", "critic_b")
+
+
+@dataclass
+class Filters:
+    """The review table's arguments as the widgets set them."""
+
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    pair: tuple[str, str] | None = None  # critics whose disagreements were opened from Agreement
+
+
+def run_panel(panel_yaml: str) -> Panel:
+    """The panel snapshot a run was made with."""
+    return load_panel(panel_yaml)
+
+
+def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filters:
+    """Draw the filters; returns the `review_table` keyword arguments they stand for.
+
+    Args:
+        run_id: the run (widget keys include it, so switching runs resets the filters).
+        labels: `storage.review.review_labels(...)`: consensus labels, labels per critic,
+            failure kinds seen.
+        critics: the run's critic names in panel order.
+    """
+    k = f"rv{run_id}."
+    filters = Filters()
+    params = st.query_params
+    pair = tuple(params.get(p) for p in PAIR_PARAMS)
+    if all(pair) and pair[0] in critics and pair[1] in critics:
+        filters.pair = (str(pair[0]), str(pair[1]))
+        cols = st.columns([4, 1], vertical_alignment="center")
+        cols[0].info(
+            f"Showing the items where **{md_escape(filters.pair[0])}** and "
+            f"**{md_escape(filters.pair[1])}** gave "
+            "different verdicts (opened from the Agreement heatmap).",
+            icon=":material/filter_alt:",
+        )
+        if cols[1].button("Show all items", key=k + "clear_pair"):
+            for p in PAIR_PARAMS:
+                del st.query_params[p]
+            st.rerun()
+
+    row = st.columns([1.2, 1, 1, 1, 1])
+    disagreements = row[0].toggle(
+        "Disagreements only", value=filters.pair is None, key=k + "disagree"
+    )
+    consensus = row[1].selectbox("Consensus", [ANY, *labels["consensus"]], key=k + "consensus")
+    critic = row[2].selectbox("Critic", [ANY, *critics], key=k + "critic")
+    critic_values = labels["critics"].get(critic, []) if critic != ANY else []
+    critic_value = row[3].selectbox(
+        "…said", [ANY, *critic_values], key=k + "critic_value", disabled=critic == ANY
+    )
+    failure_options = [ANY, "any failure", *labels["failures"]]
+    failures = row[4].selectbox("Failures", failure_options, key=k + "failures")
+
+    row2 = st.columns([1, 1.3, 2, 1.2])
+    overridden = row2[0].selectbox(
+        "Overridden", [ANY, "not yet", "overridden"], key=k + "overridden"
+    )
+    use_alpha = row2[1].toggle("Filter per-item alpha", key=k + "use_alpha")
+    alpha = row2[1].slider(
+        "Per-item alpha", -1.0, 1.0, (-1.0, 1.0), 0.05, key=k + "alpha",
+        disabled=not use_alpha, label_visibility="collapsed",
+    )
+    search = row2[2].text_input(
+        "Search items and reasons", key=k + "search", placeholder="words in the item or a reason"
+    )
+    sort = row2[3].selectbox(
+        "Sort", list(SORT_LABELS), format_func=SORT_LABELS.get, key=k + "sort"
+    )
+
+    kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
+    if consensus != ANY:
+        kwargs["consensus_label"] = consensus
+    if critic != ANY and critic_value != ANY:
+        kwargs["critic_label"] = (critic, critic_value)
+    if failures == "any failure":
+        kwargs["failures_only"] = True
+    elif failures != ANY:
+        kwargs["failures_only"] = failures
+    if overridden != ANY:
+        kwargs["overridden"] = overridden == "overridden"
+    if use_alpha:
+        kwargs["alpha_range"] = alpha
+    if search.strip():
+        kwargs["search"] = search.strip()
+    filters.kwargs = kwargs
+    return filters
+
+
+def verdict_from_row(row: dict[str, Any]) -> Verdict:
+    """A stored call (as `storage.review.item_detail` gives it) as a `Verdict`."""
+    failure = row.get("failure")
+    return Verdict(
+        critic=row["critic"],
+        item_id=str(row.get("item_id", "")),
+        label=row.get("label"),
+        score=row.get("score"),
+        confidence=row.get("confidence"),
+        reasoning=row.get("reasoning"),
+        failure=FailureKind(failure) if failure else None,
+        message=row.get("message"),
+        raw_request=row.get("raw_request"),
+        raw_response=row.get("raw_response"),
+        latency_ms=row.get("latency_ms"),
+        attempts=row.get("attempts") or 0,
+        tokens_in=row.get("tokens_in"),
+        tokens_out=row.get("tokens_out"),
+        cost_usd=row.get("cost_usd"),
+        vendor=row.get("vendor"),
+        model=row.get("model"),
+        simulated=bool(row.get("simulated")),
+        cached=bool(row.get("cached")),
+    )
+
+
+def item_fields(detail: dict[str, Any]) -> None:
+    """The item's fields as plain text (never markdown or HTML), plus its gold label."""
+    with st.container(border=True):
+        for name, value in detail["fields"].items():
+            st.caption(str(name))
+            st.text(value if isinstance(value, str) else str(value))
+        if detail.get("gold") is not None:
+            st.caption("gold label")
+            st.text(str(detail["gold"]))
+
+
+def consensus_line(detail: dict[str, Any]) -> str:
+    """"Consensus KEEP · agreement 0.50 · alpha 0.12 · 1 failed · final MERGE (override)"."""
+    c = detail.get("consensus") or {}
+    parts = [f"consensus {c.get('consensus') if c.get('consensus') is not None else '(none)'}"]
+    if c.get("agreement") is not None:
+        parts.append(f"agreement {c['agreement']:.2f}")
+    if c.get("item_alpha") is not None:
+        parts.append(f"per-item alpha {c['item_alpha']:.2f}")
+    if c.get("failed"):
+        parts.append(f"{c['failed']} failed")
+    final = detail.get("final_label")
+    if detail.get("overrides"):
+        parts.append(f"final {final} (override)")
+    if c.get("note"):
+        parts.append(str(c["note"]))
+    return " · ".join(parts)
+
+
+def critic_cards(detail: dict[str, Any], *, per_row: int = 4) -> None:
+    """Every critic's card side by side (wrapping after `per_row`)."""
+    verdicts = [verdict_from_row({**row, "item_id": detail["item_id"]}) for row in detail["verdicts"]]
+    if not verdicts:
+        st.info("No critic has answered for this item yet.")
+        return
+    for start in range(0, len(verdicts), per_row):
+        chunk = verdicts[start : start + per_row]
+        for column, verdict in zip(st.columns(len(chunk)), chunk):
+            with column:
+                verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}")

@@ -1,0 +1,50 @@
+"""Choosing the run a page shows; the choice lives in the URL (`?run=ID`) so reloads keep it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from pages.ui.state import db
+from storage.runs import list_runs
+
+RUN_PARAM = "run"
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """"#7 · Demo dataset × Demo panel · done · simulated" — plain text for menus."""
+    text = f"#{run['id']} · {run['dataset_name']} × {run['panel_name']} · {run['status']}"
+    return text + (" · simulated" if run.get("simulated") else "")
+
+
+def query_run_id() -> int | None:
+    """The run id in the URL, or None when absent or not a number."""
+    value = st.query_params.get(RUN_PARAM)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def pick_run(*, key: str = "run_picker") -> dict[str, Any] | None:
+    """A run selector, defaulting to `?run=`, else the newest run; keeps the URL in step.
+
+    Returns:
+        The chosen run (as `storage.runs.list_runs` gives it), or None when there is no run.
+    """
+    runs = list_runs(db())
+    if not runs:
+        st.info("No run yet. Start one on the **Run** page, or click **Try the demo** on Home.")
+        return None
+    by_id = {run["id"]: run for run in runs}
+    wanted = query_run_id()
+    ids = list(by_id)
+    index = ids.index(wanted) if wanted in by_id else 0
+    if wanted is not None and wanted not in by_id:
+        st.warning(f"There is no run #{wanted}; showing the newest run instead.")
+    chosen = st.selectbox("Run", ids, index=index, format_func=lambda i: run_label(by_id[i]),
+                          key=key)
+    if query_run_id() != chosen:
+        st.query_params[RUN_PARAM] = str(chosen)
+    return by_id[chosen]

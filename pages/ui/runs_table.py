@@ -1,0 +1,37 @@
+"""The list of runs with their status, as a table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+
+def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One display row per run (plain values only)."""
+    rows = []
+    for run in runs:
+        total = run["total_calls"] or 0
+        done = (run["ok_calls"] or 0) + (run["failed_calls"] or 0)
+        rows.append({
+            "run": run["id"],
+            "dataset": run["dataset_name"],
+            "panel": run["panel_name"],
+            "status": run["status"] + (" · simulated" if run["simulated"] else ""),
+            "items": run["n_items"],
+            "calls done": f"{done:,} / {total:,}",
+            "failed": run["failed_calls"],
+            "cost (USD)": run["cost_usd"],
+            "created": (run["created_at"] or "")[:19].replace("T", " "),
+            "note": run["error"] or "",
+        })
+    return rows
+
+
+def runs_table(runs: list[dict[str, Any]]) -> None:
+    """Draw the runs; their text (dataset and panel names) is shown as plain cells."""
+    st.dataframe(
+        runs_rows(runs),
+        hide_index=True,
+        column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.4f")},
+    )

@@ -1,0 +1,195 @@
+"""Fixtures of the app's tests: a temp database for AppTest (empty, or holding a finished demo
+run), and a running `streamlit run` server plus a Chromium page for the browser tests."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import streamlit as st
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def _clear_streamlit_caches() -> None:
+    # cache_resource is shared by every AppTest of the process: without this one test's job
+    # registry (bound to another database) would leak into the next.
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def app_db(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pathlib.Path]:
+    """A fresh, empty JURYBOX_DB for one AppTest, run from the project root, with clean caches."""
+    path = tmp_path / "app.db"
+    monkeypatch.setenv("JURYBOX_DB", str(path))
+    monkeypatch.chdir(ROOT)
+    _clear_streamlit_caches()
+    yield path
+    _clear_streamlit_caches()
+
+
+def make_demo_db(path: pathlib.Path) -> int:
+    """Fill `path` with the demo dataset and a FINISHED demo run, without the UI.
+
+    Returns:
+        The run id.
+    """
+    from judging.demo import demo_dataset_path, demo_panel_path
+    from judging.jobs import JobRegistry, prepare_run
+    from judging.panel_files import load_panel
+    from storage.datasets import save_dataset
+    from storage.db import open_db
+    from storage.importing import read_dataset
+    from storage.runs import get_run
+
+    db = open_db(path)
+    try:
+        parsed = read_dataset(demo_dataset_path(), id_column="id", gold_column="gold")
+        dataset = save_dataset(db, parsed, name="Demo: taxonomy candidates")
+        run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(demo_panel_path()))
+        job = JobRegistry().start_run(str(path), run_id)
+        assert job.wait(120), "the demo run did not finish in 120 s"
+        assert get_run(db, run_id)["status"] == "done", get_run(db, run_id)["error"]
+        # Fold the WAL into the main file so a plain file copy is the whole database.
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+    return run_id
+
+
+@pytest.fixture(scope="session")
+def demo_db_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
+    """One finished demo run per test session (about 10 s against the simulator), copied by
+    `demo_db` for each test that needs it."""
+    path = tmp_path_factory.mktemp("demo") / "template.db"
+    return path, make_demo_db(path)
+
+
+@pytest.fixture
+def demo_db(
+    demo_db_template: tuple[pathlib.Path, int], app_db: pathlib.Path
+) -> tuple[pathlib.Path, int]:
+    """`app_db` holding a private copy of the finished demo run. Returns (path, run id)."""
+    template, run_id = demo_db_template
+    shutil.copyfile(template, app_db)
+    return app_db, run_id
+
+
+# -- the real app, for browser tests ------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Poll Streamlit's health endpoint until it answers "ok" (or fail with the server's log)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def running_app(db_path: pathlib.Path) -> Iterator[dict[str, Any]]:
+    """`streamlit run app.py` on a free 127.0.0.1 port with `db_path` as JURYBOX_DB.
+
+    Yields:
+        {"url": base URL, "db": database path, "log": server log path}.
+    """
+    log_path = db_path.with_suffix(".log")
+    port = free_port()
+    env = {**os.environ, "JURYBOX_DB": str(db_path)}
+    # No vendor key may reach the server: the demo must run on the simulated vendor.
+    for name in [n for n in env if n.endswith("_API_KEY")]:
+        env.pop(name)
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py",
+             "--server.headless", "true", "--server.port", str(port),
+             "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
+             "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield {"url": url, "db": db_path, "log": log_path}
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One app server (and database) shared by the browser tests of a module."""
+    with running_app(tmp_path_factory.mktemp("app") / "browser.db") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (no browser download).
+
+    Missing Chromium: a failure on CI (env CI set), else a skip with the reason.
+    """
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing: apt-get install -y chromium"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def app_page(chromium_browser: Any) -> Iterator[Any]:
+    """A fresh browser page (downloads allowed) with a generous default timeout."""
+    context = chromium_browser.new_context(accept_downloads=True, viewport={"width": 1500, "height": 1000})
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    try:
+        yield tab
+    finally:
+        context.close()

@@ -5,27 +5,36 @@ validated success, or a failure with its `FailureKind` and a sentence. Nothing r
 `CallRunner.call`.
 
 What it owns, and why here:
-    clients      pooled `httpx.Client`s per base URL, made once and shared by every call (a
-                 client per call burns a core on TLS and pool set-up). The pool is split into
-                 "lanes" of `LANE_SIZE` connections, each worker thread sticking to one lane:
-                 httpcore scans every connection of a pool on each request, and with 64
-                 connections in one pool that scan cost ~3x the CPU and ~2.5x the wall time
-                 of 16 lanes of 4 (measured here, 3000 calls at 100 ms, concurrency 64).
+    transport    one `httpx.BaseTransport` shared by every call, made once (never a client per
+                 call). By default `judging.transport.ThreadLocalTransport`: one HTTP/1.1
+                 keep-alive socket per worker thread and host, replies parsed by the stdlib's
+                 `http.client`, so the request path takes no pool lock (httpx's own pool
+                 spent ~3x the CPU here assigning connections, and h11 several times
+                 http.client's parsing cost).
+                 Calls go straight to `transport.handle_request` with one `httpx.Request`
+                 built from a pre-parsed URL and prebuilt headers: `httpx.Client`'s cookie,
+                 auth, redirect and URL-merging layers did nothing for us at ~0.5 ms a call.
+                 Tests inject `httpx.MockTransport` in its place.
     limits       a per-vendor cap on requests in flight, an optional requests-per-minute pace
     retries      408, 409, 429, 5xx, 529, timeouts, resets, proxy HTML: exponential backoff with
                  jitter like the OpenAI client (min(0.5 * 2^n, 8) s minus up to 25 %), honouring
                  `retry-after-ms`, `Retry-After` (seconds or HTTP date, capped) and
-                 `x-should-retry`. Never stacked: the httpx clients themselves never retry.
+                 `x-should-retry`. Never stacked: the transports themselves never retry.
     deadline     `critic.timeout_s` of wall clock per attempt, enforced here because httpx has
                  none: the header wait is bounded by the socket timeout, and the body is
-                 streamed with a watchdog that cuts the socket when the deadline passes (a
-                 body trickled byte by byte is still cut off)
+                 streamed with a watchdog that cuts the socket (the transport exposes it as
+                 the response's `network_stream`) when the deadline passes, so a body
+                 trickled byte by byte is still cut off
     fatal        401/403/404/out of quota stop the critic for the run (`CriticGate`): later
                  items get "not called: <reason>" without a request
     cache        optional `CallCache`: only validated successes are stored; a hit sends nothing
 
 Thread safety: a runner is shared by all worker threads of a run (and may outlive runs); every
 method is safe to call concurrently. Close it (or use it as a context manager) to free sockets.
+
+Billing: a reply that arrived (HTTP 2xx) but holds no verdict (a refusal, a truncation, a
+parse failure) was still billed by the vendor, so its verdict carries the reply's tokens and
+cost; tokens of every attempt of a call are added up.
 """
 
 from __future__ import annotations
@@ -36,18 +45,15 @@ import hashlib
 import heapq
 import itertools
 import json
-import math
 import os
 import random
 import socket
-import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-import certifi
 import httpx
 
 from judging.critics import Critic
@@ -62,8 +68,9 @@ from judging.errors import (
     RetryableCallError,
     TruncatedError,
 )
-from judging.parsing import parse_reply
+from judging.parsing import parse_reply, reply_usage
 from judging.scales import Scale
+from judging.transport import ThreadLocalTransport
 from judging.vendors import (
     KeyLookup,
     cost_usd,
@@ -74,8 +81,6 @@ from judging.vendors import (
     resolve_key,
 )
 from judging.verdicts import FailureKind, Item, Verdict
-
-LANE_SIZE = 4  # connections per pooled client; see "clients" in the module docstring
 
 _KIND_OF: dict[type[CallFailure], FailureKind] = {
     RetryableCallError: FailureKind.ERROR,
@@ -288,7 +293,8 @@ class CriticGate:
                 if probe is None:
                     self._probes[critic] = threading.Event()
                     return True
-        probe.wait()  # bounded: the probe's own deadline and retry budget end it
+        if not probe.is_set():  # is_set reads a flag; wait() would take the event's lock
+            probe.wait()  # bounded: the probe's own deadline and retry budget end it
         return False
 
     def probe_done(self, critic: str) -> None:
@@ -338,7 +344,8 @@ class _Watchdog:
 
     def __init__(self) -> None:
         self._heap: list[list[Any]] = []  # [deadline, sequence, response or None]
-        self._cond = threading.Condition()
+        # A plain Lock (not the default RLock): taken twice per call by every worker thread.
+        self._cond = threading.Condition(threading.Lock())
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -388,7 +395,9 @@ def _cut(response: httpx.Response) -> None:
     sock = stream.get_extra_info("socket") if stream is not None else None
     if isinstance(sock, socket.socket):
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            # The plain socket's shutdown even for TLS: SSLSocket.shutdown also drops its SSL
+            # object under the feet of the thread still reading from it.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
         except OSError:
             pass  # already closed: nothing left to cut
 
@@ -408,14 +417,25 @@ def _scrub(text: str | None, secret: str | None) -> str | None:
     return text.replace(secret, "***")
 
 
+@dataclass(frozen=True, slots=True)
+class _Route:
+    """What every call to one base URL shares, built once: the parsed endpoint URL and the
+    headers every request to it carries (never the key: that is added per call)."""
+
+    url: str
+    parsed: httpx.URL
+    headers: httpx.Headers
+
+
 class CallRunner:
-    """Sends calls: pooled clients, per-vendor limits, the retry loop, deadlines and the cache.
+    """Sends calls: one shared transport, per-vendor limits, the retry loop, deadlines, the cache.
 
     Args:
         key_lookup: maps a key variable name to its value (default `os.environ.get`).
         cache: optional `CallCache`; validated successes are stored, hits send nothing.
-        transport: an httpx transport for every client (tests pass `httpx.MockTransport`).
-        max_connections: connection pool size per base URL; keep it >= the run's concurrency.
+        transport: the `httpx.BaseTransport` every request goes through (default: a
+            `ThreadLocalTransport`, closed with the runner). Tests pass `httpx.MockTransport`.
+            A transport you pass is yours: `close()` leaves it open. It must not retry.
         vendor_limits: max requests in flight per vendor name (default: the preset's
             `max_concurrency`, None meaning only the run's concurrency limits it).
         requests_per_minute: optional pace per vendor name, e.g. {"openai": 500}.
@@ -431,29 +451,23 @@ class CallRunner:
         key_lookup: KeyLookup | None = None,
         cache: CallCache | None = None,
         transport: httpx.BaseTransport | None = None,
-        max_connections: int = 128,
         vendor_limits: dict[str, int] | None = None,
         requests_per_minute: dict[str, float] | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
         seed: int | None = None,
     ) -> None:
-        if max_connections < 1:
-            raise ConfigError("max_connections must be at least 1")
         self.key_lookup: KeyLookup = key_lookup or os.environ.get
         self.cache = cache
         self.retry = retry or RetryPolicy()
-        self.max_connections = max_connections
-        self._transport = transport
+        self._own_transport = transport is None
+        self.transport: httpx.BaseTransport = transport or ThreadLocalTransport()
         self._sleep_fn = sleep
         self._rng = random.Random(seed)
         self._vendor_limits = dict(vendor_limits or {})
         self._rpm = dict(requests_per_minute or {})
-        self._clients: dict[str, list[httpx.Client | None]] = {}
-        self._lanes = max(1, math.ceil(max_connections / LANE_SIZE))
-        self._lane_of_thread = threading.local()
-        self._next_lane = itertools.count()
-        self._ssl_context: ssl.SSLContext | None = None
+        self._routes: dict[tuple[str, tuple[tuple[str, str], ...]], _Route] = {}
+        self._timeouts: dict[float, dict[str, float]] = {}
         self._semaphores: dict[str, threading.BoundedSemaphore | None] = {}
         self._paces: dict[str, _Pace] = {}
         self._lock = threading.Lock()
@@ -463,36 +477,33 @@ class CallRunner:
 
     # -- resources -------------------------------------------------------------------------
 
-    def client_for(self, base_url: str) -> httpx.Client:
-        """The pooled client this thread uses for a base URL (its lane; made on first use)."""
-        lane: int | None = getattr(self._lane_of_thread, "lane", None)
-        if lane is None:
-            lane = self._lane_of_thread.lane = next(self._next_lane) % self._lanes
-        lanes = self._clients.get(base_url)
-        client = lanes[lane] if lanes is not None else None
-        if client is not None:
-            return client
-        with self._lock:
-            lanes = self._clients.setdefault(base_url, [None] * self._lanes)
-            client = lanes[lane]
-            if client is None:
-                client = lanes[lane] = self._new_client()
-            return client
+    def _route(self, base_url: str, extra_headers: dict[str, str] | None = None) -> _Route:
+        """The endpoint of a base URL with its prebuilt headers (made once, then shared)."""
+        key = (base_url, tuple(extra_headers.items()) if extra_headers else ())
+        route = self._routes.get(key)
+        if route is None:
+            url = f"{base_url}/chat/completions"
+            parsed = httpx.URL(url)
+            headers = httpx.Headers({
+                # Host and Content-Length are ours to set: requests are built from a stream
+                # (the body is already bytes), which httpx does not annotate.
+                "Host": parsed.netloc.decode("ascii"),
+                "User-Agent": "jurybox",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+                **(extra_headers or {}),
+            })
+            route = _Route(url=url, parsed=parsed, headers=headers)
+            with self._lock:
+                route = self._routes.setdefault(key, route)
+        return route
 
-    def _new_client(self) -> httpx.Client:
-        size = min(LANE_SIZE, self.max_connections)
-        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        transport = self._transport
-        if transport is None:
-            if self._ssl_context is None:
-                # One TLS context for every lane: loading the CA bundle is the costly part.
-                self._ssl_context = ssl.create_default_context(cafile=certifi.where())
-            transport = httpx.HTTPTransport(verify=self._ssl_context, limits=limits)
-        return httpx.Client(
-            transport=transport,
-            timeout=None,  # set per request from the deadline
-            headers={"User-Agent": "jurybox", "Content-Type": "application/json"},
-        )
+    def _timeout(self, seconds: float) -> dict[str, float]:
+        timeouts = self._timeouts.get(seconds)
+        if timeouts is None:
+            timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
+            self._timeouts[seconds] = timeouts
+        return timeouts
 
     def _semaphore(self, vendor: str) -> threading.BoundedSemaphore | None:
         if vendor in self._semaphores:
@@ -513,15 +524,14 @@ class CallRunner:
             return self._paces.setdefault(vendor, _Pace(rpm))
 
     def close(self) -> None:
-        """Close every client and stop the deadline watchdog. A call made afterwards opens fresh
-        clients (so a late call from a straggling thread still gets a verdict, not a crash)."""
+        """Close the runner's own transport (its idle connections) and stop the deadline
+        watchdog. A call made afterwards still works: it opens a fresh connection (so a late
+        call from a straggling thread gets a verdict, not a crash)."""
         with self._lock:
-            clients = [c for lanes in self._clients.values() for c in lanes if c is not None]
-            self._clients = {}
             self._closed = True
             watchdog, self._watchdog = self._watchdog, _Watchdog()
-        for client in clients:
-            client.close()
+        if self._own_transport:
+            self.transport.close()
         watchdog.close()
 
     def __enter__(self) -> CallRunner:
@@ -650,16 +660,16 @@ class CallRunner:
         gate: CriticGate,
         cancel: threading.Event | None,
     ) -> None:
-        url = f"{base_url}/chat/completions"
-        verdict.raw_request = {"url": url, "body": prepared.body}
-        headers = dict(extra_headers)
+        route = self._route(base_url, extra_headers)
+        verdict.raw_request = {"url": route.url, "body": prepared.body}
+        # A copy of the route's prebuilt headers (a list copy) plus what varies per call; the
+        # key lives only in this request object, never in the route or the verdict.
+        headers = httpx.Headers(route.headers)
+        headers["Content-Length"] = str(len(prepared.content))
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        client = self.client_for(base_url)
         try:
-            self._run_attempts(
-                critic, scale, client, url, headers, prepared, verdict, key, gate, cancel
-            )
+            self._run_attempts(critic, scale, route, headers, prepared, verdict, key, gate, cancel)
         finally:
             verdict.message = _scrub(verdict.message, key)
             verdict.raw_response = _scrub(verdict.raw_response, key)
@@ -681,9 +691,8 @@ class CallRunner:
         self,
         critic: Critic,
         scale: Scale,
-        client: httpx.Client,
-        url: str,
-        headers: dict[str, str],
+        route: _Route,
+        headers: httpx.Headers,
         prepared: PreparedCall,
         verdict: Verdict,
         key: str | None,
@@ -695,6 +704,7 @@ class CallRunner:
         semaphore = self._semaphore(critic.vendor)
         pace = self._pace(critic.vendor)
         policy = self.retry
+        timeouts = self._timeout(critic.timeout_s)
         last: CallFailure | None = None
         for attempt in range(policy.max_retries + 1):
             if cancel is not None and cancel.is_set():
@@ -711,16 +721,29 @@ class CallRunner:
                     semaphore.acquire()
                 try:
                     status, response_headers, body = self._send(
-                        client, url, content, headers, critic.timeout_s
+                        route, headers, content, timeouts, critic.timeout_s
                     )
                 finally:
                     if semaphore is not None:
                         semaphore.release()
                 verdict.raw_response = body
-                parsed = parse_reply(status, body, scale)
+                try:
+                    parsed = parse_reply(status, body, scale)
+                except CallFailure:
+                    if 200 <= status < 300:
+                        # A reply without a verdict (refusal, truncation, no JSON) is billed
+                        # all the same: keep what it cost.
+                        self._add_usage(verdict, critic, *reply_usage(body))
+                    raise
             except _DeadlineExceeded:
                 last = RetryableCallError(
                     f"no complete reply within the deadline of {critic.timeout_s:g} s"
+                )
+            except (httpx.LocalProtocolError, httpx.UnsupportedProtocol) as error:
+                # The request itself is invalid (a line break in the key, a base URL that is
+                # not http/https): every retry and every later item would fail the same way.
+                last = CriticCallError(
+                    f"could not send a valid request: {_scrub(str(error), key)}"
                 )
             except httpx.TimeoutException:
                 last = RetryableCallError(
@@ -740,9 +763,7 @@ class CallRunner:
                 verdict.score = parsed.score
                 verdict.confidence = parsed.confidence
                 verdict.reasoning = parsed.reasoning
-                verdict.tokens_in = parsed.tokens_in
-                verdict.tokens_out = parsed.tokens_out
-                verdict.cost_usd = cost_usd(critic, parsed.tokens_in, parsed.tokens_out)
+                self._add_usage(verdict, critic, parsed.tokens_in, parsed.tokens_out)
                 return
 
             should = (response_headers.get("x-should-retry") or "").strip().lower() \
@@ -791,23 +812,47 @@ class CallRunner:
             return f"critic {critic.name!r}: {text}. Check the key in {variable}."
         return f"critic {critic.name!r}: {text}"
 
+    @staticmethod
+    def _add_usage(
+        verdict: Verdict, critic: Critic, tokens_in: int | None, tokens_out: int | None
+    ) -> None:
+        """Add one reply's tokens to the verdict (a retried call pays for every reply that
+        reported usage) and price the total; unknown stays None, never 0."""
+        if tokens_in is not None:
+            verdict.tokens_in = (verdict.tokens_in or 0) + tokens_in
+        if tokens_out is not None:
+            verdict.tokens_out = (verdict.tokens_out or 0) + tokens_out
+        verdict.cost_usd = cost_usd(critic, verdict.tokens_in, verdict.tokens_out)
+
     def _send(
         self,
-        client: httpx.Client,
-        url: str,
+        route: _Route,
+        headers: httpx.Headers,
         content: bytes,
-        headers: dict[str, str],
+        timeouts: dict[str, float],
         timeout_s: float,
     ) -> tuple[int, httpx.Headers, str]:
         """One HTTP request with a wall-clock deadline over connect, headers and body."""
         deadline = time.monotonic() + timeout_s
-        with client.stream(
-            "POST", url, content=content, headers=headers, timeout=httpx.Timeout(timeout_s)
-        ) as response:
+        request = httpx.Request(
+            "POST", route.parsed, headers=headers, stream=httpx.ByteStream(content),
+            extensions={"timeout": timeouts},
+        )
+        response = self.transport.handle_request(request)
+        try:
             token = self._watchdog.watch(deadline, response)
             chunks: list[bytes] = []
+            reply_headers = response.headers
+            # The transport's byte stream as it is, unless the vendor compressed it (we never
+            # ask it to) or the body is already in memory (MockTransport replies): then httpx
+            # decodes. (iter_raw's re-chunking and counters cost ~5 % of a call's CPU.)
+            reader: Iterable[bytes]
+            if response.is_stream_consumed or "content-encoding" in reply_headers:
+                reader = response.iter_bytes()
+            else:
+                reader = response.stream  # type: ignore[assignment]  # a SyncByteStream here
             try:
-                for chunk in response.iter_bytes():
+                for chunk in reader:
                     chunks.append(chunk)
                     if time.monotonic() > deadline:
                         raise _DeadlineExceeded
@@ -817,8 +862,13 @@ class CallRunner:
                 raise
             finally:
                 self._watchdog.release(token)
-        body = b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
-        return response.status_code, response.headers, body
+        finally:
+            response.close()  # hands a fully read keep-alive connection back to the transport
+        # JSON is UTF-8 (RFC 8259); only a declared charset says otherwise.
+        content_type = reply_headers.get("content-type", "")
+        encoding = (response.encoding or "utf-8") if "charset" in content_type else "utf-8"
+        body = b"".join(chunks).decode(encoding, errors="replace")
+        return response.status_code, reply_headers, body
 
 
 # --------------------------------------------------------------------------------------------

@@ -190,11 +190,16 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _pick(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
-    lowered = {str(k).casefold(): v for k, v in obj.items()}
+def _folded(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object with its keys casefolded (done once per object, then picked from)."""
+    return {str(k).casefold(): v for k, v in obj.items()}
+
+
+def _pick(folded: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
-        if key in lowered and lowered[key] is not None:
-            return lowered[key]
+        value = folded.get(key)
+        if value is not None:
+            return value
     return None
 
 
@@ -234,6 +239,16 @@ def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
         tokens_in if isinstance(tokens_in, int) else None,
         tokens_out if isinstance(tokens_out, int) else None,
     )
+
+
+def reply_usage(body: str) -> tuple[int | None, int | None]:
+    """The (prompt, completion) tokens a reply body reports in `usage`, or None for each one
+    it does not. For replies that hold no verdict but were billed all the same."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, None
+    return _usage(data) if isinstance(data, dict) else (None, None)
 
 
 def _clip(text: str) -> str:
@@ -314,7 +329,7 @@ def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
     score: float | None = None
     confidence: float | None = None
     reasoning: str | None = None
-    objects = _objects_in(answer)
+    objects = [_folded(o) for o in _objects_in(answer)]
     chosen = next(
         (o for o in objects if _pick(o, _LABEL_KEYS + _SCORE_KEYS) is not None),
         None,

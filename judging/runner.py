@@ -2,7 +2,7 @@
 
 `run_panel` is what `Panel.judge` and `Panel.judge_many` use. Design notes:
 
-- One `CallRunner` (pooled clients, retries, cache) is shared by all workers; `concurrency`
+- One `CallRunner` (one transport, retries, cache) is shared by all workers; `concurrency`
   threads pull calls from one queue, so at most `concurrency` requests are in flight and no
   thread busy-waits.
 - Calls are queued item by item, so items complete roughly in input order (the storage layer
@@ -414,9 +414,7 @@ def run_panel(
             runner = default_runner()
         else:
             own_runner = True
-            runner = CallRunner(
-                key_lookup=key_lookup, cache=cache, max_connections=max(concurrency, 16)
-            )
+            runner = CallRunner(key_lookup=key_lookup, cache=cache)
     try:
         return _Run(
             panel,

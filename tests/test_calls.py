@@ -92,32 +92,40 @@ def test_json_mode_requested_where_supported(make_runner: MakeRunner, make_criti
         assert sent["response_format"] == {"type": "json_object"}
 
 
-def test_one_pooled_client_per_base_url(make_runner: MakeRunner, make_critic: MakeCritic,
-                                        label_scale: Scale) -> None:
-    runner = make_runner(Script(ok()), max_connections=8)  # two lanes of 4 connections
+def test_one_transport_and_one_route_per_base_url(make_runner: MakeRunner,
+                                                  make_critic: MakeCritic, label_scale: Scale,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    script = Script(ok())
+    runner = make_runner(script)
+    # Never a client per call: building one during a call fails the test.
+    def no_client(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an httpx.Client was built for a call")
+
+    monkeypatch.setattr(httpx.Client, "__init__", no_client)
     for item in items(5):
-        runner.call(make_critic(), item, label_scale)
-    runner.call(make_critic("other", vendor="deepseek"), ITEM, label_scale)
-    # One thread: one client per base URL, reused for every call.
-    made = {url: [c for c in lanes if c is not None] for url, lanes in runner._clients.items()}
-    assert {url: len(c) for url, c in made.items()} == {
-        "https://api.openai.com/v1": 1, "https://api.deepseek.com/v1": 1}
-    # Many threads: never more clients than lanes, however many calls.
-    clients: set[int] = set()
-    lock = threading.Lock()
+        assert runner.call(make_critic(), item, label_scale).ok
+    assert runner.call(make_critic("other", vendor="deepseek"), ITEM, label_scale).ok
+    assert script.count == 6
+    # Every request went through the one transport; the endpoint and its headers were built
+    # once per base URL and reused.
+    assert sorted(route.url for route in runner._routes.values()) == [
+        "https://api.deepseek.com/v1/chat/completions",
+        "https://api.openai.com/v1/chat/completions",
+    ]
+    sent = script.requests[0]
+    assert sent.headers["Host"] == "api.openai.com"
+    assert sent.headers["Content-Length"] == str(len(sent.content))
+    assert sent.headers["Content-Type"] == "application/json"
+    # The key is added per request: the shared route never holds it.
+    assert all("authorization" not in route.headers for route in runner._routes.values())
 
-    def grab() -> None:
-        for _ in range(20):
-            client = runner.client_for("https://api.openai.com/v1")
-            with lock:
-                clients.add(id(client))
 
-    threads = [threading.Thread(target=grab) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(clients) <= 2
+def test_vendor_extra_headers_are_sent(make_runner: MakeRunner, make_critic: MakeCritic,
+                                       label_scale: Scale) -> None:
+    script = Script(ok())
+    make_runner(script).call(make_critic(vendor="openrouter"), ITEM, label_scale)
+    assert script.requests[0].headers["X-Title"] == "Jurybox"
+    assert script.requests[0].url == "https://openrouter.ai/api/v1/chat/completions"
 
 
 # -- retries ---------------------------------------------------------------------------------
@@ -398,6 +406,48 @@ def test_unusable_replies_are_classified_not_retried(make_runner: MakeRunner,
     assert verdict.failure is kind and verdict.message
     assert script.count == 1 and verdict.attempts == 1 and len(cache) == 0
     assert verdict.raw_response == reply.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (ok("", finish_reason="length", usage=(1000, 512)), FailureKind.TRUNCATED),
+        (ok(None, refusal="I can't help with that.", usage=(1000, 512)), FailureKind.REFUSAL),
+        (ok("I think it is fine.", usage=(1000, 512)), FailureKind.PARSE_FAIL),
+    ],
+    ids=["truncated", "refusal", "parse-fail"],
+)
+def test_billed_failures_keep_tokens_and_cost(make_runner: MakeRunner, make_critic: MakeCritic,
+                                              label_scale: Scale, reply: httpx.Response,
+                                              kind: FailureKind) -> None:
+    """A 200 reply without a verdict is billed by the vendor: its tokens and cost are kept."""
+    critic = make_critic(price_in_per_mtok=2.0, price_out_per_mtok=10.0)
+    verdict = make_runner(Script(reply)).call(critic, ITEM, label_scale)
+    assert verdict.failure is kind
+    assert (verdict.tokens_in, verdict.tokens_out) == (1000, 512)
+    assert verdict.cost_usd == pytest.approx((1000 * 2.0 + 512 * 10.0) / 1e6)
+
+
+def test_unbilled_failures_have_unknown_cost(make_runner: MakeRunner, make_critic: MakeCritic,
+                                             label_scale: Scale) -> None:
+    critic = make_critic(price_in_per_mtok=2.0, price_out_per_mtok=10.0)
+    verdict = make_runner(Script(error(500))).call(critic, ITEM, label_scale)
+    assert verdict.failure is FailureKind.ERROR
+    assert (verdict.tokens_in, verdict.tokens_out, verdict.cost_usd) == (None, None, None)
+
+
+def test_tokens_of_every_billed_attempt_add_up(make_runner: MakeRunner, make_critic: MakeCritic,
+                                               label_scale: Scale) -> None:
+    # An error inside a 200 that still reports usage, then a 500 (no usage), then a success.
+    billed_error = httpx.Response(200, json={"error": {"message": "upstream hiccup"},
+                                             "usage": {"prompt_tokens": 300,
+                                                       "completion_tokens": 5}})
+    script = Script(billed_error, error(500), ok(usage=(1000, 200)))
+    critic = make_critic(price_in_per_mtok=2.0, price_out_per_mtok=10.0)
+    verdict = make_runner(script).call(critic, ITEM, label_scale)
+    assert verdict.ok and verdict.attempts == 3
+    assert (verdict.tokens_in, verdict.tokens_out) == (1300, 205)
+    assert verdict.cost_usd == pytest.approx((1300 * 2.0 + 205 * 10.0) / 1e6)
 
 
 # -- cache -------------------------------------------------------------------------------------

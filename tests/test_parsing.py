@@ -14,7 +14,12 @@ from judging.errors import (
     RetryableCallError,
     TruncatedError,
 )
-from judging.parsing import normalize_confidence, parse_reply, split_thinking
+from judging.parsing import (
+    normalize_confidence,
+    parse_reply,
+    reply_usage,
+    split_thinking,
+)
 from judging.scales import Scale
 from tests.fixtures_calls import chat_body
 
@@ -214,3 +219,12 @@ def test_confidence_normalisation(raw: object, expected: float | None) -> None:
 def test_confidence_of_85_in_a_reply_means_85_percent() -> None:
     parsed = parse_reply(200, reply('{"label": "KEEP", "confidence": 85}'), LABELS)
     assert parsed.confidence == pytest.approx(0.85)
+
+
+def test_reply_usage_reads_billed_tokens_of_any_reply() -> None:
+    refusal = json.dumps(chat_body(None, refusal="no", usage=(70, 3)))
+    assert reply_usage(refusal) == (70, 3)
+    assert reply_usage(json.dumps(chat_body(usage=None))) == (None, None)
+    assert reply_usage('{"usage": {"input_tokens": 9, "output_tokens": 4}}') == (9, 4)
+    assert reply_usage("<html>bad gateway</html>") == (None, None)
+    assert reply_usage('[{"error": {"code": 429}}]') == (None, None)

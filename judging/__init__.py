@@ -8,7 +8,7 @@ Never imports streamlit: usable from a notebook or the CLI::
     panel.judge({"id": "1", "text": "WIN A PRIZE"})
 """
 
-from judging.calls import CallCache, CallRunner, MemoryCache, RetryPolicy
+from judging.calls import CallCache, CallRunner, MemoryCache, RetryPolicy, VendorLimiter
 from judging.critics import Critic
 from judging.errors import (
     CallFailure,
@@ -17,7 +17,7 @@ from judging.errors import (
     JuryboxError,
     PlaceholderError,
 )
-from judging.panel import CascadeConfig, Panel
+from judging.panel import CascadeConfig, Panel, VendorLimits
 from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash, save_panel
 from judging.runner import RunProgress, RunResult, run_panel
 from judging.scales import Scale
@@ -45,6 +45,8 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "Scale",
+    "VendorLimiter",
+    "VendorLimits",
     "VendorPreset",
     "Verdict",
     "VoteOutcome",

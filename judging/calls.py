@@ -16,6 +16,8 @@ What it owns, and why here:
                  auth, redirect and URL-merging layers did nothing for us at ~0.5 ms a call.
                  Tests inject `httpx.MockTransport` in its place.
     limits       a per-vendor cap on requests in flight, an optional requests-per-minute pace
+                 (`VendorLimiter`): the runner's own, plus the run's (a panel's `limits`), a
+                 request waiting for both so the stricter wins
     retries      408, 409, 429, 5xx, 529, timeouts, resets, proxy HTML: exponential backoff with
                  jitter like the OpenAI client (min(0.5 * 2^n, 8) s minus up to 25 %), honouring
                  `retry-after-ms`, `Retry-After` (seconds or HTTP date, capped) and
@@ -321,15 +323,94 @@ class _Pace:
 
     def __init__(self, rpm: float) -> None:
         self.interval = 60.0 / rpm
-        self.next_slot = 0.0
+        self.next_slot: float | None = None
         self.lock = threading.Lock()
 
     def reserve(self, now: float) -> float:
         """Seconds to wait before sending."""
         with self.lock:
-            slot = max(now, self.next_slot)
+            slot = now if self.next_slot is None else max(now, self.next_slot)
             self.next_slot = slot + self.interval
             return slot - now
+
+
+class VendorLimiter:
+    """Per-vendor caps: requests in flight (a semaphore) and requests per minute (a pace).
+
+    A `CallRunner` holds one for its own limits; `run_panel` makes one per run from the panel's
+    `limits` and hands it to every `CallRunner.call`, so a panel's limits hold whichever runner
+    sends its calls. Safe to share between threads.
+
+    Args:
+        max_concurrency: max requests in flight per vendor name, e.g. {"openai": 8}.
+        requests_per_minute: pace per vendor name, e.g. {"openai": 500}: each request takes the
+            next free slot 60/rpm seconds after the previous one (no bursts).
+        preset_defaults: a vendor without a `max_concurrency` entry gets its preset's
+            `VendorPreset.max_concurrency` (e.g. ollama's 4) instead of no cap.
+
+    Raises:
+        ConfigError: a limit below or equal to 0.
+    """
+
+    def __init__(
+        self,
+        max_concurrency: dict[str, int] | None = None,
+        requests_per_minute: dict[str, float] | None = None,
+        *,
+        preset_defaults: bool = True,
+    ) -> None:
+        for what, limits in (("max_concurrency", max_concurrency),
+                             ("requests_per_minute", requests_per_minute)):
+            for vendor, value in (limits or {}).items():
+                if isinstance(value, bool) or not value > 0:
+                    raise ConfigError(
+                        f"limits.{vendor}.{what}: must be more than 0 (got {value!r})"
+                    )
+        self.max_concurrency = dict(max_concurrency or {})
+        self.requests_per_minute = dict(requests_per_minute or {})
+        self.preset_defaults = preset_defaults
+        self._semaphores: dict[str, threading.BoundedSemaphore | None] = {}
+        self._paces: dict[str, _Pace | None] = {}
+        self._lock = threading.Lock()
+
+    def concurrency_for(self, vendor: str) -> int | None:
+        """The cap on requests in flight to a vendor (None: no cap).
+
+        Raises:
+            CriticCallError: `vendor` is not a known preset (and has no explicit entry).
+        """
+        limit = self.max_concurrency.get(vendor)
+        if limit is None and self.preset_defaults:
+            limit = get_preset(vendor).max_concurrency
+        return limit
+
+    def semaphore(
+        self, vendor: str, *, with_default: bool = True
+    ) -> threading.BoundedSemaphore | None:
+        """The vendor's in-flight semaphore, or None when nothing caps it.
+
+        `with_default=False` ignores the preset default (the caller applies its own cap): an
+        explicit entry still returns the same shared semaphore.
+        """
+        if not with_default and vendor not in self.max_concurrency:
+            return None
+        if vendor in self._semaphores:  # a dict read is atomic: no lock on the hot path
+            return self._semaphores[vendor]
+        with self._lock:
+            if vendor not in self._semaphores:
+                limit = self.concurrency_for(vendor)
+                self._semaphores[vendor] = threading.BoundedSemaphore(limit) if limit else None
+            return self._semaphores[vendor]
+
+    def pace(self, vendor: str) -> _Pace | None:
+        """The vendor's requests-per-minute pace, or None when it is not paced."""
+        if vendor in self._paces:
+            return self._paces[vendor]
+        with self._lock:
+            if vendor not in self._paces:
+                rpm = self.requests_per_minute.get(vendor)
+                self._paces[vendor] = _Pace(rpm) if rpm else None
+            return self._paces[vendor]
 
 
 class _Watchdog:
@@ -436,13 +517,20 @@ class CallRunner:
         transport: the `httpx.BaseTransport` every request goes through (default: a
             `ThreadLocalTransport`, closed with the runner). Tests pass `httpx.MockTransport`.
             A transport you pass is yours: `close()` leaves it open. It must not retry.
-        vendor_limits: max requests in flight per vendor name (default: the preset's
-            `max_concurrency`, None meaning only the run's concurrency limits it).
-        requests_per_minute: optional pace per vendor name, e.g. {"openai": 500}.
+        vendor_limits: max requests in flight per vendor name, a cap this runner keeps for
+            every call it sends (default: the preset's `max_concurrency` for calls made outside
+            a panel run; inside one, the panel's `limits` decide it).
+        requests_per_minute: optional pace per vendor name, e.g. {"openai": 500}, kept for
+            every call this runner sends.
         retry: the retry policy.
         sleep: the function used for every wait (default: `time.sleep`, or the run's cancel
             event so a cancel cuts a backoff short). Tests inject one that records waits.
+        clock: monotonic seconds, read to place requests on a requests-per-minute pace
+            (default `time.monotonic`). Tests inject a frozen one to check the spacing.
         seed: seeds the jitter (None: random).
+
+    Raises:
+        ConfigError: a limit of 0 or below.
     """
 
     def __init__(
@@ -455,8 +543,13 @@ class CallRunner:
         requests_per_minute: dict[str, float] | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
         seed: int | None = None,
     ) -> None:
+        # Preset defaults apply here only to calls made without a run's limiter: a run's
+        # limiter already carries them (overridable by the panel). See `call`. Built first:
+        # a bad limit raises before anything needs closing.
+        self.limiter = VendorLimiter(vendor_limits, requests_per_minute)
         self.key_lookup: KeyLookup = key_lookup or os.environ.get
         self.cache = cache
         self.retry = retry or RetryPolicy()
@@ -464,12 +557,9 @@ class CallRunner:
         self.transport: httpx.BaseTransport = transport or ThreadLocalTransport()
         self._sleep_fn = sleep
         self._rng = random.Random(seed)
-        self._vendor_limits = dict(vendor_limits or {})
-        self._rpm = dict(requests_per_minute or {})
+        self._clock = clock or time.monotonic
         self._routes: dict[tuple[str, tuple[tuple[str, str], ...]], _Route] = {}
         self._timeouts: dict[float, dict[str, float]] = {}
-        self._semaphores: dict[str, threading.BoundedSemaphore | None] = {}
-        self._paces: dict[str, _Pace] = {}
         self._lock = threading.Lock()
         self._watchdog = _Watchdog()
         self.gate = CriticGate()
@@ -504,24 +594,6 @@ class CallRunner:
             timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
             self._timeouts[seconds] = timeouts
         return timeouts
-
-    def _semaphore(self, vendor: str) -> threading.BoundedSemaphore | None:
-        if vendor in self._semaphores:
-            return self._semaphores[vendor]
-        with self._lock:
-            if vendor not in self._semaphores:
-                limit = self._vendor_limits.get(vendor, get_preset(vendor).max_concurrency)
-                self._semaphores[vendor] = (
-                    threading.BoundedSemaphore(limit) if limit else None
-                )
-            return self._semaphores[vendor]
-
-    def _pace(self, vendor: str) -> _Pace | None:
-        rpm = self._rpm.get(vendor)
-        if not rpm:
-            return None
-        with self._lock:
-            return self._paces.setdefault(vendor, _Pace(rpm))
 
     def close(self) -> None:
         """Close the runner's own transport (its idle connections) and stop the deadline
@@ -562,6 +634,7 @@ class CallRunner:
         *,
         cancel: threading.Event | None = None,
         gate: CriticGate | None = None,
+        limiter: VendorLimiter | None = None,
     ) -> Verdict:
         """Judge one item with one critic. Never raises: failures come back as verdicts.
 
@@ -571,6 +644,10 @@ class CallRunner:
             scale: the panel's scale (the reply is normalised onto it).
             cancel: once set, no new request (first or retry) is sent; the verdict is CANCELLED.
             gate: the run's register of stopped critics (default: this runner's own).
+            limiter: the run's per-vendor limits (a panel's `limits` with preset defaults).
+                Applied on top of this runner's own `vendor_limits` / `requests_per_minute`
+                (a request waits for both, so the stricter wins); the preset defaults then
+                come from the run's limiter only, so a panel can raise or lower them.
 
         Returns:
             A `Verdict` with the label/score, or `failure` + `message`, and the evidence.
@@ -639,7 +716,7 @@ class CallRunner:
                 return verdict
         try:
             self._send_call(critic, scale, base_url, key, preset.extra_headers, prepared,
-                            verdict, gate, cancel)
+                            verdict, gate, cancel, limiter)
         finally:
             if is_probe:
                 gate.probe_done(critic.name)
@@ -659,6 +736,7 @@ class CallRunner:
         verdict: Verdict,
         gate: CriticGate,
         cancel: threading.Event | None,
+        limiter: VendorLimiter | None,
     ) -> None:
         route = self._route(base_url, extra_headers)
         verdict.raw_request = {"url": route.url, "body": prepared.body}
@@ -669,7 +747,8 @@ class CallRunner:
         if key:
             headers["Authorization"] = f"Bearer {key}"
         try:
-            self._run_attempts(critic, scale, route, headers, prepared, verdict, key, gate, cancel)
+            self._run_attempts(critic, scale, route, headers, prepared, verdict, key, gate, cancel,
+                               limiter)
         finally:
             verdict.message = _scrub(verdict.message, key)
             verdict.raw_response = _scrub(verdict.raw_response, key)
@@ -698,11 +777,25 @@ class CallRunner:
         key: str | None,
         gate: CriticGate,
         cancel: threading.Event | None,
+        limiter: VendorLimiter | None,
     ) -> None:
         """The retry loop. Fills `verdict` in place."""
         content = prepared.content
-        semaphore = self._semaphore(critic.vendor)
-        pace = self._pace(critic.vendor)
+        vendor = critic.vendor
+        # The run's limits, then this runner's own (without the preset default when the run
+        # has a limiter: the run's limiter carries it, possibly overridden by the panel).
+        semaphores = [
+            sem for sem in (
+                limiter.semaphore(vendor) if limiter is not None else None,
+                self.limiter.semaphore(vendor, with_default=limiter is None),
+            ) if sem is not None
+        ]
+        paces = [
+            pace for pace in (
+                limiter.pace(vendor) if limiter is not None else None,
+                self.limiter.pace(vendor),
+            ) if pace is not None
+        ]
         policy = self.retry
         timeouts = self._timeout(critic.timeout_s)
         last: CallFailure | None = None
@@ -712,19 +805,25 @@ class CallRunner:
                            f"cancelled before retry {attempt}; last error: {last}" if attempt
                            else "not called: the run was cancelled")
                 return
-            if pace is not None:
-                self._wait(pace.reserve(time.monotonic()), cancel, scaled=False)
+            if paces:
+                for pace in paces:  # every retry takes a slot too: the vendor counts it
+                    self._wait(pace.reserve(self._clock()), cancel, scaled=False)
+                if cancel is not None and cancel.is_set():  # cancelled while waiting a slot
+                    self._fail(verdict, FailureKind.CANCELLED,
+                               f"cancelled before retry {attempt}; last error: {last}" if attempt
+                               else "not called: the run was cancelled")
+                    return
             verdict.attempts = attempt + 1
             response_headers: httpx.Headers | None = None
             try:
-                if semaphore is not None:
+                for semaphore in semaphores:  # always in the same order: no deadlock
                     semaphore.acquire()
                 try:
                     status, response_headers, body = self._send(
                         route, headers, content, timeouts, critic.timeout_s
                     )
                 finally:
-                    if semaphore is not None:
+                    for semaphore in semaphores:
                         semaphore.release()
                 verdict.raw_response = body
                 try:
@@ -895,6 +994,7 @@ __all__ = [
     "MemoryCache",
     "PreparedCall",
     "RetryPolicy",
+    "VendorLimiter",
     "backoff_seconds",
     "cache_key_for",
     "default_runner",

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judging.critics import Critic
 from judging.scales import Scale
@@ -14,7 +14,7 @@ from judging.verdicts import Item, PanelVerdict, Verdict
 from judging.voting import VotingConfig
 
 if TYPE_CHECKING:
-    from judging.calls import CallCache, CallRunner
+    from judging.calls import CallCache, CallRunner, VendorLimiter
     from judging.runner import RunProgress
 
 PANEL_SCHEMA_VERSION = 1
@@ -38,6 +38,30 @@ class CascadeConfig(BaseModel):
     final_vote: Literal["all_tiers", "last_tier"] = "all_tiers"
 
 
+class VendorLimits(BaseModel):
+    """How hard a panel run may press one vendor (a `Panel.limits` entry, keyed by preset name).
+
+    Both limits hold for each run of the panel (every critic of that vendor together, retries
+    included); the run's own `concurrency` still caps the total. Vendor rate limits depend on
+    your account, so only local servers have a default (ollama: 4 in flight).
+
+    Attributes:
+        max_concurrency: requests in flight to the vendor at once (None: the preset's default,
+            `VendorPreset.max_concurrency`, else only the run's concurrency).
+        requests_per_minute: requests sent per minute, spaced evenly 60/rpm seconds apart
+            (None: not paced). Below your account's limit, it avoids 429s instead of
+            retrying them.
+    """
+
+    # Strict: YAML `true` must not become a limit of 1, nor "8" pass as a number.
+    model_config = ConfigDict(frozen=True)
+
+    max_concurrency: int | None = Field(default=None, gt=0, strict=True)
+    requests_per_minute: float | None = Field(
+        default=None, gt=0, strict=True, allow_inf_nan=False
+    )
+
+
 class Panel(BaseModel):
     """A scale, critics and a voting configuration; judges items.
 
@@ -52,6 +76,9 @@ class Panel(BaseModel):
     critics: list[Critic] = Field(min_length=1)
     voting: VotingConfig = Field(default_factory=VotingConfig)
     cascade: CascadeConfig = Field(default_factory=CascadeConfig)
+    # Keyed by vendor preset name ("openai", "ollama", ...): every critic of that vendor shares
+    # the limits. Checked by panel_checks (known vendor, at least one limit set).
+    limits: dict[str, VendorLimits] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:
@@ -61,6 +88,33 @@ class Panel(BaseModel):
             return self
         check_panel(self)
         return self
+
+    def limits_for(self, vendor: str) -> VendorLimits:
+        """The limits a run of this panel applies to a vendor: the panel's own entry, with the
+        preset's default `max_concurrency` where the entry leaves it unset.
+
+        Raises:
+            CriticCallError: `vendor` is not a known preset.
+        """
+        from judging.vendors import get_preset
+
+        own = self.limits.get(vendor, VendorLimits())
+        if own.max_concurrency is None and get_preset(vendor).max_concurrency is not None:
+            return own.model_copy(update={"max_concurrency": get_preset(vendor).max_concurrency})
+        return own
+
+    def limiter(self) -> VendorLimiter:
+        """A fresh `VendorLimiter` holding this panel's limits (and the presets' defaults).
+
+        `run_panel` makes one per run; make your own only to drive `CallRunner.call` yourself.
+        """
+        from judging.calls import VendorLimiter
+
+        return VendorLimiter(
+            {v: lim.max_concurrency for v, lim in self.limits.items() if lim.max_concurrency},
+            {v: lim.requests_per_minute for v, lim in self.limits.items()
+             if lim.requests_per_minute},
+        )
 
     def check_fields(self, fields: list[str]) -> None:
         """Check every critic's prompt placeholders against the dataset's fields.
@@ -80,7 +134,8 @@ class Panel(BaseModel):
         Args:
             item: an `Item`, or a dict of fields (optional "id" and "gold" keys).
             runner: the `CallRunner` to use (default: a process-wide one reading keys from the
-                environment, so a loop of judge() calls reuses one connection pool).
+                environment, so a loop of judge() calls reuses one connection pool; the
+                panel's `limits` then hold across the loop, not just within one call).
 
         Returns:
             The panel verdict. A dataset-level strategy (e.g. "dawid-skene") falls back to
@@ -116,7 +171,9 @@ class Panel(BaseModel):
 
         Args:
             items: `Item`s or dicts of fields (optional "id" and "gold" keys).
-            concurrency: calls in flight at once (worker threads over item x critic calls).
+            concurrency: calls in flight at once (worker threads over item x critic calls). The
+                panel's `limits` cap each vendor further (requests in flight, requests per
+                minute), for this run.
             on_progress: called with a `RunProgress` copy at most every 0.1 s from a worker
                 thread, and once at the end from the calling thread.
             on_verdict: `on_verdict(verdict, item)` for every new verdict (cached and cancelled
@@ -126,7 +183,9 @@ class Panel(BaseModel):
             cancel: once set, no new request is sent (first tries and retries alike); calls in
                 flight finish and are kept; the rest get CANCELLED verdicts.
             cache: a `CallCache`; validated successes are stored and hits send no request.
-            runner: a `CallRunner` to use (then give cache/key_lookup to it instead).
+            runner: a `CallRunner` to use (then give cache/key_lookup to it instead). Its own
+                `vendor_limits` / `requests_per_minute` hold as well as the panel's `limits`:
+                the stricter wins.
             key_lookup: variable name -> key (default `os.environ.get`).
 
         Returns:

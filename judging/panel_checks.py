@@ -7,6 +7,7 @@ validator, so a panel that exists is a panel that can run.
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any
 
 from judging.errors import ConfigError
@@ -39,6 +40,7 @@ def check_panel(panel: Panel) -> None:
     _check_policies(panel)
     _check_labels(panel)
     _check_cascade(panel)
+    _check_limits(panel)
 
 
 def _labels_text(labels: list[str]) -> str:
@@ -170,4 +172,26 @@ def _check_cascade(panel: Panel) -> None:
             raise ConfigError(
                 f"cascade.guard_tiers[{index}]: no critic is in tier {tier}; tiers in use: "
                 f"{', '.join(str(t) for t in tiers)}"
+            )
+
+
+def _check_limits(panel: Panel) -> None:
+    # Field types and signs are checked by the VendorLimits model; here: does the key name a
+    # vendor, and does the entry say anything.
+    presets = _vendor_presets()
+    choices = sorted(set(presets or ()) | set(_ALWAYS_KNOWN_VENDORS))
+    used = sorted({critic.vendor for critic in panel.critics})
+    for vendor, limits in panel.limits.items():
+        if presets is not None and vendor not in choices:
+            close = difflib.get_close_matches(vendor, choices, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"limits.{vendor}: unknown vendor {vendor!r}; {hint}limits are keyed by vendor "
+                f"preset name: {', '.join(choices)} (this panel's critics use "
+                f"{', '.join(used)})"
+            )
+        if limits.max_concurrency is None and limits.requests_per_minute is None:
+            raise ConfigError(
+                f"limits.{vendor}: sets no limit; give max_concurrency (requests in flight), "
+                "requests_per_minute, or both, or remove the entry"
             )

@@ -42,7 +42,9 @@ _KEY_ADVICE = (
     "panel files must never hold an API key. Put the key in an environment variable (or a "
     "Streamlit secret) and name it in the critic, e.g. api_key_env: OPENAI_API_KEY"
 )
-_TOP_ORDER = ("schema_version", "name", "description", "scale", "voting", "cascade", "critics")
+_TOP_ORDER = (
+    "schema_version", "name", "description", "scale", "voting", "cascade", "limits", "critics",
+)
 
 
 # ----------------------------------------------------------------------------- errors
@@ -258,13 +260,19 @@ def _read_source(path_or_text: str | os.PathLike[str]) -> tuple[str, str]:
 # ----------------------------------------------------------------------------- unknown fields
 
 
-def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
-    """The pydantic model an annotation holds, and whether it is a list of them."""
+def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool | str]:
+    """The pydantic model an annotation holds, and whether it is a list of them (True), a
+    mapping of names to them ("dict", e.g. `limits`), or one (False)."""
     origin = typing.get_origin(annotation)
     if origin in (list, tuple):
         args = typing.get_args(annotation)
         if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
             return args[0], True
+        return None, False
+    if origin is dict:
+        args = typing.get_args(annotation)
+        if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+            return args[1], "dict"
         return None, False
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation, False
@@ -285,7 +293,11 @@ def _unknown_fields(data: Any, model: type[BaseModel], path: str) -> None:
         inner, is_list = _model_of(fields[key].annotation)
         if inner is None:
             continue
-        if is_list and isinstance(value, list):
+        if is_list == "dict":
+            if isinstance(value, dict):
+                for name, entry in value.items():
+                    _unknown_fields(entry, inner, f"{sub}.{name}")
+        elif is_list and isinstance(value, list):
             for index, entry in enumerate(value):
                 _unknown_fields(entry, inner, f"{sub}[{index}]")
         elif not is_list:

@@ -9,6 +9,12 @@
   can write them in batches as they come).
 - When the last call of an item's tier returns, the worker that returned it votes and, for a
   cascade, either settles the item or queues the next tier's calls.
+- Vendor limits come from the panel (`Panel.limits`, preset defaults filled in): one
+  `VendorLimiter` per run, handed to every call, so the CLI, the app's jobs and notebooks all
+  get them from the panel file alone. A `CallRunner` you pass keeps its own `vendor_limits` /
+  `requests_per_minute` as well: a request waits for both, so the stricter limit wins.
+  `Panel.judge` with the shared default runner shares one limiter per set of limits across
+  calls, so a notebook loop of `judge()` calls is paced as one run would be.
 - Nothing raises out of a call. Exceptions raised by YOUR callbacks (`on_verdict`,
   `on_progress`) stop the run (no new requests) and are re-raised by `run_panel` once the
   workers have stopped, so a storage failure is never silently lost.
@@ -24,7 +30,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from judging.calls import CallCache, CallRunner, CriticGate, default_runner
+from judging.calls import (
+    CallCache,
+    CallRunner,
+    CriticGate,
+    VendorLimiter,
+    default_runner,
+)
 from judging.cascade import Tier, decide, plan_tiers, rejected
 from judging.critics import Critic
 from judging.vendors import KeyLookup
@@ -117,6 +129,7 @@ class _Run:
         *,
         concurrency: int,
         runner: CallRunner,
+        limiter: VendorLimiter,
         on_progress: OnProgress | None,
         on_verdict: OnVerdict | None,
         cancel: threading.Event | None,
@@ -131,6 +144,7 @@ class _Run:
         self.cascaded = len(self.tiers) > 1
         self.weights = {critic.name: critic.weight for critic in self.critics}
         self.runner = runner
+        self.limiter = limiter
         self.on_progress = on_progress
         self.on_verdict = on_verdict
         self.cancel = cancel
@@ -225,6 +239,7 @@ class _Run:
                     self.scale,
                     cancel=self.cancel,
                     gate=self.gate,
+                    limiter=self.limiter,
                 )
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()
@@ -368,6 +383,22 @@ class _Run:
             self.emit_lock.release()
 
 
+_shared_limiters: dict[str, VendorLimiter] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_limiter(panel: Panel) -> VendorLimiter:
+    """One limiter per distinct set of limits for runs on the process-wide default runner, so
+    a loop of `Panel.judge` calls (one run each) is paced and capped as a whole."""
+    key = repr(sorted((vendor, lim.max_concurrency, lim.requests_per_minute)
+                      for vendor, lim in panel.limits.items()))
+    with _shared_lock:
+        limiter = _shared_limiters.get(key)
+        if limiter is None:
+            limiter = _shared_limiters[key] = panel.limiter()
+        return limiter
+
+
 def run_panel(
     panel: Panel,
     items: Iterable[Item | dict[str, Any]],
@@ -383,6 +414,10 @@ def run_panel(
     single_item: bool = False,
 ) -> RunResult:
     """Judge items with a panel. See `Panel.judge_many` for the arguments.
+
+    The panel's `limits` (per-vendor requests in flight and requests per minute, presets'
+    defaults where it sets none) hold for the run whatever runner sends the calls; a `runner`
+    given here applies its own limits too, so the stricter of the two wins.
 
     Args:
         progress_interval_s: at most one `on_progress` call per this many seconds during the run
@@ -409,9 +444,10 @@ def run_panel(
         raise ConfigError(
             "pass cache and key_lookup to the CallRunner you give, not to the run as well"
         )
+    shared = False
     if runner is None:
         if single_item and cache is None and key_lookup is None:
-            runner = default_runner()
+            runner, shared = default_runner(), True
         else:
             own_runner = True
             runner = CallRunner(key_lookup=key_lookup, cache=cache)
@@ -421,6 +457,7 @@ def run_panel(
             coerced,
             concurrency=concurrency,
             runner=runner,
+            limiter=_shared_limiter(panel) if shared else panel.limiter(),
             on_progress=on_progress,
             on_verdict=on_verdict,
             cancel=cancel,

@@ -33,6 +33,9 @@ class VendorPreset:
             is ignored or rejected (we then rely on the prompt and the tolerant parser).
         max_concurrency: a default cap on requests in flight to this vendor (None: only the run's
             concurrency limits it). Local servers get a small cap so a laptop GPU is not flooded.
+            A panel's `limits` entry for the vendor replaces it (`Panel.limits_for`). There is
+            no default requests-per-minute: vendors' rate limits depend on the account tier,
+            so a built-in pace would silently slow some users down for nothing.
         simulated: True for the built-in simulator; its verdicts are labelled simulated.
         extra_headers: headers sent with every request (never a key).
         quirks: sentences shown in the UI and README about what this vendor does differently.

@@ -16,11 +16,13 @@ from judging.calls import (
     CallRunner,
     MemoryCache,
     RetryPolicy,
+    VendorLimiter,
     backoff_seconds,
     cache_key_for,
     retry_after_seconds,
 )
 from judging.critics import Critic
+from judging.errors import ConfigError
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
 from tests.fixtures_calls import KEY_VAR, SECRET_KEY, Script, chat_body, error, ok
@@ -535,6 +537,75 @@ def test_requests_per_minute_paces_requests(make_runner: MakeRunner, make_critic
     # 6/min is one request per 10 s: the 2nd and 3rd wait for their slots (recorded, not slept).
     assert len(sleeps) == 2
     assert 9.0 < sleeps[0] <= 10.0 and 19.0 < sleeps[1] <= 20.0
+
+
+def test_run_limiter_and_runner_limits_both_pace(make_runner: MakeRunner,
+                                                 make_critic: MakeCritic, label_scale: Scale,
+                                                 sleeps: list[float]) -> None:
+    # The runner's own pace (6/min) and the run's (30/min) each hand out slots; a request
+    # waits for both, so the stricter sets the spacing. The clock is frozen: waits add up.
+    runner = make_runner(Script(ok()), requests_per_minute={"openai": 6}, clock=lambda: 5.0)
+    limiter = VendorLimiter(requests_per_minute={"openai": 30})
+    for item in items(3):
+        assert runner.call(make_critic(), item, label_scale, limiter=limiter).ok
+    assert sorted(sleeps) == pytest.approx([2.0, 4.0, 10.0, 20.0])
+
+
+def test_retries_take_a_pace_slot_too(make_runner: MakeRunner, make_critic: MakeCritic,
+                                      label_scale: Scale, sleeps: list[float]) -> None:
+    # The vendor counts every request against the rate, so a retry is paced like a first try.
+    runner = make_runner(Script(error(500), ok()), clock=lambda: 0.0,
+                         retry=RetryPolicy(time_scale=0))
+    limiter = VendorLimiter(requests_per_minute={"openai": 60})
+    verdict = runner.call(make_critic(), ITEM, label_scale, limiter=limiter)
+    assert verdict.ok and verdict.attempts == 2
+    assert sleeps == [1.0]
+
+
+def test_cancel_while_waiting_for_a_slot_sends_nothing(make_runner: MakeRunner,
+                                                       make_critic: MakeCritic,
+                                                       label_scale: Scale) -> None:
+    cancel = threading.Event()
+    script = Script(ok())
+    # The "sleep" is where the user presses cancel: after the wait, no request may go out.
+    runner = make_runner(script, sleep=lambda seconds: cancel.set(), clock=lambda: 0.0)
+    limiter = VendorLimiter(requests_per_minute={"openai": 1})
+    assert runner.call(make_critic(), items(1)[0], label_scale, limiter=limiter).ok
+    verdict = runner.call(make_critic(), ITEM, label_scale, cancel=cancel, limiter=limiter)
+    assert verdict.failure is FailureKind.CANCELLED
+    assert verdict.message == "not called: the run was cancelled"
+    assert script.count == 1
+
+
+def test_run_limiter_replaces_the_preset_default_cap() -> None:
+    # ollama's preset caps it at 4; a run's limiter carries that default and may override it.
+    assert VendorLimiter().concurrency_for("ollama") == 4
+    assert VendorLimiter({"ollama": 16}).concurrency_for("ollama") == 16
+    assert VendorLimiter().concurrency_for("openai") is None
+    assert VendorLimiter(preset_defaults=False).semaphore("ollama") is None
+    explicit = VendorLimiter({"openai": 2})
+    assert explicit.semaphore("openai", with_default=False) is explicit.semaphore("openai")
+    assert explicit.semaphore("ollama", with_default=False) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_concurrency": {"openai": 0}}, r"limits\.openai\.max_concurrency: must be more"),
+        ({"max_concurrency": {"openai": True}}, r"limits\.openai\.max_concurrency"),
+        ({"requests_per_minute": {"gemini": -5.0}},
+         r"limits\.gemini\.requests_per_minute: must be more than 0 \(got -5\.0\)"),
+    ],
+)
+def test_limiter_refuses_non_positive_limits(kwargs: dict[str, dict[str, float]],
+                                             message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        VendorLimiter(**kwargs)
+
+
+def test_runner_refuses_non_positive_limits() -> None:
+    with pytest.raises(ConfigError, match=r"limits\.openai\.requests_per_minute"):
+        CallRunner(requests_per_minute={"openai": 0})
 
 
 class _TrickleHandler(http.server.BaseHTTPRequestHandler):

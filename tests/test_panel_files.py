@@ -467,3 +467,93 @@ def test_import_prompt_yaml_bad_critic_field() -> None:
 )
 def test_convert_jinja_template(jinja: str, ours: str) -> None:
     assert convert_jinja_template(jinja) == ours
+
+
+# ----------------------------------------------------------------------------- vendor limits
+
+
+def limited_dict(limits: Any) -> dict[str, Any]:
+    data = base_dict()
+    data["limits"] = limits
+    return data
+
+
+def test_limits_round_trip_and_read_as_written(panel: Panel, tmp_path: Path) -> None:
+    data = limited_dict({"simulated": {"max_concurrency": 2},
+                         "custom": {"max_concurrency": 8, "requests_per_minute": 90}})
+    limited = load_panel(dumped(data))
+    assert limited.limits["simulated"].max_concurrency == 2
+    assert limited.limits["simulated"].requests_per_minute is None
+    assert limited.limits["custom"].requests_per_minute == 90.0
+    text = dump_panel(limited)
+    # Before the critics (the long part), unset limits left out.
+    assert text.index("limits:") < text.index("critics:")
+    assert "requests_per_minute: null" not in text
+    assert load_panel(text) == limited
+    save_panel(limited, tmp_path / "p.yaml")
+    assert load_panel(tmp_path / "p.yaml") == limited
+    assert panel_hash(load_panel(text)) == panel_hash(limited)
+
+
+def test_a_panel_without_limits_keeps_its_file_and_hash(panel: Panel) -> None:
+    # Panels saved before limits existed must keep their hash (their runs stay "the same panel").
+    assert "limits" not in dump_panel(panel)
+    assert panel_hash(panel_from_dict({**base_dict(), "limits": {}})) == panel_hash(panel)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"simulated": {"max_concurrency": 2}},
+        {"simulated": {"max_concurrency": 3}},
+        {"simulated": {"requests_per_minute": 60}},
+        {"simulated": {"max_concurrency": 2, "requests_per_minute": 60}},
+        {"custom": {"max_concurrency": 2}},
+    ],
+)
+def test_hash_changes_when_limits_change(panel: Panel, limits: dict[str, Any]) -> None:
+    hashes = {panel_hash(panel)}
+    hashes.add(panel_hash(panel_from_dict(limited_dict({"simulated": {"max_concurrency": 1}}))))
+    hashes.add(panel_hash(panel_from_dict(limited_dict(limits))))
+    assert len(hashes) == 3
+
+
+BAD_LIMITS = [
+    ({"openia": {"max_concurrency": 2}},
+     r"limits\.openia: unknown vendor 'openia'; did you mean 'openai'\?.*simulated"),
+    ({"acme": {"max_concurrency": 2}}, r"limits\.acme: unknown vendor 'acme'; limits are keyed"),
+    ({"simulated": {"max_concurrency": 0}},
+     r"limits\.simulated\.max_concurrency: must be more than 0 \(got 0\)"),
+    ({"simulated": {"max_concurrency": -3}},
+     r"limits\.simulated\.max_concurrency: must be more than 0 \(got -3\)"),
+    ({"simulated": {"max_concurrency": 2.5}},
+     r"limits\.simulated\.max_concurrency: must be a whole number \(got 2\.5\)"),
+    ({"simulated": {"max_concurrency": True}},
+     r"limits\.simulated\.max_concurrency: must be a whole number \(got True\)"),
+    ({"simulated": {"max_concurrency": "8"}},
+     r"limits\.simulated\.max_concurrency: must be a whole number"),
+    ({"openai": {"requests_per_minute": 0}},
+     r"limits\.openai\.requests_per_minute: must be more than 0 \(got 0\)"),
+    ({"openai": {"requests_per_minute": -60.5}},
+     r"limits\.openai\.requests_per_minute: must be more than 0 \(got -60\.5\)"),
+    ({"openai": {"requests_per_minute": float("inf")}},
+     r"limits\.openai\.requests_per_minute: must be a number"),
+    ({"openai": {"max_concurency": 2}},
+     r"limits\.openai\.max_concurency: unknown field; did you mean 'max_concurrency'\?"),
+    ({"openai": {}}, r"limits\.openai: sets no limit; give max_concurrency"),
+    ({"openai": 5}, r"limits\.openai: must be a mapping of fields"),
+    ([{"openai": 5}], r"limits: must be a mapping of fields"),
+]
+
+
+@pytest.mark.parametrize(("limits", "message"), BAD_LIMITS, ids=[m[:40] for _, m in BAD_LIMITS])
+def test_bad_limits_give_a_clear_message(limits: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_panel(dumped(limited_dict(limits)))
+
+
+def test_bad_limits_on_the_model_directly() -> None:
+    critic = Critic(name="a", model="m", prompt_template="{x}")
+    with pytest.raises(ConfigError, match=r"limits\.gemnii: unknown vendor .*'gemini'"):
+        Panel(scale=Scale(kind="yesno"), critics=[critic],
+              limits={"gemnii": {"requests_per_minute": 10}})

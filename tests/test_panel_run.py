@@ -310,3 +310,146 @@ def test_against_the_simulator_every_outcome_is_a_verdict() -> None:
     assert all(r.failed == sum(not v.ok for v in r.verdicts) for r in results)
     assert any(v.attempts > 1 for v in verdicts)
     assert stats["peak_in_flight"] <= 8
+
+
+# ----------------------------------------------------------------------------- vendor limits
+
+
+def sim_panel(base_url: str, *, vendor: str = "simulated", n_critics: int = 2,
+              limits: dict[str, Any] | None = None) -> Panel:
+    critics = [
+        Critic(name=f"c{k}", vendor=vendor, base_url=base_url, model=f"model-{k}",
+               prompt_template="Judge this class: {text}")
+        for k in range(n_critics)
+    ]
+    return panel_of(*critics, limits=limits or {})
+
+
+@pytest.mark.timeout(60)
+def test_panel_limit_caps_requests_in_flight_over_http(simulator_factory: Any) -> None:
+    """limits: {simulated: {max_concurrency: 2}} holds at concurrency 64, real HTTP; without it
+    the same run piles far more requests on the server (so the cap is what held it)."""
+    sim = simulator_factory(latency_ms=20)
+    limited = sim_panel(sim.base_url, limits={"simulated": {"max_concurrency": 2}})
+    results = limited.judge_many(dataset(30), concurrency=64)
+    stats = sim.stats()
+    assert stats["total"] == 60 and all(v.ok for r in results for v in r.verdicts)
+    assert stats["peak_in_flight"] == 2
+
+    sim.reset_stats()
+    sim_panel(sim.base_url).judge_many(dataset(30), concurrency=64)
+    assert sim.stats()["peak_in_flight"] > 2
+
+
+@pytest.mark.timeout(60)
+def test_preset_default_cap_holds_and_a_panel_can_raise_it(simulator_factory: Any) -> None:
+    """ollama's preset caps it at 4 in flight (a laptop GPU); a panel's limit replaces that."""
+    sim = simulator_factory(latency_ms=20)
+    sim_panel(sim.base_url, vendor="ollama").judge_many(dataset(30), concurrency=64)
+    assert sim.stats()["peak_in_flight"] == 4
+
+    sim.reset_stats()
+    raised = sim_panel(sim.base_url, vendor="ollama", limits={"ollama": {"max_concurrency": 6}})
+    raised.judge_many(dataset(30), concurrency=64)
+    assert sim.stats()["peak_in_flight"] == 6
+
+
+class InFlight:
+    """A mock vendor that counts requests in flight; each is held until `hold` are in flight
+    (or 0.08 s), so the peak does not depend on how fast threads start."""
+
+    def __init__(self, hold: int) -> None:
+        self.hold = hold
+        self.now = 0
+        self.peak = 0
+        self.changed = threading.Condition()
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self.changed:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.now >= self.hold, timeout=0.08)
+            self.now -= 1
+        return answer("KEEP")
+
+
+@pytest.mark.parametrize(
+    ("runner_cap", "panel_cap", "peak"),
+    # Unlimited: 6, not 8: each critic's first call is its probe (see CriticGate); the other
+    # six follow once it is back.
+    [(None, 3, 3), (1, 3, 1), (3, 1, 1), (None, None, 6)],
+    ids=["panel-only", "runner-stricter", "panel-stricter", "no-limit"],
+)
+def test_panel_limits_hold_with_a_runner_you_pass(
+    make_runner: MakeRunner, runner_cap: int | None, panel_cap: int | None, peak: int
+) -> None:
+    """A runner you pass keeps its own cap and the panel's holds as well: the stricter wins."""
+    vendor = InFlight(hold=6)
+    runner = make_runner(Script(vendor),
+                         vendor_limits={"openai": runner_cap} if runner_cap else None)
+    limits = {"openai": {"max_concurrency": panel_cap}} if panel_cap else {}
+    panel = panel_of(critic("a"), critic("b"), limits=limits)
+    results = panel.judge_many(dataset(4), concurrency=8, runner=runner)
+    assert all(v.ok for r in results for v in r.verdicts)
+    assert vendor.peak == peak
+
+
+def test_panel_requests_per_minute_spaces_requests(make_runner: MakeRunner) -> None:
+    """120 requests a minute: each request takes the next slot 0.5 s after the previous one.
+
+    The clock is frozen and sleeps are recorded, not slept: slot k is a wait of k * 0.5 s from
+    the same instant, whichever worker thread takes it. Without the limit nothing waits."""
+    waits: list[float] = []
+    runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 1000.0)
+    panel = panel_of(critic("a"), critic("b"),
+                     limits={"openai": {"requests_per_minute": 120}})
+    results = panel.judge_many(dataset(5), concurrency=4, runner=runner)
+    assert all(v.ok for r in results for v in r.verdicts)
+    assert sorted(waits) == pytest.approx([0.5 * k for k in range(1, 10)])
+
+    waits.clear()
+    panel_of(critic("a"), critic("b")).judge_many(dataset(5), concurrency=4, runner=runner)
+    assert waits == []
+
+
+def test_requests_per_minute_is_per_vendor(make_runner: MakeRunner) -> None:
+    """A paced vendor does not slow another one down."""
+    waits: list[float] = []
+    runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 0.0)
+    other = critic("b").model_copy(update={"vendor": "deepseek"})
+    panel = panel_of(critic("a"), other, limits={"deepseek": {"requests_per_minute": 6}})
+    panel.judge_many(dataset(3), concurrency=2, runner=runner)
+    assert sorted(waits) == pytest.approx([10.0, 20.0])  # deepseek's 2nd and 3rd; openai none
+
+
+def test_each_run_starts_its_own_pace(make_runner: MakeRunner) -> None:
+    waits: list[float] = []
+    runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 0.0)
+    panel = panel_of(critic("a"), limits={"openai": {"requests_per_minute": 60}})
+    panel.judge_many(dataset(2), runner=runner)
+    panel.judge_many(dataset(2), runner=runner)
+    assert waits == [1.0, 1.0]
+
+
+def test_limits_for_merges_the_preset_default() -> None:
+    panel = panel_of(critic("a"), limits={"ollama": {"requests_per_minute": 30}})
+    assert panel.limits_for("ollama").max_concurrency == 4  # the preset's default
+    assert panel.limits_for("ollama").requests_per_minute == 30
+    assert panel.limits_for("openai").max_concurrency is None
+    raised = panel_of(critic("a"), limits={"ollama": {"max_concurrency": 16}})
+    assert raised.limits_for("ollama").max_concurrency == 16
+    assert raised.limiter().concurrency_for("ollama") == 16
+    assert panel.limiter().concurrency_for("ollama") == 4
+
+
+def test_judge_on_the_default_runner_shares_one_limiter_per_set_of_limits() -> None:
+    """A notebook loop of judge() calls (one run each) is paced as a whole, not per call."""
+    from judging.runner import _shared_limiter
+
+    paced = panel_of(critic("a"), limits={"openai": {"requests_per_minute": 60}})
+    same = panel_of(critic("b"), limits={"openai": {"requests_per_minute": 60}})
+    other = panel_of(critic("a"), limits={"openai": {"requests_per_minute": 30}})
+    assert _shared_limiter(paced) is _shared_limiter(same)
+    assert _shared_limiter(paced) is not _shared_limiter(other)
+    assert _shared_limiter(paced) is not _shared_limiter(panel_of(critic("a")))

@@ -17,13 +17,26 @@ from judging.errors import (
     JuryboxError,
     PlaceholderError,
 )
+from judging.estimate import CriticEstimate, RunEstimate, estimate_run
 from judging.panel import CascadeConfig, Panel, VendorLimits
-from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash, save_panel
+from judging.panel_files import (
+    dump_panel,
+    import_prompt_yaml,
+    load_panel,
+    panel_hash,
+    save_panel,
+)
 from judging.runner import RunProgress, RunResult, run_panel
 from judging.scales import Scale
 from judging.vendors import PRESETS, VendorPreset
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
-from judging.voting import VotingConfig, register_strategy, strategy_names, vote, vote_dataset
+from judging.voting import (
+    VotingConfig,
+    register_strategy,
+    strategy_names,
+    vote,
+    vote_dataset,
+)
 
 __all__ = [
     "PRESETS",
@@ -32,6 +45,7 @@ __all__ = [
     "CallRunner",
     "CascadeConfig",
     "ConfigError",
+    "CriticEstimate",
     "Critic",
     "DataError",
     "FailureKind",
@@ -42,6 +56,7 @@ __all__ = [
     "PanelVerdict",
     "PlaceholderError",
     "RetryPolicy",
+    "RunEstimate",
     "RunProgress",
     "RunResult",
     "Scale",
@@ -52,6 +67,7 @@ __all__ = [
     "VoteOutcome",
     "VotingConfig",
     "dump_panel",
+    "estimate_run",
     "import_prompt_yaml",
     "load_panel",
     "panel_hash",

@@ -4,6 +4,7 @@
     jurybox judge --data FILE --panel PANEL.yaml [--concurrency N] [--out FILE.jsonl]
     jurybox demo [--limit N]                                     the demo panel on the demo data
     jurybox runs | resume RUN | export RUN --format F --out FILE runs in the database
+    jurybox stats RUN [--resamples N] [--seed S]                 a run's agreement report
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
 ./jurybox.db), the same one the app uses; `judging/cli_runs.py` holds those commands.
@@ -21,13 +22,20 @@ import pathlib
 import signal
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from judging.cli_runs import add_db_option, add_export, add_resume, add_runs, read_for_cli, run_stored
+from judging.cli_runs import (
+    add_db_option,
+    add_export,
+    add_resume,
+    add_runs,
+    add_stats,
+    read_for_cli,
+    run_stored,
+)
 from judging.errors import ConfigError, DataError, JuryboxError
 
 if TYPE_CHECKING:
@@ -114,6 +122,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_runs,
     add_resume,
     add_export,
+    add_stats,
 ]
 
 

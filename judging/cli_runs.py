@@ -5,6 +5,7 @@
     jurybox runs [--db PATH]           runs with their status and counts
     jurybox resume RUN [--db PATH]     resume a cancelled / interrupted / failed run
     jurybox export RUN --format csv|jsonl|parquet --out FILE [--db PATH]
+    jurybox stats RUN [--resamples N] [--seed S] [--db PATH]   the run's agreement report
 
 The database defaults to `$JURYBOX_DB`, else `./jurybox.db` — the same file the app uses, so a
 run started here shows up in the app and the other way round. Every command first marks runs
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_USAGE = 2  # the input names something that is not there: fix it and run again
 EXIT_INTERRUPTED = 130
 
 
@@ -243,6 +245,23 @@ def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_export)
 
 
+def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "stats", help="print a run's agreement statistics",
+        description="Print a run's agreement report: Krippendorff's alpha with a bootstrap "
+        "interval, per-item alpha, Fleiss' kappa, Gwet's AC1, per-critic agreement with the "
+        "consensus, the humans and the gold labels, leave-one-critic-out alpha, Dawid-Skene "
+        "accuracies and pairwise Cohen's kappa. The same figures as the Agreement page.",
+    )
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    p.add_argument("--resamples", type=_positive_int, default=1000,
+                   help="bootstrap resamples for alpha's interval (default 1000)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="bootstrap seed: the same seed gives the same interval (default 0)")
+    add_db_option(p)
+    p.set_defaults(func=cmd_stats)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from storage.runs import list_runs
 
@@ -291,6 +310,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt})")
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from judging.run_report import run_agreement_report
+    from storage.db import NotFoundError
+
+    db = open_cli_db(args)
+    try:
+        report = run_agreement_report(db, args.run, resamples=args.resamples, seed=args.seed)
+    except NotFoundError:
+        print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
+              "list the runs with `jurybox runs`.", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        db.close()
+    print(report.to_text())
     return EXIT_OK
 
 

@@ -65,9 +65,13 @@ st.subheader("Per critic")
 chart = charts.critic_agreement_bars(report)
 if chart is not None:
     st.altair_chart(chart, width="stretch")
-table = report.critic_table()
+table = charts.critic_summary_frame(report)
 if not table.empty:
-    st.dataframe(table.round(3), column_config={"critic": st.column_config.TextColumn()})
+    st.dataframe(table, hide_index=True, column_config={
+        "critic": st.column_config.TextColumn(),
+        "Dawid-Skene accuracy": st.column_config.NumberColumn(format="%.3f"),
+        "alpha without it": st.column_config.NumberColumn(format="%.3f"),
+    })
 if not report.vs_humans:
     st.caption("Agreement with the humans appears once items are overridden on the Review page.")
 

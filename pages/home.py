@@ -29,8 +29,13 @@ st.subheader("Recent runs")
 runs = list_runs(db())
 if runs:
     runs_table(runs[:10])
+    latest = runs[0]
+    target = "pages/review.py" if latest["status"] == "done" else "pages/run.py"
+    st.page_link(target, icon=":material/arrow_forward:", query_params={"run": str(latest["id"])},
+                 label=(f"Review the disagreements of run #{latest['id']}"
+                        if latest["status"] == "done" else f"Follow run #{latest['id']}"))
 else:
-    st.caption("No run yet.")
+    st.caption("No run yet: **Try the demo** above, or import a dataset on the Datasets page.")
 
 st.subheader("Vendor keys")
 st.caption("Whether each vendor's key variable is set in the environment or in the `[jurybox]` "

@@ -9,9 +9,9 @@ from pages.ui.cards import md_escape
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
-from pages.ui.state import db
+from pages.ui.state import db, db_path
 from storage.overrides import accept_consensus, add_override
-from storage.review import item_detail, review_labels, review_table
+from storage.review import item_detail, review_table
 from storage.runs import get_run
 
 ensure_app_shell()
@@ -27,34 +27,23 @@ if run["simulated"]:
 if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
-filters = rv.filter_bar(run_id, review_labels(db(), run_id), critics)
+filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics)
 k = f"rv{run_id}."
 
 size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
 page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
-if filters.pair:
-    # Items where two critics differ: not a review_table filter, so it is applied to the
-    # filtered rows here (only when opened from the Agreement heatmap).
-    everything, _ = review_table(db(), run_id, limit=None, **filters.kwargs)
-    cols = everything.attrs.get("critic_columns", {})
-    a, b = (everything[cols.get(name, name)] for name in filters.pair)
-    everything = everything[a.notna() & b.notna() & (a.astype(str) != b.astype(str))]
-    total = len(everything)
-else:
-    everything = None
-    _, total = review_table(db(), run_id, limit=0, **filters.kwargs)
+# Only one page of rows is read: a 100,000-item run costs what a 300-item one does.
+_, total = review_table(db(), run_id, limit=0, **filters.kwargs)
 pages = max(1, math.ceil(total / page_size))
 page = int(page_col.number_input("Page", 1, pages, 1, key=k + "page"))
 count_col.caption(f"{total:,} items match · page {page} of {pages}")
-offset = (page - 1) * page_size
-if everything is not None:
-    frame = everything.iloc[offset : offset + page_size].reset_index(drop=True)
-else:
-    frame, _ = review_table(db(), run_id, limit=page_size, offset=offset, **filters.kwargs)
+frame, _ = review_table(db(), run_id, limit=page_size, offset=(page - 1) * page_size,
+                        **filters.kwargs)
 
 critic_cols = list(frame.attrs.get("critic_columns", {c: c for c in critics}).values())
-shown = ["item_id", "consensus", "final_label", *critic_cols, "agreement", "item_alpha", "failed",
-         "overridden", "preview"]
+# The item's text comes second: at the far right it was cut off on a laptop screen.
+shown = ["item_id", "preview", "consensus", "final_label", *critic_cols, "agreement", "item_alpha",
+         "failed", "overridden"]
 selection = st.dataframe(
     frame[[c for c in shown if c in frame.columns]],
     hide_index=True,
@@ -63,12 +52,22 @@ selection = st.dataframe(
     selection_mode="single-row",
     key=f"{k}table.{page}.{hash(str(filters.kwargs))}",
     column_config={
-        "agreement": st.column_config.ProgressColumn("agreement", min_value=0.0, max_value=1.0,
-                                                     format="%.2f"),
-        "item_alpha": st.column_config.NumberColumn("per-item alpha", format="%.2f"),
-        "preview": st.column_config.TextColumn("item", width="large"),
+        "item_id": st.column_config.TextColumn("item id", pinned=True),
+        "preview": st.column_config.TextColumn("item", width="medium"),
+        "final_label": st.column_config.TextColumn(
+            "final label", help="The latest override, else the consensus"),
+        "agreement": st.column_config.ProgressColumn(
+            "agreement", min_value=0.0, max_value=1.0, format="%.2f",
+            help="Share of the critics' votes that went to the consensus"),
+        "item_alpha": st.column_config.NumberColumn(
+            "per-item alpha", format="%.2f",
+            help="1 - D_o(item) / D_e(dataset): 1 is full agreement, below 0 worse than chance"),
+        "failed": st.column_config.NumberColumn("failed", help="Critics without a verdict"),
     },
 )
+
+st.caption("Tick a row to open that item below; saving a decision moves on to the next "
+           "contested item.")
 
 # The item in detail: a new table selection wins; else the remembered item; else the first row.
 current_key = k + "item"
@@ -82,8 +81,9 @@ if current_key not in st.session_state and st.query_params.get("item"):
 if st.session_state.get(current_key) is None and len(frame):
     st.session_state[current_key] = frame.iloc[0]["item_id"]
 item_id = st.session_state.get(current_key)
-if item_id is None:
-    st.info("No item matches these filters.")
+if item_id is None or total == 0:  # no match: no stale item from an earlier filter either
+    st.info("No item matches these filters. Loosen one above: for instance turn off "
+            "**Disagreements only**, or clear the search.", icon=":material/filter_alt_off:")
     st.stop()
 if st.query_params.get("item") != item_id:
     st.query_params["item"] = item_id
@@ -152,10 +152,7 @@ with st.popover(f"Accept the consensus for all {total:,} filtered items",
     sure = st.checkbox(f"Yes, accept the consensus for {total:,} items", key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
         with user_errors("Nothing was accepted"):
-            if everything is not None:
-                ids = list(everything["item_id"])
-            else:
-                ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
+            ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
             added = accept_consensus(db(), run_id, ids, bulk_reviewer)
             st.session_state["reviewer"] = bulk_reviewer.strip()
             st.toast(f"Accepted the consensus for {added:,} items.", icon=":material/check:")

@@ -4,11 +4,11 @@ import pydantic
 import streamlit as st
 
 from judging.errors import JuryboxError
+from judging.estimate import estimate_run
 from judging.jobs import prepare_run
 from judging.panel_files import load_panel
 from pages.ui import panel_form as pf
 from pages.ui.errors import user_errors
-from pages.ui.estimate import estimate_run
 from pages.ui.progress import critic_rows, progress_text, run_summary_line
 from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
 from pages.ui.runs_table import runs_table
@@ -61,7 +61,7 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
             cols[2].metric("Output tokens (est.)", f"{estimate.tokens_out:,}")
             cols[3].metric("Cost (est.)", "unknown" if estimate.cost_usd is None
                            else f"${estimate.cost_usd:,.4f}")
-            st.caption(estimate.note + " A critic without prices makes the cost unknown.")
+            st.caption(estimate.note)
             st.dataframe(
                 [{"critic": r.critic, "calls": r.calls, "input tokens": r.tokens_in,
                   "output tokens": r.tokens_out,
@@ -95,7 +95,7 @@ def live_progress(run_id: int) -> None:
 
 
 st.subheader("Progress")
-run = pick_run()
+run = pick_run(empty_hint="No run yet: start one above, or click **Try the demo** on Home.")
 if run is not None:
     run_id = int(run["id"])
     job = registry().get(run_id)
@@ -103,7 +103,9 @@ if run is not None:
     if not alive:  # while a job works, the live fragment draws this line with fresh totals
         st.text(run_summary_line(run))
     if run["simulated"]:
-        st.caption("All critics of this run are on the **simulated** vendor.")
+        st.caption("All critics of this run are on the **simulated** vendor: no call left this "
+                   "machine and no money was spent (any cost shown uses the panel's example "
+                   "prices).")
     if alive:
         live_progress(run_id)
     elif job is not None:
@@ -113,12 +115,13 @@ if run is not None:
     if run["error"]:
         (st.error if run["status"] == "failed" else st.info)(run["error"])
 
-    buttons = st.columns(4)
-    if alive and buttons[0].button("Cancel", icon=":material/stop:", key="cancel_run"):
+    # A row of only the actions that apply now (fixed columns left gaps between them).
+    actions = st.container(horizontal=True)
+    if alive and actions.button("Cancel", icon=":material/stop:", key="cancel_run"):
         registry().cancel(run_id)
         st.rerun()
     can_resume = not alive and run["status"] in ("pending", "cancelled", "interrupted", "failed")
-    if can_resume and buttons[1].button(
+    if can_resume and actions.button(
         "Start" if run["status"] == "pending" else "Resume", icon=":material/play_arrow:",
         key="resume_run",
     ):
@@ -126,18 +129,17 @@ if run is not None:
             registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()
     if (not alive and run["failed_calls"] and run["status"] != "running"
-            and buttons[2].button(f"Re-run {run['failed_calls']:,} failed calls",
-                                  icon=":material/replay:", key="rerun_failures")):
+            and actions.button(f"Re-run {run['failed_calls']:,} failed calls",
+                               icon=":material/replay:", key="rerun_failures",
+                               help="Calls that succeeded are read from the cache, not paid again.")):
         with user_errors("The failed calls were not re-run"):
             registry().rerun_failures(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()
     if run["status"] == "done":
-        buttons[3].page_link("pages/review.py", label="Review its disagreements",
-                             icon=":material/rate_review:", query_params={RUN_PARAM: str(run_id)})
+        actions.page_link("pages/review.py", label="Review its disagreements",
+                          icon=":material/rate_review:", query_params={RUN_PARAM: str(run_id)})
 
-st.subheader("All runs")
 all_runs = list_runs(db())
-if all_runs:
+if all_runs:  # with no run, the hint above says what to do
+    st.subheader("All runs")
     runs_table(all_runs)
-else:
-    st.caption("No run yet.")

@@ -8,11 +8,12 @@ outcome; a successful row is never replaced by a failure (only `rejudge` replace
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import sqlite_utils
@@ -71,8 +72,11 @@ def _blake(key: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+# Matched against the lower-cased JSON text: a case-sensitive search of the lowered text is
+# about 3x faster than an IGNORECASE one (measured: 1.3 us against 4.5 us per request), and
+# this scan runs once per stored call.
 _SECRET_KEY_RE = re.compile(
-    "|".join(f'"{re.escape(name)}"' for name in sorted(_SECRET_NAMES)), re.IGNORECASE
+    '"(?:' + "|".join(re.escape(name) for name in sorted(_SECRET_NAMES)) + ')"'
 )
 
 
@@ -80,22 +84,40 @@ def request_json(raw_request: dict[str, Any] | None) -> str | None:
     """The raw request as JSON text, with credential-looking entries scrubbed.
 
     Serialising first and scanning the text keeps the common case (nothing to scrub) cheap:
-    walking every message of every request in Python was most of the write time.
+    walking every message of every request in Python was most of the write time. A hit in
+    the text (a message that merely says "key") only costs the slow, exact path.
     """
     text = dumps(raw_request)
-    if text is not None and _SECRET_KEY_RE.search(text):
+    if text is not None and _SECRET_KEY_RE.search(text.lower()):
         text = dumps(scrub(raw_request))
     return text
 
 
-def _row(run_id: int, v: Verdict, stamp: str) -> tuple[Any, ...]:
-    failure = v.failure.value if isinstance(v.failure, FailureKind) else v.failure
-    return (
-        run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning, failure,
-        v.message, request_json(v.raw_request), v.raw_response, v.latency_ms, v.attempts,
-        v.tokens_in, v.tokens_out, v.cost_usd, v.cache_key, v.vendor, v.model, int(v.simulated),
-        int(v.cached), stamp, cache_hash(v.cache_key),
-    )
+def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[Any, ...]]:
+    """One parameter tuple per verdict, in `_COLUMNS` order; cancelled verdicts are skipped.
+
+    The hot loop of writing a run: plain tuples for one `executemany` (not a dict per row
+    through sqlite-utils), the request encoded to JSON once, locals instead of globals.
+    """
+    cancelled = FailureKind.CANCELLED
+    encode, hash_key = request_json, cache_hash
+    rows: list[tuple[Any, ...]] = []
+    append = rows.append
+    for v in verdicts:
+        failure = v.failure
+        if failure is not None:
+            if failure == cancelled:
+                continue  # never sent: nothing to keep, and resume must send it
+            # sqlite3 would bind a StrEnum as its text anyway; .value keeps it a plain str.
+            failure = failure.value if isinstance(failure, FailureKind) else str(failure)
+        key = v.cache_key
+        append((
+            run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning,
+            failure, v.message, encode(v.raw_request), v.raw_response, v.latency_ms, v.attempts,
+            v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
+            int(v.cached), stamp, hash_key(key),
+        ))
+    return rows
 
 
 def write_verdicts(
@@ -108,6 +130,11 @@ def write_verdicts(
 ) -> int:
     """Write a batch of verdicts in ONE transaction and refresh the run's totals.
 
+    This is the hot path of a run, so it bypasses sqlite-utils' `insert_all` (a dict per row,
+    re-chunked at 999 / columns parameters) for one `executemany` of prepared tuples over a
+    fixed column list; the rule "a stored success is never overwritten by a failure" is the
+    `WHERE` of the upsert, so no row is read back first.
+
     Args:
         db: this thread's connection.
         run_id: the run they belong to.
@@ -117,20 +144,84 @@ def write_verdicts(
             turns this off and refreshes every few seconds: it costs a scan of the run).
 
     Returns:
-        How many verdicts were written.
+        How many verdicts were written (or offered to the upsert: a failure that met a stored
+        success counts, though the success stays).
     """
     from storage.runs import refresh_run_totals
 
-    stamp = now()
-    rows = [_row(run_id, v, stamp) for v in verdicts if v.failure != FailureKind.CANCELLED]
+    rows = _rows(run_id, verdicts, now())
     if not rows:
         return 0
     sql = _INSERT if replace_success else _INSERT + _KEEP_SUCCESS
-    with db.atomic():
-        db.conn.executemany(sql, rows)
+    with _write_transaction(db):
+        conn = db.conn
+        before = conn.execute("SELECT coalesce(max(id), 0) FROM calls").fetchone()[0]
+        conn.executemany(sql, rows)
+        # New successes into the small level of the cache index, in one statement over the
+        # rowids this batch added (rows updated in place are indexed by a trigger instead).
+        conn.execute(
+            "INSERT INTO call_cache_recent (cache_hash, call_id) SELECT cache_hash, id"
+            " FROM calls WHERE id > ? AND failure IS NULL AND cache_hash IS NOT NULL",
+            [before],
+        )
+        _merge_cache_index_if_due(db)
         if refresh_totals:
             refresh_run_totals(db, run_id)
     return len(rows)
+
+
+@contextlib.contextmanager
+def _write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """A transaction that holds the write lock from its first statement (BEGIN IMMEDIATE).
+
+    `write_verdicts` reads the highest call id before it inserts; in a deferred transaction
+    that read would pin a snapshot, and if another writer (a re-judge from the app, the CLI)
+    committed before our first write, SQLite could not upgrade it and would fail at once
+    instead of waiting. Inside a caller's transaction, a savepoint of it.
+    """
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield
+        return
+    db.conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another writer
+    try:
+        yield
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")
+
+
+# Entries the small level of the cache index holds before they are merged into the big one.
+# Each commit rewrites the small level's dirty pages (about CACHE_MERGE_AT / 440 on average)
+# and each merge dirties at most about CACHE_MERGE_AT pages of the big one; 4096 keeps the
+# sum lowest (measured, 100k verdicts in batches of 200: 1024 -> 330 MB written, 4096 -> 245,
+# 32768 -> 437; the one big index wrote 419 MB). See migration 0004.
+CACHE_MERGE_AT = 4096
+
+
+def _merge_cache_index_if_due(db: sqlite_utils.Database) -> None:
+    """Move the small level of the cache index into the big one once it is full enough.
+
+    Runs inside the writer's transaction, so a crash leaves either level intact (entries are
+    never lost, at worst still in the small level, where lookups find them too).
+    """
+    # rowids count up from 1 again once the table is emptied: max(rowid) is a cheap size.
+    pending = db.conn.execute("SELECT max(rowid) FROM call_cache_recent").fetchone()[0]
+    if pending is not None and pending >= CACHE_MERGE_AT:
+        merge_cache_index(db)
+
+
+def merge_cache_index(db: sqlite_utils.Database) -> None:
+    """Merge every entry of the small cache-index level into the big one (sorted, so each
+    page of the big index is touched once), then empty the small level."""
+    with db.atomic():
+        db.conn.execute(
+            "INSERT OR IGNORE INTO call_cache (cache_hash, call_id)"
+            " SELECT cache_hash, call_id FROM call_cache_recent ORDER BY cache_hash, call_id"
+        )
+        db.conn.execute("DELETE FROM call_cache_recent")
 
 
 def successful_pairs(db: sqlite_utils.Database, run_id: int) -> set[tuple[str, str]]:
@@ -213,6 +304,14 @@ def load_verdicts(
         )
     return [_verdict(tuple(r)) for r in rows]
 
+# Both levels of the cache index (migration 0004); the call row itself confirms the full key
+# and that it is still a success.
+_CACHE_LOOKUP = (
+    _VERDICT_SELECT + " WHERE id IN (SELECT call_id FROM call_cache WHERE cache_hash = ?"
+    " UNION ALL SELECT call_id FROM call_cache_recent WHERE cache_hash = ?)"
+    " AND cache_key = ? AND failure IS NULL ORDER BY id DESC LIMIT 1"
+)
+
 
 class CallCacheStore:
     """The call cache over the database: successful calls found by their cache key.
@@ -255,11 +354,8 @@ class CallCacheStore:
         with self._lock:
             recent = self._recent.get(key)
         if recent is None:
-            row = self._conn().execute(
-                _VERDICT_SELECT + " WHERE cache_hash = ? AND cache_key = ? AND failure IS NULL"
-                " ORDER BY id DESC LIMIT 1",
-                [cache_hash(key), key],
-            ).fetchone()
+            digest = cache_hash(key)
+            row = self._conn().execute(_CACHE_LOOKUP, [digest, digest, key]).fetchone()
             found = None if row is None else _verdict(tuple(row), cached=True)
         else:
             found = _copy_cached(recent)

@@ -191,6 +191,44 @@ def _cache_hash(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX calls_cache_hash ON calls (cache_hash) WHERE failure IS NULL")
 
 
+@migrations(name="0004_two_level_cache_index")
+def _two_level_cache(db: sqlite_utils.Database) -> None:
+    # Why two levels: cache hashes are random, so each batch of 200 verdicts dirtied ~160 random
+    # pages of the one big index on calls.cache_hash, and every commit writes its dirty pages to
+    # the WAL: 260 of the 420 MB written for 100,000 verdicts (measured). New entries now land in
+    # a small table (`call_cache_recent`, a few dozen pages) that `storage.calls` merges into
+    # the big one in sorted order every few thousand entries. A lookup reads both; it checks the
+    # full key and `failure IS NULL` on the call row, so a stale entry (a deleted or re-judged
+    # call) can never serve a wrong verdict, which is why deletes need no trigger here.
+    # New rows are indexed by `write_verdicts` itself, with one INSERT ... SELECT over the
+    # batch's new rowids: an AFTER INSERT trigger did the same at 6.8 us per row (measured),
+    # more than the index it replaced. Only a row that turns into a success by an UPDATE (a
+    # failure re-run, a re-judged item: rare) goes through the trigger below.
+    _script(
+        db,
+        """
+        CREATE TABLE call_cache (
+            cache_hash INTEGER NOT NULL,
+            call_id INTEGER NOT NULL,
+            PRIMARY KEY (cache_hash, call_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE call_cache_recent (
+            cache_hash INTEGER NOT NULL,
+            call_id INTEGER NOT NULL
+        );
+        CREATE INDEX call_cache_recent_hash ON call_cache_recent (cache_hash);
+        INSERT INTO call_cache (cache_hash, call_id)
+            SELECT cache_hash, id FROM calls
+            WHERE failure IS NULL AND cache_hash IS NOT NULL ORDER BY 1, 2;
+        DROP INDEX calls_cache_hash;
+        CREATE TRIGGER calls_cache_update AFTER UPDATE OF failure, cache_hash ON calls
+        WHEN NEW.failure IS NULL AND NEW.cache_hash IS NOT NULL
+        BEGIN
+            INSERT INTO call_cache_recent (cache_hash, call_id) VALUES (NEW.cache_hash, NEW.id);
+        END
+        """,
+    )
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -113,3 +113,56 @@ def test_unknown_run_is_one_sentence(tmp_path, capsys):
     assert main(["export", "9", "--out", str(tmp_path / "x.csv"), "--db", str(tmp_path / "e.db")]) == 1
     err = capsys.readouterr().err
     assert "no run with id 9" in err and "Traceback" not in err
+
+
+def _alpha_from_db(db_path: pathlib.Path, run_id: int) -> float | None:
+    """Alpha straight from the stored calls (one unit per item, one rating per critic, a
+    failure as a missing value), independent of the report's own assembly."""
+    from judging.agreement import krippendorff_alpha
+
+    db = open_db(db_path)
+    critics = get_run(db, run_id)["critics"]
+    units: dict[str, list[str | None]] = {}
+    for item_id, critic, label, failure in db.execute(
+        "SELECT item_id, critic, label, failure FROM calls WHERE run_id = ?", [run_id]
+    ):
+        units.setdefault(item_id, [None] * len(critics))[critics.index(critic)] = (
+            label if failure is None else None
+        )
+    db.close()
+    return krippendorff_alpha(list(units.values()), level="nominal")
+
+
+def test_stats_prints_the_alpha_of_the_stored_ratings(tmp_path, capsys):
+    db_path = tmp_path / "stats.db"
+    assert main(["demo", "--limit", "30", "--quiet", "--db", str(db_path)]) == 0
+    db = open_db(db_path)
+    item = db.execute("SELECT item_id FROM consensus WHERE run_id = 1 LIMIT 1").fetchone()[0]
+    db.close()
+    from storage.overrides import add_override
+
+    db = open_db(db_path)
+    add_override(db, 1, item, "KEEP", note="checked", reviewer="ana")
+    db.close()
+    capsys.readouterr()
+
+    assert main(["stats", "1", "--db", str(db_path), "--resamples", "200", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    expected = _alpha_from_db(db_path, 1)
+    assert expected is not None
+    line = next(x for x in out.splitlines() if x.startswith("Krippendorff's alpha:"))
+    assert float(line.split(":")[1].split()[0]) == pytest.approx(expected, abs=5e-5)
+    assert "30 items, 4 critics (nominal level)" in out
+    assert "200 resamples, seed 3" in out
+    assert "n=1" in out  # the one override is the humans' reference for every critic
+    assert "Pairwise Cohen's kappa:" in out
+
+    # The same seed gives the same interval.
+    assert main(["stats", "1", "--db", str(db_path), "--resamples", "200", "--seed", "3"]) == 0
+    assert capsys.readouterr().out == out
+
+
+def test_stats_of_an_unknown_run_is_one_sentence_and_exit_2(tmp_path, capsys):
+    assert main(["stats", "9", "--db", str(tmp_path / "e.db")]) == 2
+    err = capsys.readouterr().err
+    assert "no run with id 9" in err and "jurybox runs" in err and "Traceback" not in err

@@ -211,3 +211,33 @@ def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
     text = base.mark_text().encode(text="items:Q")
     # No chart title: the x axis names the critic (a title squeezed the plot in a column).
     return (rect + text).properties(width=alt.Step(48), height=alt.Step(28))
+
+
+def critic_summary_frame(report: AgreementReport) -> pd.DataFrame:
+    """The per-critic table as a reader wants it: one readable column per reference that has
+    any figure ("0.907 (0.868–0.935, n=300)"), then Dawid-Skene, alpha without it, failures.
+
+    References with no figure yet (no human override, no gold label) are left out rather than
+    shown as columns of "None".
+    """
+    table = report.critic_table()
+    if table.empty:
+        return pd.DataFrame()
+
+    def cell(row: pd.Series, ref: str) -> str:
+        value = row[f"vs_{ref}"]
+        if value is None or not math.isfinite(value):
+            return "undefined"
+        low, high = row[f"vs_{ref}_low"], row[f"vs_{ref}_high"]
+        interval = (f"{low:.3f}–{high:.3f}, " if low is not None and math.isfinite(low)
+                    and high is not None and math.isfinite(high) else "")
+        return f"{value:.3f} ({interval}n={int(row[f'vs_{ref}_n']):,})"
+
+    out = pd.DataFrame(index=table.index)
+    for ref, title in REFERENCES.items():
+        if table[f"vs_{ref}"].notna().any():
+            out[f"agreement with {title}"] = [cell(row, ref) for _, row in table.iterrows()]
+    out["Dawid-Skene accuracy"] = table["ds_accuracy"].round(3)
+    out["alpha without it"] = table["alpha_without"].round(3)
+    out["failed calls"] = table["failed"]
+    return out.reset_index()

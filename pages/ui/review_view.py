@@ -15,6 +15,8 @@ from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import md_escape, verdict_card
+from pages.ui.state import db
+from storage.review import review_labels
 
 ANY = "(any)"
 PAGE_SIZES = [25, 50, 100, 200]
@@ -36,6 +38,28 @@ class Filters:
 
     kwargs: dict[str, Any] = field(default_factory=dict)
     pair: tuple[str, str] | None = None  # critics whose disagreements were opened from Agreement
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _labels(path: str, run_id: int, ok_calls: int, failed_calls: int) -> dict[str, Any]:
+    del path, ok_calls, failed_calls  # part of the cache key only
+    return review_labels(db(), run_id)
+
+
+def filter_labels(run: dict[str, Any], path: str) -> dict[str, Any]:
+    """The values the filters offer (`storage.review.review_labels`), cached per run state.
+
+    Why a cache: finding every distinct label scans all of a run's calls (about 0.5 s at
+    300,000 calls), on every rerun of the page; the answer only changes when calls are written,
+    so the counts of stored successes and failures are part of the key (a re-run failure
+    that now succeeds changes both).
+
+    Args:
+        run: the run, as `storage.runs.list_runs` gives it.
+        path: the database file (runs of two databases never share an entry).
+    """
+    ok, failed = int(run.get("ok_calls") or 0), int(run.get("failed_calls") or 0)
+    return _labels(path, int(run["id"]), ok, failed)
 
 
 def run_panel(panel_yaml: str) -> Panel:
@@ -114,6 +138,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
         kwargs["alpha_range"] = alpha
     if search.strip():
         kwargs["search"] = search.strip()
+    if filters.pair is not None:
+        kwargs["critic_pair"] = filters.pair  # filtered in SQL, like every other filter
     filters.kwargs = kwargs
     return filters
 

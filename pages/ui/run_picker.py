@@ -13,8 +13,12 @@ RUN_PARAM = "run"
 
 
 def run_label(run: dict[str, Any]) -> str:
-    """"#7 · Demo dataset × Demo panel · done · simulated" — plain text for menus."""
-    text = f"#{run['id']} · {run['dataset_name']} × {run['panel_name']} · {run['status']}"
+    """"#7 · Demo dataset × Demo panel · simulated" — plain text for menus.
+
+    No status in it: a selectbox keeps the label it first drew for a keyed option, so a run
+    that finished while the page was open would go on reading "running" (seen in Chromium).
+    """
+    text = f"#{run['id']} · {run['dataset_name']} × {run['panel_name']}"
     return text + (" · simulated" if run.get("simulated") else "")
 
 
@@ -27,15 +31,22 @@ def query_run_id() -> int | None:
         return None
 
 
-def pick_run(*, key: str = "run_picker") -> dict[str, Any] | None:
+NO_RUN_HINT = "No run yet. Start one on the **Run** page, or click **Try the demo** on Home."
+
+
+def pick_run(*, key: str = "run_picker", empty_hint: str = NO_RUN_HINT) -> dict[str, Any] | None:
     """A run selector, defaulting to `?run=`, else the newest run; keeps the URL in step.
+
+    Args:
+        key: the selectbox's widget key.
+        empty_hint: what to tell the user when there is no run yet (markdown).
 
     Returns:
         The chosen run (as `storage.runs.list_runs` gives it), or None when there is no run.
     """
     runs = list_runs(db())
     if not runs:
-        st.info("No run yet. Start one on the **Run** page, or click **Try the demo** on Home.")
+        st.info(empty_hint, icon=":material/info:")
         return None
     by_id = {run["id"]: run for run in runs}
     wanted = query_run_id()

@@ -30,8 +30,11 @@ def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def runs_table(runs: list[dict[str, Any]]) -> None:
     """Draw the runs; their text (dataset and panel names) is shown as plain cells."""
+    rows = runs_rows(runs)
+    if not any(row["note"] for row in rows):  # an empty last column only pushes others off
+        rows = [{k: v for k, v in row.items() if k != "note"} for row in rows]
     st.dataframe(
-        runs_rows(runs),
+        rows,
         hide_index=True,
         column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.4f")},
     )

@@ -1,0 +1,145 @@
+"""Before a run starts: how many calls, about how many tokens, and what it may cost.
+
+Token counts are estimated from the rendered prompts of a sample of items at about four
+characters per token (the rule of thumb vendors publish); the output side assumes a short JSON
+verdict, capped by each critic's `max_tokens`. A price that is unknown stays unknown: the total
+then says so instead of pretending the critic is free (an unknown cost is None, never 0).
+
+Pure domain logic: no storage, no streamlit. The Run page and the CLI call `estimate_run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from judging.critics import Critic
+from judging.errors import ConfigError
+from judging.panel import Panel
+from judging.vendors import cost_usd
+from judging.verdicts import Item
+
+CHARS_PER_TOKEN = 4.0
+TYPICAL_REPLY_TOKENS = 80  # {"label": ..., "confidence": ..., "reasoning": "one or two sentences"}
+
+
+@dataclass(frozen=True, slots=True)
+class CriticEstimate:
+    """One critic's share of a run.
+
+    Attributes:
+        critic: the critic's name.
+        calls: calls it would make (every item; an upper bound for a later cascade tier).
+        tokens_in: estimated prompt tokens over the run.
+        tokens_out: estimated reply tokens over the run.
+        cost_usd: estimated cost in US dollars; None when the critic's price is unknown.
+    """
+
+    critic: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunEstimate:
+    """The whole run: totals plus one row per critic.
+
+    Attributes:
+        calls: calls over every critic.
+        tokens_in: estimated prompt tokens over every critic.
+        tokens_out: estimated reply tokens over every critic.
+        cost_usd: estimated total cost; None when any critic's price is unknown (a partial sum
+            would read as a full one).
+        per_critic: one `CriticEstimate` per critic, in panel order.
+        note: one sentence on how far to trust the figures.
+        unpriced: names of the critics whose price is unknown.
+        upper_bound: True for a cascade (later tiers only see items earlier tiers leave open).
+    """
+
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float | None
+    per_critic: list[CriticEstimate]
+    note: str
+    unpriced: list[str]
+    upper_bound: bool
+
+    @property
+    def known_cost_usd(self) -> float:
+        """The sum over the critics whose price is known (a lower bound when some are not)."""
+        return float(sum(row.cost_usd for row in self.per_critic if row.cost_usd is not None))
+
+
+def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> RunEstimate:
+    """Estimate a run of `panel` over `n_items` items from a sample of them.
+
+    Args:
+        panel: the panel to run.
+        sample_items: a few items of the dataset; their prompts are rendered to count characters.
+            Empty: prompt tokens are estimated from the templates alone.
+        n_items: how many items the run has (0 or more).
+
+    Returns:
+        The estimate. A cascade's later tiers are counted as if every item reached them (an
+        upper bound), which `note` and `upper_bound` say.
+
+    Raises:
+        ConfigError: `n_items` is negative, or a critic's prompt has no placeholder.
+        PlaceholderError: a prompt uses a field the sample items do not have.
+    """
+    if n_items < 0:
+        raise ConfigError(f"A run cannot have {n_items} items: give 0 or more.")
+    rows: list[CriticEstimate] = []
+    for critic in panel.critics:
+        per_call_in = _prompt_tokens(panel, critic, sample_items)
+        per_call_out = min(TYPICAL_REPLY_TOKENS, critic.max_tokens)
+        tokens_in = per_call_in * n_items
+        tokens_out = per_call_out * n_items
+        rows.append(
+            CriticEstimate(
+                critic=critic.name,
+                calls=n_items,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                cost_usd=cost_usd(critic, tokens_in, tokens_out),
+            )
+        )
+    unpriced = [row.critic for row in rows if row.cost_usd is None]
+    total_cost = None if unpriced else float(sum(row.cost_usd or 0.0 for row in rows))
+    upper_bound = len({critic.tier for critic in panel.critics}) > 1
+    if upper_bound:
+        note = ("Upper bound: later tiers of the cascade are only called for items the earlier "
+                "tiers do not settle.")
+    else:
+        note = "Calls already answered in an earlier run come from the cache and cost nothing."
+    if unpriced:
+        note += (f" The cost is unknown because {', '.join(unpriced)} "
+                 f"{'has' if len(unpriced) == 1 else 'have'} no price: set price_in_per_mtok "
+                 "and price_out_per_mtok on the critic.")
+    return RunEstimate(
+        calls=sum(row.calls for row in rows),
+        tokens_in=sum(row.tokens_in for row in rows),
+        tokens_out=sum(row.tokens_out for row in rows),
+        cost_usd=total_cost,
+        per_critic=rows,
+        note=note,
+        unpriced=unpriced,
+        upper_bound=upper_bound,
+    )
+
+
+def _prompt_tokens(panel: Panel, critic: Critic, sample_items: Sequence[Item]) -> int:
+    """Mean prompt tokens of one call of this critic over the sample (templates alone if none)."""
+    if sample_items:
+        chars = [
+            sum(len(m["content"]) for m in critic.build_messages(item.fields, panel.scale))
+            for item in sample_items
+        ]
+        mean_chars = sum(chars) / len(chars)
+    else:
+        # No item to render: count the template and the system prompt, which every call sends.
+        mean_chars = len(critic.prompt_template) + len(critic.system_prompt or "")
+    return round(mean_chars / CHARS_PER_TOKEN)

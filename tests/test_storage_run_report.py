@@ -1,0 +1,86 @@
+"""`judging.run_report.run_agreement_report`: the report of a stored run, as the Agreement page
+and `jurybox stats` show it, assembled from the database."""
+
+from __future__ import annotations
+
+import pytest
+
+from judging.agreement import krippendorff_alpha
+from judging.jobs import prepare_run
+from judging.run_report import run_agreement_report
+from judging.scales import Scale
+from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+from judging.voting import VotingConfig
+from storage.calls import write_verdicts
+from storage.consensus import write_consensus
+from storage.datasets import save_dataset
+from storage.db import NotFoundError
+from storage.overrides import add_override
+from tests.fixtures_storage import FakeParsed, tiny_panel
+
+SCORES = {  # item -> (critic_0, critic_1, critic_2); None = a failed call
+    "a": (0.9, 0.8, 0.9),
+    "b": (0.1, 0.3, None),
+    "c": (0.5, 0.9, 0.2),
+    "d": (0.0, 0.0, 0.1),
+}
+GOLD = {"a": "0.9", "b": "0.1", "c": "0.5", "d": "zero"}  # "zero" is not a figure: not counted
+
+
+def _score_run(db) -> int:
+    items = [Item(id=i, fields={"text": f"item {i}"}, gold=GOLD[i]) for i in SCORES]
+    parsed = FakeParsed(items=items, columns=["id", "text", "gold"], fields=["text"],
+                        content_hash="score-run")
+    dataset_id = save_dataset(db, parsed).id
+    panel = tiny_panel("http://127.0.0.1:9/v1").model_copy(
+        update={"scale": Scale(kind="score", min=0, max=1),
+                "voting": VotingConfig(strategy="mean")}
+    )
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=panel)
+    decided = []
+    for item_id, scores in SCORES.items():
+        verdicts = [
+            Verdict(critic=f"critic_{n}", item_id=item_id, score=s) if s is not None else
+            Verdict(critic=f"critic_{n}", item_id=item_id, failure=FailureKind.ERROR,
+                    message="HTTP 500")
+            for n, s in enumerate(scores)
+        ]
+        valid = [s for s in scores if s is not None]
+        outcome = VoteOutcome(consensus=sum(valid) / len(valid), agreement=1.0,
+                              disagreement=len(set(valid)) > 1, counts={},
+                              failed=len(scores) - len(valid))
+        write_verdicts(db, run_id, verdicts)
+        decided.append(PanelVerdict(item_id, outcome, verdicts, "mean"))
+    write_consensus(db, run_id, decided)
+    return run_id
+
+
+def test_a_score_run_uses_its_scale_and_reads_text_labels_as_figures(db):
+    run_id = _score_run(db)
+    add_override(db, run_id, "c", "0.5", note="checked", reviewer="ana")
+
+    report = run_agreement_report(db, run_id, resamples=50, seed=1)
+
+    assert report.level == "interval"
+    assert report.critics == ["critic_0", "critic_1", "critic_2"]
+    expected = krippendorff_alpha([list(s) for s in SCORES.values()], level="interval")
+    assert report.alpha.value == pytest.approx(expected)
+    # Gold and overrides are stored as text; on a score scale they are compared as figures.
+    assert report.vs_gold["critic_0"].n == 3  # "zero" is left out, not counted as a miss
+    assert report.vs_gold["critic_0"].value == pytest.approx(1.0)
+    assert report.vs_humans["critic_0"].n == 1 and report.vs_humans["critic_0"].value == 1.0
+    assert report.failed["critic_2"] == 1
+    assert report.bootstrap.resamples == 50 and report.bootstrap.seed == 1
+
+
+def test_humans_given_by_the_caller_replace_the_stored_ones(db):
+    run_id = _score_run(db)
+    add_override(db, run_id, "c", "0.5", note="", reviewer="ana")
+    report = run_agreement_report(db, run_id, resamples=20, humans={"a": "0.1", "b": "0.1"})
+    assert report.vs_humans["critic_0"].n == 2
+    assert report.vs_humans["critic_0"].value == pytest.approx(0.5)
+
+
+def test_an_unknown_run_raises_not_found(db):
+    with pytest.raises(NotFoundError, match="no run with id 42"):
+        run_agreement_report(db, 42)

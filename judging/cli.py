@@ -33,6 +33,7 @@ from judging.cli_runs import (
     add_resume,
     add_runs,
     add_stats,
+    positive_int,
     read_for_cli,
     run_stored,
 )
@@ -105,11 +106,11 @@ def _add_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--concurrency", type=_positive_int, default=32,
+    p.add_argument("--concurrency", type=positive_int, default=32,
                    help="calls in flight at once (default 32)")
     p.add_argument("--out", type=pathlib.Path, default=None,
                    help="write one JSON line per item (consensus and every verdict) here")
-    p.add_argument("--limit", type=_positive_int, default=None,
+    p.add_argument("--limit", type=positive_int, default=None,
                    help="judge only the first N items")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_db_option(p)
@@ -171,16 +172,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _error(sentence: str) -> None:
     print(f"jurybox: error: {sentence}", file=sys.stderr)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 # -- simulator ---------------------------------------------------------------------------------

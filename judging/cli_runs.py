@@ -219,7 +219,7 @@ def add_resume(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "sent; stored successes are not paid for again.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
-    p.add_argument("--concurrency", type=_positive_int, default=32,
+    p.add_argument("--concurrency", type=positive_int, default=32,
                    help="calls in flight at once (default 32)")
     p.add_argument("--failures", action="store_true",
                    help="re-run only the failed pairs of a run (also works on a finished run)")
@@ -254,7 +254,7 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "accuracies and pairwise Cohen's kappa. The same figures as the Agreement page.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
-    p.add_argument("--resamples", type=_positive_int, default=1000,
+    p.add_argument("--resamples", type=positive_int, default=1000,
                    help="bootstrap resamples for alpha's interval (default 1000)")
     p.add_argument("--seed", type=int, default=0,
                    help="bootstrap seed: the same seed gives the same interval (default 0)")
@@ -330,7 +330,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1, with a sentence when it is not."""
     try:
         value = int(text)
     except ValueError:

@@ -17,8 +17,9 @@ def render_sidebar() -> None:
         st.code(str(db_path()), language=None)
         if not any_real_key():
             st.info(
-                "No vendor API key is set, so critics run on the built-in **simulated vendor**. "
-                "Its verdicts are labelled *simulated* everywhere.",
+                "No vendor API key is set: only critics on the built-in **simulated vendor** "
+                "can run (a critic on a real vendor stops with a missing-key error). "
+                "Simulated verdicts are labelled *simulated* everywhere.",
                 icon=":material/science:",
             )
         st.caption("API keys are read from environment variables or `[jurybox]` secrets only; "

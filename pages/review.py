@@ -9,7 +9,7 @@ from pages.ui.cards import md_escape
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
-from pages.ui.state import db, db_path
+from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.overrides import accept_consensus, add_override
 from storage.review import item_detail, review_table
 from storage.runs import get_run
@@ -134,6 +134,16 @@ with form_col:
 
 st.markdown("**Critics**")
 rv.critic_cards(detail)
+# Re-judging is for an item whose verdicts look wrong for a passing reason (an outage, a fixed
+# prompt): every critic is called afresh, bypassing the cache, and its old verdicts replaced.
+if st.button("Re-judge this item with every critic", icon=":material/refresh:",
+             key=f"{k}rejudge.{item_id}", disabled=run["status"] in ("pending", "running")):
+    with user_errors("The item was not re-judged"):
+        job = registry().rejudge_item(str(db_path()), run_id, str(item_id),
+                                      key_lookup=worker_key_lookup())
+        with st.spinner(f"Asking every critic about {item_id} again…"):
+            job.wait(timeout=max(c.timeout_s for c in panel.critics) * 4)
+        st.rerun()
 
 if detail["overrides"]:
     st.markdown("**History of this item**")

@@ -461,3 +461,19 @@ def test_agreement_table_shows_only_references_that_have_figures(
     add_override(open_db(path), run_id, "TX-0001", "KEEP", "", "ana")
     at.run()
     assert "agreement with the humans" in list(at.dataframe[0].value.columns)
+
+
+def test_review_rejudges_the_open_item_with_every_critic(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    item = at.query_params["item"]
+    calls_of_item = (
+        "SELECT critic, created_at FROM calls WHERE run_id = ? AND item_id = ? ORDER BY critic"
+    )
+    before = open_db(path).execute(calls_of_item, [run_id, item]).fetchall()
+    at.button(key=f"rv{run_id}.rejudge.{item}").click().run()
+    no_exception(at)
+    after = open_db(path).execute(calls_of_item, [run_id, item]).fetchall()
+    # Every critic answered again: the same critics, each verdict newer than before.
+    assert [c for c, _ in after] == [c for c, _ in before]
+    assert all(new > old for (_, new), (_, old) in zip(after, before, strict=True))

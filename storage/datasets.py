@@ -129,13 +129,17 @@ def _dataset_dict(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+# Every dataset read carries how many runs use it (a dataset with runs cannot be deleted).
+_DATASET_SELECT = (
+    "SELECT d.*, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.id) AS n_runs "
+    "FROM datasets d"
+)
+
+
 def list_datasets(db: sqlite_utils.Database) -> list[dict[str, Any]]:
     """Every dataset, newest first: id, name, filename, format, content_hash, n_items, columns,
     fields, id_column, gold_column, created_at, n_runs."""
-    rows = db.query(
-        "SELECT d.*, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.id) AS n_runs "
-        "FROM datasets d ORDER BY d.id DESC"
-    )
+    rows = db.query(_DATASET_SELECT + " ORDER BY d.id DESC")
     return [_dataset_dict(row) for row in rows]
 
 
@@ -146,11 +150,7 @@ def get_dataset(db: sqlite_utils.Database, dataset_id: int) -> dict[str, Any]:
         NotFoundError: no dataset has this id.
     """
     rows = list(
-        db.query(
-            "SELECT d.*, (SELECT count(*) FROM runs r WHERE r.dataset_id = d.id) AS n_runs "
-            "FROM datasets d WHERE d.id = ?",
-            [dataset_id],
-        )
+        db.query(_DATASET_SELECT + " WHERE d.id = ?", [dataset_id])
     )
     if not rows:
         raise NotFoundError(f"There is no dataset with id {dataset_id}.")

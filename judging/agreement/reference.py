@@ -76,17 +76,8 @@ def agreement_with_reference(
     both = has_ref & has_r
     missing = int((has_ref & ~has_r).sum())
     n = int(both.sum())
-    if n == 0:
-        return Proportion(
-            None,
-            None,
-            None,
-            0,
-            0,
-            missing,
-            confidence,
-            reason="no item has both a rating from this critic and a reference label",
-        )
+    if n == 0:  # `proportion` says why the figure is undefined
+        return proportion(0, 0, missing=missing, confidence=confidence)
     a, b = r[both], ref[both]
     if tolerance > 0:
         agree_mask = np.abs(a.astype(np.float64) - b.astype(np.float64)) <= tolerance

@@ -11,7 +11,7 @@ from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.overrides import accept_consensus, add_override
-from storage.review import item_detail, review_table
+from storage.review import item_detail, item_position, review_table
 from storage.runs import get_run
 
 ensure_app_shell()
@@ -29,79 +29,113 @@ if run["status"] in ("pending", "running"):
 
 filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics)
 k = f"rv{run_id}."
+# What the user is looking at lives in one place: session state keyed by run (the open item,
+# the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
+item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"
+goto_key = k + "goto_page"  # the page widget can only be set before it is drawn
 
 size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
 page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
 # Only one page of rows is read: a 100,000-item run costs what a 300-item one does.
 _, total = review_table(db(), run_id, limit=0, **filters.kwargs)
 pages = max(1, math.ceil(total / page_size))
-page = int(page_col.number_input("Page", 1, pages, 1, key=k + "page"))
+
+if item_key not in st.session_state:  # first visit of this run: a shared link opens its item
+    st.session_state[item_key] = st.query_params.get("item")
+signature = repr((sorted(filters.kwargs.items()), page_size))
+if st.session_state.get(sig_key) != signature:
+    # New filters, search or sort: keep the open item if it still matches (on its page),
+    # else start at the top of the new list.
+    st.session_state[sig_key] = signature
+    current = st.session_state.get(item_key)
+    position = None
+    if current is not None:
+        with user_errors():
+            position = item_position(db(), run_id, str(current), **filters.kwargs)
+    if position is None:
+        st.session_state[item_key] = None
+    st.session_state[page_key] = 1 if position is None else position // page_size + 1
+if goto_key in st.session_state:  # a save moved on to an item of another page
+    st.session_state[page_key] = st.session_state.pop(goto_key)
+st.session_state[page_key] = min(max(1, int(st.session_state.get(page_key) or 1)), pages)
+page = int(page_col.number_input("Page", 1, pages, key=page_key))
 count_col.caption(f"{total:,} items match · page {page} of {pages}")
 frame, _ = review_table(db(), run_id, limit=page_size, offset=(page - 1) * page_size,
                         **filters.kwargs)
 
+# The open item is always a row of the page shown: after a filter, a search or a page change
+# that leaves it out, the first row opens (never an item from an earlier filter).
+page_ids = [str(i) for i in frame["item_id"]]
+if st.session_state.get(item_key) not in page_ids:
+    st.session_state[item_key] = page_ids[0] if page_ids else None
+current = st.session_state[item_key]
+
 critic_cols = list(frame.attrs.get("critic_columns", {c: c for c in critics}).values())
 # The item's text comes second: at the far right it was cut off on a laptop screen.
-shown = ["item_id", "preview", "consensus", "final_label", *critic_cols, "agreement", "item_alpha",
-         "failed", "overridden"]
+shown = ["item_id", "preview", "consensus", "tie", "final_label", *critic_cols, "agreement",
+         "item_alpha", "failed", "overridden"]
+# The table's key names the open item, so its tick is drawn on that row: a save that moves on,
+# or a filter, never leaves the old row ticked.
 selection = st.dataframe(
     frame[[c for c in shown if c in frame.columns]],
     hide_index=True,
     height=min(38 + 35 * len(frame), 420),
     on_select="rerun",
     selection_mode="single-row",
-    key=f"{k}table.{page}.{hash(str(filters.kwargs))}",
+    selection_default={"selection": {"rows": [page_ids.index(current)] if current else []}},
+    key=f"{k}table.{page}.{hash(signature)}.{current}",
     column_config={
         "item_id": st.column_config.TextColumn("item id", pinned=True),
         "preview": st.column_config.TextColumn("item", width="medium"),
+        "tie": st.column_config.CheckboxColumn(
+            "tie", help="The critics' vote was tied: the panel's tie rule chose the consensus "
+            "(the item's note says how)"),
         "final_label": st.column_config.TextColumn(
             "final label", help="The latest override, else the consensus"),
         "agreement": st.column_config.ProgressColumn(
-            "agreement", min_value=0.0, max_value=1.0, format="%.2f",
+            "agreement", min_value=0.0, max_value=1.0, format="%.2f", width="small",
             help="Share of the critics' votes that went to the consensus"),
         "item_alpha": st.column_config.NumberColumn(
-            "per-item alpha", format="%.2f",
+            "per-item alpha", format="%.2f", width="small",
             help="1 - D_o(item) / D_e(dataset): 1 is full agreement, below 0 worse than chance"),
-        "failed": st.column_config.NumberColumn("failed", help="Critics without a verdict"),
+        "failed": st.column_config.NumberColumn(
+            "failed", width="small", help="Critics without a verdict"),
+        "overridden": st.column_config.CheckboxColumn("overridden", width="small"),
     },
 )
-
-st.caption("Tick a row to open that item below; saving a decision moves on to the next "
-           "contested item.")
-
-# The item in detail: a new table selection wins; else the remembered item; else the first row.
-current_key = k + "item"
+st.caption("Tick a row to open that item below; saving a decision moves on to the next item "
+           "of this list.")
 rows = selection.selection.rows if selection is not None else []
-picked = frame.iloc[rows[0]]["item_id"] if rows else None
-if picked is not None and picked != st.session_state.get(k + "last_pick"):
-    st.session_state[current_key] = picked
-st.session_state[k + "last_pick"] = picked
-if current_key not in st.session_state and st.query_params.get("item"):
-    st.session_state[current_key] = st.query_params["item"]
-if st.session_state.get(current_key) is None and len(frame):
-    st.session_state[current_key] = frame.iloc[0]["item_id"]
-item_id = st.session_state.get(current_key)
-if item_id is None or total == 0:  # no match: no stale item from an earlier filter either
+if rows and page_ids[rows[0]] != current:
+    current = st.session_state[item_key] = page_ids[rows[0]]
+
+if current is None or total == 0:  # no match: no stale item from an earlier filter either
     st.info("No item matches these filters. Loosen one above: for instance turn off "
             "**Disagreements only**, or clear the search.", icon=":material/filter_alt_off:")
     st.stop()
+item_id = str(current)
 if st.query_params.get("item") != item_id:
     st.query_params["item"] = item_id
 
 detail = None
 with user_errors():
-    detail = item_detail(db(), run_id, str(item_id))
+    detail = item_detail(db(), run_id, item_id)
 if detail is None:
-    st.session_state.pop(current_key, None)
+    st.session_state[item_key] = None
     st.stop()
 
-st.subheader(f"Item {md_escape(str(item_id))}")
+st.subheader(f"Item {md_escape(item_id)}")
 st.text(rv.consensus_line(detail))
 fields_col, form_col = st.columns([3, 2])
 with fields_col:
     rv.item_fields(detail)
 with form_col:
-    with st.form(k + "override", clear_on_submit=True, border=True):
+    reviewer_key = k + "reviewer"
+    if reviewer_key not in st.session_state:  # the name typed last time, on any run
+        st.session_state[reviewer_key] = st.session_state.get("reviewer", "")
+    # No clear_on_submit: a refused save keeps what was typed. The label and note widgets are
+    # keyed by item, so moving on opens a blank draft for the next item.
+    with st.form(k + "override", border=True):
         st.markdown("**Your decision**")
         if panel.scale.is_numeric:
             default = detail.get("final_label")
@@ -118,18 +152,24 @@ with form_col:
                              index=options.index(final) if final in options else 0,
                              key=f"{k}label.{item_id}")
         note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=80)
-        reviewer = st.text_input("Reviewer", value=st.session_state.get("reviewer", ""),
-                                 key=k + "reviewer")
-        saved = st.form_submit_button("Save and go to the next contested item", type="primary")
+        reviewer = st.text_input("Reviewer", key=reviewer_key)
+        saved = st.form_submit_button("Save and go to the next item", type="primary")
     if saved:
         with user_errors("The override was not saved"):
-            add_override(db(), run_id, str(item_id), label, note, reviewer)
+            following = rv.next_item(run_id, item_id, filters.kwargs)
+            add_override(db(), run_id, item_id, label, note, reviewer)
             st.session_state["reviewer"] = reviewer.strip()
-            upcoming, _ = review_table(db(), run_id, disagreements_only=True, overridden=False,
-                                       sort="contested", limit=2)
-            following = [i for i in upcoming["item_id"] if i != item_id]
-            st.session_state[current_key] = following[0] if following else None
-            st.toast(f"Saved {label} for {item_id}.", icon=":material/check:")
+            if following is None:
+                st.toast(f"Saved {label} for {item_id}: that was the last item of this list.",
+                         icon=":material/check:")
+            else:
+                # The saved item may have left the list (e.g. "Overridden: not yet"): find
+                # the next one where it sits now.
+                position = item_position(db(), run_id, following, **filters.kwargs)
+                st.session_state[item_key] = following
+                if position is not None:
+                    st.session_state[goto_key] = position // page_size + 1
+                st.toast(f"Saved {label} for {item_id}.", icon=":material/check:")
             st.rerun()
 
 st.markdown("**Critics**")

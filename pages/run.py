@@ -75,7 +75,6 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                 registry().start_run(str(db_path()), run_id, concurrency=concurrency,
                                      key_lookup=worker_key_lookup())
                 st.query_params[RUN_PARAM] = str(run_id)
-                st.session_state.pop("run_picker", None)
                 st.rerun()
 
 

@@ -46,6 +46,7 @@ from storage.panels import get_panel, list_panels, save_panel
 from storage.review import (
     gold_labels,
     item_detail,
+    item_position,
     ratings_frame,
     review_labels,
     review_table,
@@ -83,6 +84,7 @@ __all__ = [
     "gold_labels",
     "human_labels",
     "item_detail",
+    "item_position",
     "items_frame",
     "latest_overrides",
     "list_datasets",

@@ -29,7 +29,7 @@ SORTS: dict[str, str] = {
 
 FIXED_COLUMNS = (
     "item_id", "preview", "consensus", "final_label", "agreement", "disagreement", "failed",
-    "item_alpha", "tier", "overridden", "reviewer", "override_note",
+    "item_alpha", "tier", "tie", "overridden", "reviewer", "override_note",
 )
 
 _PREVIEW_CHARS = 160
@@ -63,59 +63,35 @@ def _cell(label: Any, score: Any, failure: Any) -> Any:
     return label if label is not None else score
 
 
-def review_table(
-    db: sqlite_utils.Database,
+# Each item's latest override (the final label's source), joined where a filter or sort needs it.
+_OVERRIDE_JOIN = (
+    " LEFT JOIN (SELECT item_id, max(id) AS id FROM overrides WHERE run_id = :run"
+    " GROUP BY item_id) lo ON lo.item_id = c.item_id"
+    " LEFT JOIN overrides o ON o.id = lo.id"
+)
+
+
+def _filtered(
     run_id: int,
+    dataset_id: int,
     *,
-    disagreements_only: bool = False,
-    consensus_label: str | None = None,
-    critic_label: tuple[str, str] | None = None,
-    alpha_range: tuple[float | None, float | None] | None = None,
-    failures_only: bool | str = False,
-    overridden: bool | None = None,
-    search: str | None = None,
-    critic_pair: tuple[str, str] | None = None,
-    sort: str = "contested",
-    limit: int | None = 50,
-    offset: int = 0,
-) -> tuple[pd.DataFrame, int]:
-    """One page of a run's review table, filtered and sorted, with one column per critic.
+    disagreements_only: bool,
+    consensus_label: str | None,
+    critic_label: tuple[str, str] | None,
+    alpha_range: tuple[float | None, float | None] | None,
+    failures_only: bool | str,
+    overridden: bool | None,
+    search: str | None,
+    critic_pair: tuple[str, str] | None,
+    sort: str,
+) -> tuple[str, str, dict[str, Any]]:
+    """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
-    Args:
-        db: this thread's connection.
-        run_id: the run.
-        disagreements_only: only items whose panel disagreed (or had a failed critic).
-        consensus_label: only items with this consensus label.
-        critic_label: `(critic, label)`: only items where that critic said that label (a failure
-            kind such as "parse_fail" matches that critic's failures of that kind).
-        alpha_range: `(low, high)` inclusive bounds on the per-item alpha; None on a side is
-            open. Items with an undefined alpha are left out when a range is given.
-        failures_only: True: items with at least one failed critic; a failure kind (e.g.
-            "refusal"): items with a failure of that kind.
-        overridden: True only overridden items, False only items never overridden.
-        search: text searched (case-insensitive for ASCII) in the item id, its fields and every
-            critic's reasoning.
-        critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
-            two differ (the Agreement heatmap's cell).
-        sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
-            "recent_override".
-        limit: page size; None for every matching row.
-        offset: rows to skip.
-
-    Returns:
-        `(frame, total)`: the page, and how many rows match the filters. Columns: item_id,
-        preview, consensus, final_label, agreement, disagreement, failed, item_alpha, tier,
-        overridden, reviewer, override_note, then one column per critic in panel order holding
-        its label (or score), or "⚠ <failure kind>" (`frame.attrs["critic_columns"]` maps critic
-        name -> column).
-
-    Raises:
-        NotFoundError: no such run.
-        StorageError: an unknown sort name or a malformed `critic_label` / `alpha_range`.
+    One builder for the table, its count and an item's position, so the three always agree on
+    what "the filtered set" is.
     """
     if sort not in SORTS:
         raise StorageError(f"Unknown sort {sort!r}; choose one of {', '.join(SORTS)}.")
-    dataset_id, critics = _run_meta(db, run_id)
     where = ["c.run_id = :run"]
     params: dict[str, Any] = {"run": run_id, "ds": dataset_id}
     if disagreements_only:
@@ -176,25 +152,75 @@ def review_table(
     # Joins only where a filter or the sort needs them: the count and the sort touch every
     # matching row, the details (preview, override) only the rows of the page.
     needs_override = overridden is not None or sort == "recent_override"
-    item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
-    override_join = (
-        " LEFT JOIN (SELECT item_id, max(id) AS id FROM overrides WHERE run_id = :run"
-        " GROUP BY item_id) lo ON lo.item_id = c.item_id"
-        " LEFT JOIN overrides o ON o.id = lo.id"
-    )
     where_sql = " WHERE " + " AND ".join(where)
-    filter_sql = (
-        " FROM consensus c"
-        + (override_join if needs_override else "")
-        + where_sql
+    filter_sql = " FROM consensus c" + (_OVERRIDE_JOIN if needs_override else "") + where_sql
+    return filter_sql, where_sql, params
+
+
+def review_table(
+    db: sqlite_utils.Database,
+    run_id: int,
+    *,
+    disagreements_only: bool = False,
+    consensus_label: str | None = None,
+    critic_label: tuple[str, str] | None = None,
+    alpha_range: tuple[float | None, float | None] | None = None,
+    failures_only: bool | str = False,
+    overridden: bool | None = None,
+    search: str | None = None,
+    critic_pair: tuple[str, str] | None = None,
+    sort: str = "contested",
+    limit: int | None = 50,
+    offset: int = 0,
+) -> tuple[pd.DataFrame, int]:
+    """One page of a run's review table, filtered and sorted, with one column per critic.
+
+    Args:
+        db: this thread's connection.
+        run_id: the run.
+        disagreements_only: only items whose panel disagreed (or had a failed critic).
+        consensus_label: only items with this consensus label.
+        critic_label: `(critic, label)`: only items where that critic said that label (a failure
+            kind such as "parse_fail" matches that critic's failures of that kind).
+        alpha_range: `(low, high)` inclusive bounds on the per-item alpha; None on a side is
+            open. Items with an undefined alpha are left out when a range is given.
+        failures_only: True: items with at least one failed critic; a failure kind (e.g.
+            "refusal"): items with a failure of that kind.
+        overridden: True only overridden items, False only items never overridden.
+        search: text searched (case-insensitive for ASCII) in the item id, its fields and every
+            critic's reasoning.
+        critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
+            two differ (the Agreement heatmap's cell).
+        sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
+            "recent_override".
+        limit: page size; None for every matching row.
+        offset: rows to skip.
+
+    Returns:
+        `(frame, total)`: the page, and how many rows match the filters. Columns: item_id,
+        preview, consensus, final_label, agreement, disagreement, failed, item_alpha, tier, tie
+        (the vote was tied and its tie rule chose), overridden, reviewer, override_note, then one column per critic in panel order holding
+        its label (or score), or "⚠ <failure kind>" (`frame.attrs["critic_columns"]` maps critic
+        name -> column).
+
+    Raises:
+        NotFoundError: no such run.
+        StorageError: an unknown sort name or a malformed `critic_label` / `alpha_range`.
+    """
+    dataset_id, critics = _run_meta(db, run_id)
+    filter_sql, where_sql, params = _filtered(
+        run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
+        critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
+        overridden=overridden, search=search, critic_pair=critic_pair, sort=sort,
     )
+    item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
     details = (
         "SELECT c.item_id, (SELECT substr(group_concat(replace(value, char(10), ' '), ' · '), 1,"
         f" {_PREVIEW_CHARS}) FROM json_each(i.fields)) AS preview, c.consensus,"
         " coalesce(o.label, c.consensus) AS final_label, c.agreement, c.disagreement, c.failed,"
-        " c.item_alpha, c.tier, o.id IS NOT NULL AS overridden, o.reviewer,"
-        " o.note AS override_note FROM consensus c" + item_join + override_join
+        " c.item_alpha, c.tier, c.tie, o.id IS NOT NULL AS overridden, o.reviewer,"
+        " o.note AS override_note FROM consensus c" + item_join + _OVERRIDE_JOIN
     )
     if limit is None:
         rows = db.execute(details + where_sql + " ORDER BY " + SORTS[sort], params).fetchall()
@@ -214,7 +240,7 @@ def review_table(
 
     columns = critic_columns(critics)
     frame = pd.DataFrame.from_records(rows, columns=list(FIXED_COLUMNS))
-    for flag in ("disagreement", "overridden"):
+    for flag in ("disagreement", "tie", "overridden"):
         frame[flag] = frame[flag].astype(bool)
     cells = _critic_cells(db, run_id, [r[0] for r in rows], critics)
     for critic, column in columns.items():
@@ -225,6 +251,40 @@ def review_table(
     frame.attrs["critic_columns"] = columns
     return frame, total
 
+
+
+def item_position(
+    db: sqlite_utils.Database, run_id: int, item_id: str, **filters: Any
+) -> int | None:
+    """Where an item sits in the filtered, sorted review table (0 = first), or None when the
+    filters leave it out.
+
+    Takes the same filter and sort arguments as `review_table` (not `limit` / `offset`), so the
+    Review page can open an item's page, and walk to the next item, in exactly the order the
+    table shows.
+
+    Raises:
+        NotFoundError: no such run.
+        StorageError: as `review_table`.
+    """
+    dataset_id, _ = _run_meta(db, run_id)
+    args: dict[str, Any] = {
+        "disagreements_only": False, "consensus_label": None, "critic_label": None,
+        "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
+        "critic_pair": None, "sort": "contested",
+    }
+    unknown = set(filters) - set(args)
+    if unknown:
+        raise StorageError(f"Unknown review filter(s): {', '.join(sorted(unknown))}.")
+    args.update(filters)
+    filter_sql, _, params = _filtered(run_id, dataset_id, **args)
+    params["item"] = str(item_id)
+    row = db.execute(
+        "SELECT pos FROM (SELECT c.item_id, row_number() OVER (ORDER BY " + SORTS[args["sort"]]
+        + ") - 1 AS pos" + filter_sql + ") WHERE item_id = :item",
+        params,
+    ).fetchone()
+    return None if row is None else int(row[0])
 
 def _page_rows(
     db: sqlite_utils.Database, details: str, rowids: list[int], dataset_id: int, run_id: int

@@ -187,7 +187,7 @@ def test_review_override_is_saved_and_moves_to_the_next_contested_item(
     at.radio(key=f"{k}label.{first}").set_value("SPLIT")
     at.text_area(key=f"{k}note.{first}").set_value("two kinds of product")
     at.text_input(key=k + "reviewer").set_value("ana")
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next contested item").click().run()
+    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     (saved,) = override_history(open_db(path), run_id, first)
     assert (saved["label"], saved["note"], saved["reviewer"]) == ("SPLIT", "two kinds of product", "ana")
@@ -202,7 +202,7 @@ def test_review_refuses_an_override_without_a_reviewer(demo_db: tuple[pathlib.Pa
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id)})
     k = f"rv{run_id}."
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next contested item").click().run()
+    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     assert any("reviewer" in e.value for e in at.error)
     assert open_db(path).execute("SELECT count(*) FROM overrides").fetchone()[0] == 0

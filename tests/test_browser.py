@@ -93,7 +93,7 @@ def test_override_is_saved_survives_a_reload_and_moves_agreement(
     form.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
     form.get_by_label("Note (why)").fill("duplicates an existing sibling")
     form.get_by_label("Reviewer").fill("browser-test")
-    form.get_by_role("button", name="Save and go to the next contested item").click()
+    form.get_by_role("button", name="Save and go to the next item").click()
     # On to the next contested item.
     app_page.wait_for_url(lambda url: f"item={item}" not in url)
     (saved,) = override_history(open_db(app_server["db"]), run_id, item)

@@ -16,7 +16,7 @@ from judging.panel_files import load_panel
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import md_escape, verdict_card
 from pages.ui.state import db
-from storage.review import review_labels
+from storage.review import item_position, review_labels, review_table
 
 ANY = "(any)"
 PAGE_SIZES = [25, 50, 100, 200]
@@ -210,3 +210,17 @@ def critic_cards(detail: dict[str, Any], *, per_row: int = 4) -> None:
         for column, verdict in zip(st.columns(len(chunk)), chunk):
             with column:
                 verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}")
+
+
+def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:
+    """The item after `item_id` in the review table as filtered and sorted now, or None at the
+    end of the list (or when the list is empty).
+
+    "Next" walks what the user sees: with a Consensus = SPLIT filter on, it stays on SPLIT items.
+    An item the filters leave out is followed by the list's first item.
+    """
+    position = item_position(db(), run_id, item_id, **filter_kwargs)
+    start = 0 if position is None else position + 1
+    frame, _ = review_table(db(), run_id, limit=2, offset=start, **filter_kwargs)
+    following = [str(i) for i in frame["item_id"] if str(i) != item_id]
+    return following[0] if following else None

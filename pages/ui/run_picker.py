@@ -49,13 +49,24 @@ def pick_run(*, key: str = "run_picker", empty_hint: str = NO_RUN_HINT) -> dict[
         st.info(empty_hint, icon=":material/info:")
         return None
     by_id = {run["id"]: run for run in runs}
-    wanted = query_run_id()
     ids = list(by_id)
-    index = ids.index(wanted) if wanted in by_id else 0
+    wanted = query_run_id()
     if wanted is not None and wanted not in by_id:
         st.warning(f"There is no run #{wanted}; showing the newest run instead.")
-    chosen = st.selectbox("Run", ids, index=index, format_func=lambda i: run_label(by_id[i]),
-                          key=key)
+    # The URL is the one place the chosen run lives. The widget is set from it before it is
+    # drawn (a value set through session state reaches the browser too, where dropping the
+    # key did not: the browser sent its old choice back and the page fell back to it), and a
+    # choice made in the widget is written to the URL by the callback, before the next run.
+    if wanted in by_id:
+        st.session_state[key] = wanted
+    elif st.session_state.get(key) not in by_id:
+        st.session_state[key] = ids[0]
+
+    def follow_choice() -> None:
+        st.query_params[RUN_PARAM] = str(st.session_state[key])
+
+    chosen = st.selectbox("Run", ids, format_func=lambda i: run_label(by_id[i]), key=key,
+                          on_change=follow_choice)
     if query_run_id() != chosen:
         st.query_params[RUN_PARAM] = str(chosen)
     return by_id[chosen]

@@ -1,0 +1,129 @@
+"""AppTest: the Review page's one source of "what the user is looking at" — the open item follows
+filters, searches and saves; the reviewer survives saves; a refused save keeps the draft."""
+
+from __future__ import annotations
+
+import pathlib
+
+from storage.db import open_db
+from storage.overrides import override_history
+from storage.review import item_detail, review_table
+from tests.test_app_smoke import no_exception, open_page
+
+SAVE = "Save and go to the next item"
+
+
+def _save_button(k: str) -> str:
+    return f"FormSubmitter:{k}override-{SAVE}"
+
+
+def _consensus_of(path: pathlib.Path, run_id: int, item_id: str) -> str:
+    return str(item_detail(open_db(path), run_id, item_id)["consensus"]["consensus"])
+
+
+def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    k = f"rv{run_id}."
+    at.selectbox(key=k + "consensus").set_value("SPLIT").run()
+    no_exception(at)
+    expected, total = review_table(open_db(path), run_id, disagreements_only=True,
+                                   consensus_label="SPLIT", limit=None)
+    assert total >= 4
+    opened = []
+    for n in range(3):
+        item = at.query_params["item"]
+        opened.append(item)
+        assert _consensus_of(path, run_id, item) == "SPLIT"
+        at.radio(key=f"{k}label.{item}").set_value("MERGE")
+        at.text_area(key=f"{k}note.{item}").set_value(f"note {n}")
+        if n == 0:  # typed once: the name must stay for the next saves
+            at.text_input(key=k + "reviewer").set_value("carla")
+        assert at.text_input(key=k + "reviewer").value == "carla"
+        at.button(key=_save_button(k)).click().run()
+        no_exception(at)
+        assert not at.error, [e.value for e in at.error]
+    # Saved, in the order of the filtered table, every one by carla with its own note.
+    assert opened == list(expected["item_id"][:3])
+    for n, item in enumerate(opened):
+        (saved,) = override_history(open_db(path), run_id, item)
+        assert (saved["label"], saved["note"], saved["reviewer"]) == ("MERGE", f"note {n}", "carla")
+    assert at.query_params["item"] == expected["item_id"].iloc[3]
+
+
+def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    k = f"rv{run_id}."
+    item = at.query_params["item"]
+    at.radio(key=f"{k}label.{item}").set_value("REJECT")
+    at.text_area(key=f"{k}note.{item}").set_value("a careful note")
+    at.button(key=_save_button(k)).click().run()  # no reviewer: refused
+    no_exception(at)
+    assert any("reviewer" in e.value for e in at.error)
+    assert at.query_params["item"] == item
+    assert at.text_area(key=f"{k}note.{item}").value == "a careful note"
+    assert at.radio(key=f"{k}label.{item}").value == "REJECT"
+    at.text_input(key=k + "reviewer").set_value("dan")
+    at.button(key=_save_button(k)).click().run()
+    (saved,) = override_history(open_db(path), run_id, item)
+    assert (saved["label"], saved["note"], saved["reviewer"]) == ("REJECT", "a careful note", "dan")
+
+
+def test_a_filter_that_leaves_the_open_item_out_opens_a_matching_one(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    k = f"rv{run_id}."
+    first = at.query_params["item"]
+    other = next(label for label in ("KEEP", "REJECT", "SPLIT", "MERGE")
+                 if label != _consensus_of(path, run_id, first))
+    at.selectbox(key=k + "consensus").set_value(other).run()
+    no_exception(at)
+    shown = at.query_params["item"]
+    assert shown != first
+    assert _consensus_of(path, run_id, shown) == other
+    assert at.subheader[0].value.endswith(shown.replace("-", "\\-"))
+
+
+def test_a_search_opens_an_item_that_contains_the_words(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    k = f"rv{run_id}."
+    at.toggle(key=k + "disagree").set_value(False).run()
+    # A word of an item far down the list, so the open (first) item does not contain it.
+    frame, _ = review_table(open_db(path), run_id, sort="item", limit=None)
+    target = frame["item_id"].iloc[-1]
+    word = max(str(item_detail(open_db(path), run_id, target)["fields"]).split(), key=len)
+    at.text_input(key=k + "search").set_value(word).run()
+    no_exception(at)
+    shown = at.query_params["item"]
+    detail = item_detail(open_db(path), run_id, shown)
+    text = (str(detail["fields"]) + shown
+            + " ".join(str(v["reasoning"]) for v in detail["verdicts"])).lower()
+    assert word.lower() in text
+
+
+def test_a_filter_that_keeps_the_open_item_keeps_it(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    frame, _ = review_table(open_db(path), run_id, disagreements_only=True, limit=None)
+    chosen = frame["item_id"].iloc[-1]  # on the last page of the contested list
+    at = open_page("review", query={"run": str(run_id), "item": chosen})
+    k = f"rv{run_id}."
+    assert at.query_params["item"] == chosen
+    consensus = _consensus_of(path, run_id, chosen)
+    at.selectbox(key=k + "consensus").set_value(consensus).run()
+    no_exception(at)
+    assert at.query_params["item"] == chosen
+
+
+def test_a_shared_link_opens_its_item_on_its_page(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    frame, _ = review_table(open_db(path), run_id, disagreements_only=True, limit=None)
+    far = frame["item_id"].iloc[-1]
+    at = open_page("review", query={"run": str(run_id), "item": far})
+    no_exception(at)
+    k = f"rv{run_id}."
+    assert at.query_params["item"] == far
+    assert at.number_input(key=k + "page").value == (len(frame) - 1) // 50 + 1

@@ -483,6 +483,10 @@ def _cut(response: httpx.Response) -> None:
             pass  # already closed: nothing left to cut
 
 
+class _CancelledWhileQueued(Exception):
+    """The run was cancelled while this call waited for a vendor-limit slot."""
+
+
 class _DeadlineExceeded(Exception):
     pass
 
@@ -819,6 +823,10 @@ class CallRunner:
                 for semaphore in semaphores:  # always in the same order: no deadlock
                     semaphore.acquire()
                 try:
+                    # A call may have waited long for its vendor slot: a cancel that came
+                    # meanwhile must stop it here, or every queued call still goes out.
+                    if cancel is not None and cancel.is_set():
+                        raise _CancelledWhileQueued
                     status, response_headers, body = self._send(
                         route, headers, content, timeouts, critic.timeout_s
                     )
@@ -834,6 +842,12 @@ class CallRunner:
                         # all the same: keep what it cost.
                         self._add_usage(verdict, critic, *reply_usage(body))
                     raise
+            except _CancelledWhileQueued:
+                verdict.attempts = attempt  # this attempt was never sent
+                self._fail(verdict, FailureKind.CANCELLED,
+                           f"cancelled before retry {attempt}; last error: {last}" if attempt
+                           else "not called: the run was cancelled")
+                return
             except _DeadlineExceeded:
                 last = RetryableCallError(
                     f"no complete reply within the deadline of {critic.timeout_s:g} s"

@@ -667,3 +667,40 @@ def test_slow_body_hits_the_deadline(trickle_server: http.server.ThreadingHTTPSe
     # Cut at the 1 s deadline: not after the ~4-10 s the server takes, nor 1 s past the last
     # byte (the per-read timeout alone would end the stalled body at about 1.9 s).
     assert elapsed < 1.6
+
+
+def test_cancel_stops_calls_queued_behind_a_vendor_limit(make_runner: MakeRunner,
+                                                         make_critic: MakeCritic,
+                                                         label_scale: Scale) -> None:
+    # 14 calls behind a limit of 2: two are at the vendor when the user cancels. Those two may
+    # finish; none of the twelve waiting for a slot may be sent afterwards.
+    cancel = threading.Event()
+    arrived = threading.Condition()
+    state = {"sent": 0}
+
+    def held(request: httpx.Request) -> httpx.Response:
+        with arrived:
+            state["sent"] += 1
+            arrived.notify_all()
+        cancel.wait(timeout=10)
+        return ok()
+
+    runner = make_runner(Script(held), vendor_limits={"openai": 2})
+    verdicts: list[Verdict] = []
+    # One critic per call: a critic's first call is a lone probe, which would hide the limit.
+    threads = [
+        threading.Thread(target=lambda n=n: verdicts.append(
+            runner.call(make_critic(f"critic-{n}"), ITEM, label_scale, cancel=cancel)))
+        for n in range(14)
+    ]
+    for thread in threads:
+        thread.start()
+    with arrived:
+        assert arrived.wait_for(lambda: state["sent"] == 2, timeout=10)
+    cancel.set()
+    for thread in threads:
+        thread.join()
+    assert state["sent"] == 2
+    kinds = sorted(str(v.failure) for v in verdicts)
+    assert kinds.count(str(FailureKind.CANCELLED)) == 12
+    assert sum(v.attempts for v in verdicts) == 2

@@ -38,6 +38,7 @@ from judging.cli_runs import (
     run_stored,
 )
 from judging.errors import ConfigError, DataError, JuryboxError
+from judging.ledger import Ledger
 
 if TYPE_CHECKING:
     from judging.panel import Panel
@@ -362,13 +363,8 @@ class RunSummary:
     no_consensus: int
     disagreements: int
     calls: int
-    attempts: int
-    tokens_in: int
-    tokens_out: int
-    tokens_unknown: int  # calls whose reply carried no token counts
-    cost_usd: float
-    cost_unknown_calls: int  # sent calls whose cost is unknown (not in cost_usd)
-    cost_unknown: list[str]  # critics with at least one call of unknown cost
+    ledger: Ledger  # what the run sent and paid (cache hits never paid)
+    unpriced_critics: list[str]  # critics with at least one sent call of unknown cost
     seconds: float
     gold_items: int
     gold_correct: int
@@ -390,10 +386,8 @@ def summarize(
     critics = {c.name: CriticSummary(c.name) for c in panel.critics}
     consensus: Counter[str] = Counter()
     no_consensus = disagreements = gold_correct = gold_items = 0
-    tokens_in = tokens_out = tokens_unknown = attempts = 0
-    cost = 0.0
-    cost_unknown_calls = 0
-    cost_unknown: set[str] = set()
+    ledger = Ledger()
+    unpriced: set[str] = set()
     simulated = False
     for pv in verdicts:
         if pv.consensus is None:
@@ -408,9 +402,12 @@ def summarize(
         for v in pv.verdicts:
             cs = critics.setdefault(v.critic, CriticSummary(v.critic))
             cs.calls += 1
-            cs.attempts += v.attempts
+            cs.attempts += 0 if v.cached else v.attempts
             cs.cached += bool(v.cached)
-            attempts += v.attempts
+            before = ledger.unpriced_calls
+            ledger.add(v)
+            if ledger.unpriced_calls > before:
+                unpriced.add(v.critic)
             simulated = simulated or bool(v.simulated)
             if v.failure is None:
                 cs.ok += 1
@@ -419,17 +416,6 @@ def summarize(
                     cs.correct += _same(v.value, truth)
             else:
                 cs.failures[str(getattr(v.failure, "value", v.failure))] += 1
-            if v.attempts == 0 and not v.cached:
-                continue  # never sent (cancelled, critic stopped): no tokens, no cost
-            if v.tokens_in is None and v.tokens_out is None:
-                tokens_unknown += 1
-            tokens_in += v.tokens_in or 0
-            tokens_out += v.tokens_out or 0
-            if v.cost_usd is None:
-                cost_unknown_calls += 1
-                cost_unknown.add(v.critic)
-            else:
-                cost += v.cost_usd
     return RunSummary(
         panel=getattr(panel, "name", "panel"),
         strategy=panel.voting.strategy,
@@ -439,13 +425,8 @@ def summarize(
         no_consensus=no_consensus,
         disagreements=disagreements,
         calls=sum(c.calls for c in critics.values()),
-        attempts=attempts,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        tokens_unknown=tokens_unknown,
-        cost_usd=cost,
-        cost_unknown_calls=cost_unknown_calls,
-        cost_unknown=sorted(cost_unknown),
+        ledger=ledger,
+        unpriced_critics=sorted(unpriced),
         seconds=seconds,
         gold_items=gold_items,
         gold_correct=gold_correct,
@@ -489,20 +470,11 @@ def format_summary(s: RunSummary) -> str:
         lines.append(f"Gold agreement: consensus matches gold on {s.gold_correct} of "
                      f"{s.gold_items} items ({_pct(s.gold_correct, s.gold_items)})")
     failed = sum(sum(c.failures.values()) for c in s.critics)
-    lines.append(f"Calls:          {s.calls} ({s.calls - failed} verdicts, {failed} failed), "
-                 f"{s.attempts} HTTP attempts")
-    tokens = f"{s.tokens_in:,} in, {s.tokens_out:,} out"
-    if s.tokens_unknown:
-        tokens += f" ({s.tokens_unknown} calls with unknown token counts)"
-    lines.append(f"Tokens:         {tokens}")
-    unknown = (f"unknown for {s.cost_unknown_calls} calls "
-               f"(critics: {', '.join(s.cost_unknown)})")
-    if not s.cost_unknown_calls:
-        cost = f"${s.cost_usd:.4f}"
-    elif s.cost_usd:
-        cost = f"${s.cost_usd:.4f} + {unknown}"
-    else:
-        cost = unknown
+    lines.append(f"Calls:          {s.calls} ({s.calls - failed} verdicts, {failed} failed)")
+    lines.append(f"Sent:           {s.ledger.sent_text()}")
+    cost = s.ledger.cost_text()
+    if s.unpriced_critics:
+        cost += f" (critics without a price: {', '.join(s.unpriced_critics)})"
     lines.append(f"Cost:           {cost}")
     rate = s.calls / s.seconds if s.seconds > 0 else 0.0
     lines.append(f"Time:           {s.seconds:.2f} s ({rate:.0f} calls/s)")

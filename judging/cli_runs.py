@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from judging.errors import DataError
+from judging.ledger import Ledger
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -173,7 +174,11 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         items = load_items(db, run["dataset_id"])
     finally:
         db.close()
-    print(format_summary(summarize(panel, items, verdicts, elapsed)), flush=True)
+    summary = summarize(panel, items, verdicts, elapsed)
+    # What the run sent and paid is its stored ledger, the figure `jurybox runs` and the app
+    # show too (a resumed run's earlier jobs included), not a recount of the rows.
+    summary.ledger = Ledger.from_mapping(run["ledger"])
+    print(format_summary(summary), flush=True)
     if progress.error:
         print(f"Note: {progress.error}", flush=True)
     out = getattr(args, "out", None)
@@ -193,12 +198,10 @@ def _as_run_progress(p: JobProgress) -> Any:
     from judging.runner import RunProgress
 
     return RunProgress(
-        total=p.total, items_total=p.items_total, done=p.done, failed=p.failed, cached=p.cached,
-        calls_saved=p.calls_saved, items_done=p.items_done,
+        total=p.total, items_total=p.items_total, items_done=p.items_done,
         critic_done={k: v.done for k, v in p.per_critic.items()},
         critic_failed={k: v.failed for k, v in p.per_critic.items()},
-        tokens_in=p.tokens_in, tokens_out=p.tokens_out, cost_usd=p.cost_usd,
-        cost_unknown=p.cost_unknown, elapsed_s=p.elapsed_s,
+        ledger=p.ledger.copy(), elapsed_s=p.elapsed_s,
     )
 
 
@@ -275,13 +278,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
               "`jurybox judge --data FILE --panel PANEL.yaml`.")
         return EXIT_OK
     print(f"{'id':>4}  {'status':<11}  {'created (UTC)':<19}  {'items':>6}  "
-          f"{'ok':>7}  {'failed':>6}  {'of':>7}  {'cost':>9}  dataset / panel")
+          f"{'ok':>7}  {'failed':>6}  {'of':>7}  dataset / panel  cost")
     for r in runs:
-        cost = "?" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
+        cost = Ledger.from_mapping(r["ledger"]).cost_text()
         sim = " (simulated)" if r["simulated"] else ""
         print(f"{r['id']:>4}  {r['status']:<11}  {r['created_at'][:19].replace('T', ' '):<19}  "
               f"{r['n_items']:>6}  {r['ok_calls']:>7}  {r['failed_calls']:>6}  "
-              f"{r['total_calls']:>7}  {cost:>9}  {r['dataset_name']} / {r['panel_name']}{sim}")
+              f"{r['total_calls']:>7}  {r['dataset_name']} / {r['panel_name']}{sim}  {cost}")
         if r["error"] and r["status"] in ("failed", "interrupted"):
             print(f"{'':>6}{r['error']}")
     return EXIT_OK

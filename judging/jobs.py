@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judging.errors import JuryboxError
+from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
 
@@ -71,15 +72,12 @@ class JobProgress:
         status: "starting", "running", "cancelling", then the run's final status: "done",
             "cancelled" or "failed".
         total: calls planned for this job (items x critics; an upper bound for cascades).
-        done: calls finished (cache hits and failures included).
-        failed: calls that gave no verdict (cancelled ones included).
-        cached: calls served from stored successes (no request sent, nothing paid).
         written: verdicts stored in the database so far.
         items_total / items_done: items in the job / items with a panel verdict.
         per_critic: critic name -> `CriticProgress`.
         calls_per_s: requests actually sent per second (cache hits excluded).
-        tokens_in / tokens_out / cost_usd: of requests sent by this job; `cost_unknown` counts
-            calls whose price is unknown (not in `cost_usd`).
+        ledger: this job's totals (`judging.ledger.Ledger`): calls done, failed, from cache,
+            saved by a cascade, sent, HTTP attempts, tokens, cost. The properties read it.
         eta_s: seconds left at the current pace; None when unknown.
         elapsed_s: seconds since the job started.
         error: why the job failed, or a note (e.g. a critic that was stopped); None otherwise.
@@ -89,22 +87,50 @@ class JobProgress:
     kind: str
     status: str
     total: int = 0
-    done: int = 0
-    failed: int = 0
-    cached: int = 0
     written: int = 0
     items_total: int = 0
     items_done: int = 0
     per_critic: dict[str, CriticProgress] = field(default_factory=dict)
     calls_per_s: float = 0.0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    cost_unknown: int = 0
+    ledger: Ledger = field(default_factory=Ledger)
     eta_s: float | None = None
     elapsed_s: float = 0.0
-    calls_saved: int = 0
     error: str | None = None
+
+    @property
+    def done(self) -> int:
+        """Calls finished (cache hits and failures included)."""
+        return self.ledger.calls
+
+    @property
+    def failed(self) -> int:
+        """Calls that gave no verdict (cancelled ones included)."""
+        return self.ledger.failed
+
+    @property
+    def cached(self) -> int:
+        """Calls served from stored successes (no request sent, nothing paid)."""
+        return self.ledger.cache_hits
+
+    @property
+    def calls_saved(self) -> int:
+        return self.ledger.calls_saved
+
+    @property
+    def tokens_in(self) -> int:
+        return self.ledger.tokens_in
+
+    @property
+    def tokens_out(self) -> int:
+        return self.ledger.tokens_out
+
+    @property
+    def cost_usd(self) -> float:
+        return self.ledger.cost_usd
+
+    @property
+    def cost_unknown(self) -> int:
+        return self.ledger.unpriced_calls
 
     @property
     def fraction(self) -> float:
@@ -415,9 +441,12 @@ class _Writer:
         self.flush_interval_s = flush_interval_s
         self._pending: list[Verdict] = []
         self._decided: list[PanelVerdict] = []
+        # This job's share of the run ledger not yet stored (taken with each batch).
+        self._ledger = Ledger()
         self._first_at: float | None = None
         self._cond = threading.Condition()
         self._closing = False
+        self._ledger_taken: Ledger | None = None
         self.written = 0
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name=f"jurybox-writer-{run_id}", daemon=True)
@@ -427,16 +456,23 @@ class _Writer:
         """`on_verdict` callback: called from call threads, so it only queues."""
         if self.error is not None:
             raise RuntimeError(f"storing verdicts failed: {self.error}")
-        if verdict.failure == FailureKind.CANCELLED:
-            return  # never sent: nothing to store, the pair stays open for a resume
         if verdict.cached and (str(item.id), verdict.critic) in self.already_ok:
-            return  # this run already holds that success
+            return  # this run already holds that success: nothing new, nothing paid
         with self._cond:
+            # Counted even when not stored: a call cancelled between retries was paid for.
+            self._ledger.add(verdict)
+            if verdict.failure == FailureKind.CANCELLED:
+                return  # not stored: the pair stays open for a resume
             if not self._pending and not self._decided:
                 self._first_at = time.monotonic()
             self._pending.append(verdict)
             if len(self._pending) >= self.batch_size:
                 self._cond.notify()
+
+    def saved_by_cascade(self, calls: int) -> None:
+        """Record calls a cascade did not need (the run learns it at the end of the job)."""
+        with self._cond:
+            self._ledger.calls_saved += calls
 
     def decided(self, panel_verdict: PanelVerdict) -> None:
         """Queue an item's provisional decision (after its verdicts were queued by `add`)."""
@@ -459,9 +495,13 @@ class _Writer:
                 ):
                     batch, self._pending = self._pending, []
                     decided, self._decided = self._decided, []
+                    self._ledger_taken, self._ledger = self._ledger, Ledger()
                     return batch, decided
                 if self._closing or waited:
-                    return [], []  # the end, or an idle tick that lets the loop send a heartbeat
+                    # The end, or an idle tick that lets the loop send a heartbeat; a ledger
+                    # share without verdicts to store (cancelled calls) is written then.
+                    self._ledger_taken, self._ledger = self._ledger, Ledger()
+                    return [], []
                 waited = True
                 timeout = (
                     self.flush_interval_s
@@ -474,7 +514,7 @@ class _Writer:
         from storage.calls import write_verdicts
         from storage.consensus import write_consensus
         from storage.db import open_db
-        from storage.runs import heartbeat, refresh_run_totals
+        from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
 
         db = open_db(self.db_path, migrate=False)
         last_totals = last_beat = time.monotonic()
@@ -484,6 +524,9 @@ class _Writer:
                 if time.monotonic() - last_beat >= 1.0:
                     heartbeat(db, self.run_id)
                     last_beat = time.monotonic()
+                ledger, self._ledger_taken = self._ledger_taken, None
+                if ledger is not None and not ledger.empty:
+                    add_to_ledger(db, self.run_id, ledger.as_dict())
                 if not batch and not decided:
                     if self._closing:
                         break
@@ -599,21 +642,17 @@ class _Worker:
         job._update(status="running", total=len(items) * n_critics, items_total=len(items))
 
         def on_progress(p: RunProgress) -> None:
-            sent = max(0, p.done - p.cached - p.cancelled)
-            rate = sent / p.elapsed_s if p.elapsed_s > 0 else 0.0
+            rate = p.ledger.sent_calls / p.elapsed_s if p.elapsed_s > 0 else 0.0
             remaining = max(0, p.total - p.done - p.calls_saved)
             eta = remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
             job._update(
                 status="cancelling" if job.cancel_event.is_set() else "running",
-                total=p.total, done=p.done, failed=p.failed, cached=p.cached,
-                items_total=p.items_total, items_done=p.items_done,
+                total=p.total, items_total=p.items_total, items_done=p.items_done,
                 per_critic={
                     name: CriticProgress(p.critic_done.get(name, 0), p.critic_failed.get(name, 0))
                     for name in p.critic_done
                 },
-                calls_per_s=rate, tokens_in=p.tokens_in, tokens_out=p.tokens_out,
-                cost_usd=p.cost_usd, cost_unknown=p.cost_unknown, eta_s=eta,
-                calls_saved=p.calls_saved,
+                calls_per_s=rate, ledger=p.ledger, eta_s=eta,
                 written=self.writer.written if self.writer else 0,
             )
 
@@ -630,6 +669,7 @@ class _Worker:
                     on_verdict=on_verdict, cancel=job.cancel_event, cache=cache,
                     key_lookup=self.key_lookup,
                 )
+                self.writer.saved_by_cascade(result.progress.calls_saved)
             finally:
                 self.writer.close()  # store everything received, even when the run raised
         finally:

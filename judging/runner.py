@@ -39,6 +39,7 @@ from judging.calls import (
 )
 from judging.cascade import Tier, decide, plan_tiers, rejected
 from judging.critics import Critic
+from judging.ledger import Ledger
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import DATASET_STRATEGIES, VotingConfig, vote
@@ -57,34 +58,62 @@ class RunProgress:
     Attributes:
         total: calls planned (items x critics; for cascades an upper bound that `calls_saved`
             eats into as items settle early).
-        done: calls finished (successes and failures, cached and cancelled included).
-        failed: calls that gave no verdict (any `FailureKind`, cancelled included).
-        cached: calls served from the cache (no request, no cost this run).
-        cancelled: calls not sent because the run was cancelled.
-        calls_saved: calls a cascade did not need to make.
         items_total / items_done: items in the run / items with a panel verdict.
         critic_done / critic_failed: per critic name.
-        tokens_in / tokens_out: tokens of calls sent in this run (cached ones excluded).
-        cost_usd: the known cost of calls sent in this run.
-        cost_unknown: calls whose price is unknown (their cost is not in `cost_usd`).
+        ledger: the run's totals (`judging.ledger.Ledger`): calls finished, failed, cached,
+            cancelled, saved by a cascade, sent, HTTP attempts, tokens and cost. The properties
+            below read it; nothing else counts them.
         elapsed_s: seconds since the run started.
     """
 
     total: int
     items_total: int
-    done: int = 0
-    failed: int = 0
-    cached: int = 0
-    cancelled: int = 0
-    calls_saved: int = 0
     items_done: int = 0
     critic_done: dict[str, int] = field(default_factory=dict)
     critic_failed: dict[str, int] = field(default_factory=dict)
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    cost_unknown: int = 0
+    ledger: Ledger = field(default_factory=Ledger)
     elapsed_s: float = 0.0
+
+    @property
+    def done(self) -> int:
+        """Calls finished (successes and failures, cached and cancelled included)."""
+        return self.ledger.calls
+
+    @property
+    def failed(self) -> int:
+        """Calls that gave no verdict (any `FailureKind`, cancelled included)."""
+        return self.ledger.failed
+
+    @property
+    def cached(self) -> int:
+        """Calls served from the cache (no request, no cost this run)."""
+        return self.ledger.cache_hits
+
+    @property
+    def cancelled(self) -> int:
+        return self.ledger.cancelled
+
+    @property
+    def calls_saved(self) -> int:
+        return self.ledger.calls_saved
+
+    @property
+    def tokens_in(self) -> int:
+        return self.ledger.tokens_in
+
+    @property
+    def tokens_out(self) -> int:
+        return self.ledger.tokens_out
+
+    @property
+    def cost_usd(self) -> float:
+        """The known cost of calls sent in this run (cache hits are never paid)."""
+        return self.ledger.cost_usd
+
+    @property
+    def cost_unknown(self) -> int:
+        """Sent calls whose price is unknown (their cost is not in `cost_usd`)."""
+        return self.ledger.unpriced_calls
 
     @property
     def calls_per_second(self) -> float:
@@ -98,7 +127,8 @@ class RunProgress:
 
     def copy(self) -> RunProgress:
         return dataclasses.replace(
-            self, critic_done=dict(self.critic_done), critic_failed=dict(self.critic_failed)
+            self, critic_done=dict(self.critic_done), critic_failed=dict(self.critic_failed),
+            ledger=self.ledger.copy(),
         )
 
 
@@ -263,22 +293,10 @@ class _Run:
             state.verdicts[critic_index] = verdict
             state.pending -= 1
             tier_complete = state.pending == 0
-            progress.done += 1
+            progress.ledger.add(verdict)
             progress.critic_done[name] += 1
             if verdict.failure is not None:
-                progress.failed += 1
                 progress.critic_failed[name] += 1
-                if verdict.failure is FailureKind.CANCELLED:
-                    progress.cancelled += 1
-            if verdict.cached:
-                progress.cached += 1
-            elif verdict.attempts:
-                progress.tokens_in += verdict.tokens_in or 0
-                progress.tokens_out += verdict.tokens_out or 0
-                if verdict.cost_usd is None:
-                    progress.cost_unknown += 1
-                else:
-                    progress.cost_usd += verdict.cost_usd
         if tier_complete:
             self._tier_done(state)
         self._maybe_emit()
@@ -303,9 +321,7 @@ class _Run:
                         self.on_verdict(verdict, state.item)
                     with self.lock:
                         state.verdicts[i] = verdict
-                        self.progress.done += 1
-                        self.progress.failed += 1
-                        self.progress.cancelled += 1
+                        self.progress.ledger.add(verdict)
                         self.progress.critic_done[self.critics[i].name] += 1
                         self.progress.critic_failed[self.critics[i].name] += 1
             self._finish(state, self._vote(self._called(state)),
@@ -318,7 +334,7 @@ class _Run:
         saved = sum(len(t.critics) for t in self.tiers[state.tier_pos + 1 :])
         if saved:
             with self.lock:
-                self.progress.calls_saved += saved
+                self.progress.ledger.calls_saved += saved
         if self.panel.cascade.final_vote == "last_tier":
             outcome = tier_outcome
         else:

@@ -362,12 +362,15 @@ class SimulatorServer:
             st.seen[key] = nth + 1
             return nth
 
-    def _leave(self, key: str | None, reply: _Reply | None) -> None:
+    def _leave(self) -> None:
+        with self._stats.lock:
+            self._stats.in_flight -= 1
+
+    def _record(self, key: str, reply: _Reply) -> None:
+        # Counted before the reply is written, as a vendor bills an answer once it exists: so a
+        # client that reads /stats right after its last reply always sees that reply counted.
         st = self._stats
         with st.lock:
-            st.in_flight -= 1
-            if reply is None or key is None:
-                return
             st.outcomes[reply.outcome] += 1
             st.tokens_in += reply.tokens_in
             st.tokens_out += reply.tokens_out
@@ -745,13 +748,13 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(request["model"])
         key = _request_key(model, request["messages"])
         nth = sim._enter(model, key)
-        reply: _Reply | None = None
         try:
             reply = sim.simulate(request, nth, key)
             time.sleep(reply.latency_s)  # the "model thinking": sleeps, never burns CPU
+            sim._record(key, reply)
             self._send_json(reply.status, reply.body, reply.headers)
         finally:
-            sim._leave(key, reply)
+            sim._leave()
 
 
 # -- the process-wide simulator ---------------------------------------------------------------

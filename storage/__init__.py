@@ -52,6 +52,7 @@ from storage.review import (
     review_table,
 )
 from storage.runs import (
+    add_to_ledger,
     create_run,
     get_run,
     list_runs,
@@ -65,6 +66,7 @@ __all__ = [
     "SavedDataset",
     "StorageError",
     "accept_consensus",
+    "add_to_ledger",
     "add_override",
     "call_counts",
     "consensus_summary",

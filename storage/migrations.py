@@ -229,6 +229,37 @@ def _two_level_cache(db: sqlite_utils.Database) -> None:
         """,
     )
 
+@migrations(name="0005_run_ledger")
+def _run_ledger(db: sqlite_utils.Database) -> None:
+    # The run ledger (`judging.ledger.Ledger`): what a run sent and paid, accumulated by its jobs
+    # as JSON, so a re-run failure's first attempts stay paid and a cache hit never is. Runs made
+    # before it get their ledger rebuilt from their calls, counting as `Ledger.add` does (cached
+    # rows carry the tokens and cost of the call that first made them: not paid again).
+    _script(
+        db,
+        """
+        ALTER TABLE runs ADD COLUMN ledger TEXT;
+        UPDATE runs SET ledger = (
+            SELECT json_object(
+                'calls', count(*),
+                'failed', count(*) FILTER (WHERE failure IS NOT NULL),
+                'cancelled', count(*) FILTER (WHERE failure = 'cancelled'),
+                'cache_hits', count(*) FILTER (WHERE cached),
+                'sent_calls', count(*) FILTER (WHERE NOT cached AND attempts > 0),
+                'http_attempts', coalesce(sum(attempts) FILTER (WHERE NOT cached), 0),
+                'calls_saved', 0,
+                'tokens_in', coalesce(sum(tokens_in) FILTER (WHERE NOT cached AND attempts > 0), 0),
+                'tokens_out', coalesce(sum(tokens_out) FILTER (WHERE NOT cached AND attempts > 0), 0),
+                'cost_usd', coalesce(sum(cost_usd) FILTER (WHERE NOT cached AND attempts > 0), 0.0),
+                'unpriced_calls', count(*) FILTER (
+                    WHERE NOT cached AND attempts > 0 AND cost_usd IS NULL
+                    AND (failure IS NULL OR coalesce(tokens_in, 0) + coalesce(tokens_out, 0) > 0))
+            ) FROM calls WHERE calls.run_id = runs.id
+        )
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -66,10 +66,18 @@ _RUN_SELECT = (
 )
 
 
+# Columns of the first schema that the run ledger replaced; dropped from run dicts so nothing
+# reads a second, stale copy of what a run paid.
+_SUPERSEDED = ("tokens_in", "tokens_out", "cost_usd")
+
+
 def _run_dict(row: dict[str, Any]) -> dict[str, Any]:
     row = dict(row)
     row["critics"] = loads(row["critics"]) or []
     row["simulated"] = bool(row["simulated"])
+    row["ledger"] = loads(row.get("ledger")) or {}
+    for column in _SUPERSEDED:
+        row.pop(column, None)
     return row
 
 
@@ -78,8 +86,8 @@ def list_runs(db: sqlite_utils.Database, *, dataset_id: int | None = None) -> li
 
     Each row: id, name, dataset_id, dataset_name, panel_hash, panel_name, status, created_at,
     started_at, finished_at, n_items, critics (list), total_calls, ok_calls, failed_calls,
-    cached_calls, tokens_in, tokens_out, cost_usd (None when no price is known), simulated,
-    error.
+    cached_calls (stored rows of each kind), ledger (dict: the run's `judging.ledger.Ledger`
+    totals — what it sent and paid), simulated, error.
     """
     if dataset_id is None:
         rows = db.query(_RUN_SELECT + " ORDER BY r.id DESC")
@@ -135,24 +143,51 @@ def set_run_status(
 
 
 def refresh_run_totals(db: sqlite_utils.Database, run_id: int) -> None:
-    """Recompute a run's call totals from its calls (part of the caller's transaction if any)."""
+    """Recount a run's stored calls of each kind (part of the caller's transaction if any).
+
+    These count rows (what the run holds now); what it sent and paid is its ledger
+    (`add_to_ledger`), which a re-run or a re-judged item never takes back.
+    """
     db.execute(
         """
-        UPDATE runs SET
-            ok_calls = t.ok, failed_calls = t.failed, cached_calls = t.cached,
-            tokens_in = t.tin, tokens_out = t.tout, cost_usd = t.cost
+        UPDATE runs SET ok_calls = t.ok, failed_calls = t.failed, cached_calls = t.cached
         FROM (
             SELECT count(*) FILTER (WHERE failure IS NULL) AS ok,
                    count(*) FILTER (WHERE failure IS NOT NULL) AS failed,
-                   count(*) FILTER (WHERE cached) AS cached,
-                   coalesce(sum(tokens_in), 0) AS tin, coalesce(sum(tokens_out), 0) AS tout,
-                   sum(cost_usd) AS cost
+                   count(*) FILTER (WHERE cached) AS cached
             FROM calls WHERE run_id = :run
         ) AS t
         WHERE runs.id = :run
         """,
         {"run": run_id},
     )
+
+
+def add_to_ledger(db: sqlite_utils.Database, run_id: int, delta: dict[str, int | float]) -> None:
+    """Add a job's share (`Ledger.as_dict()` of what it counted since the last call) to the
+    run's stored ledger, in one statement (atomic with the caller's transaction, if any).
+
+    Raises:
+        NotFoundError: no run has this id.
+        StorageError: a value that is not a number.
+    """
+    if not delta:
+        return
+    for name, value in delta.items():
+        if not name.isidentifier():
+            raise StorageError(f"Ledger field {name!r} is not a valid name.")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise StorageError(f"Ledger field {name!r} must be a number, not {value!r}.")
+    # json_set over each key: ledger[key] = coalesce(ledger[key], 0) + delta[key]; keys are
+    # bound as JSON paths, never spliced into the SQL text.
+    expr = "coalesce(ledger, '{}')"
+    params: list[Any] = []
+    for name, value in delta.items():
+        path = "$." + name
+        expr = f"json_set({expr}, ?, coalesce(json_extract(coalesce(ledger, '{{}}'), ?), 0) + ?)"
+        params += [path, path, value]
+    if db.execute(f"UPDATE runs SET ledger = {expr} WHERE id = ?", [*params, run_id]).rowcount == 0:
+        raise NotFoundError(f"There is no run with id {run_id}.")
 
 
 def heartbeat(db: sqlite_utils.Database, run_id: int) -> None:

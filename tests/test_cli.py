@@ -62,7 +62,7 @@ def test_demo_prints_a_summary_from_real_http_calls(capsys: pytest.CaptureFixtur
     before = shared_simulator().stats()["total"]
     assert main(["demo", "--limit", "12", "--concurrency", "16"]) == 0
     out, err = capsys.readouterr()
-    for heading in ("Consensus:", "Disagreements:", "Gold agreement:", "Calls:", "Tokens:",
+    for heading in ("Consensus:", "Disagreements:", "Gold agreement:", "Calls:", "Sent:",
                     "Cost:", "Time:", "careful", "lenient", "strict", "flaky"):
         assert heading in out
     assert "12 items, 4 critics" in out and "(simulated vendor)" in out
@@ -85,7 +85,7 @@ def test_judge_runs_a_panel_file_on_a_csv_and_writes_jsonl(
     stdout, _ = capsys.readouterr()
     assert code == 0
     assert "30 items, 2 critics" in stdout
-    assert "Cost:           unknown for 60 calls" in stdout  # no prices: unknown, not $0
+    assert "Cost:           unknown (60 calls without a price)" in stdout  # not $0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["item_id"] for r in rows] == [f"r{i}" for i in range(30)]
     perfect = [v for r in rows for v in r["verdicts"] if v["critic"] == "critic-perfect"]
@@ -185,11 +185,14 @@ def test_summary_counts_no_consensus_and_unknown_cost() -> None:
     assert (s.consensus, s.no_consensus, s.disagreements) == ({"A": 1}, 1, 2)
     assert (s.gold_items, s.gold_correct) == (2, 1)
     # The never-sent cancelled call counts neither tokens nor an unknown cost; the failed 500
-    # (sent three times, no usage) and q's unpriced success are unknown.
-    assert (s.tokens_in, s.tokens_out, s.cost_usd) == (15, 3, 0.5)
-    assert s.cost_unknown_calls == 2 and s.cost_unknown == ["q"]
+    # (sent three times, no usage: not billed) counts its attempts; q's success has no price.
+    ledger = s.ledger
+    assert (ledger.tokens_in, ledger.tokens_out, ledger.cost_usd) == (15, 3, 0.5)
+    assert (ledger.sent_calls, ledger.http_attempts, ledger.cache_hits) == (3, 5, 0)
+    assert ledger.unpriced_calls == 1 and s.unpriced_critics == ["q"]
     text = format_summary(s)
-    assert "no consensus 1" in text and "$0.5000 + unknown for 2 calls" in text
+    assert "no consensus 1" in text
+    assert "Cost:           at least $0.5000 (1 call without a price) (critics without a price: q)" in text
     assert "Gold agreement: consensus matches gold on 1 of 2 items (50%)" in text
 
 

@@ -135,10 +135,47 @@ def test_a_later_migration_upgrades_an_older_database(tmp_path):
     old.close()
 
     db = open_db(path)
-    assert applied_migrations(db)[-2:] == ["0003_cache_key_hash_index",
-                                           "0004_two_level_cache_index"]
+    assert applied_migrations(db)[-3:] == ["0003_cache_key_hash_index",
+                                           "0004_two_level_cache_index", "0005_run_ledger"]
     assert db.execute("SELECT cache_hash IS NOT NULL FROM calls").fetchone()[0] == 1
     cache = CallCacheStore(path)
     hit = cache.get("old-key")
     cache.close()
     assert hit is not None and hit.label == "KEEP"
+
+
+def test_the_ledger_of_an_older_run_is_rebuilt_without_paying_for_cache_hits(tmp_path):
+    """Runs made before the ledger get one from their calls: a cached row is a cache hit (its
+    tokens and cost belong to the call that first made it), an unpriced success is unpriced."""
+    import sqlite_utils
+
+    from storage.db import connect
+    from storage.runs import get_run
+
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(connect(path))
+    migrations.apply(old, stop_before="0005_run_ledger")
+    old.execute("INSERT INTO datasets (name, content_hash, n_items, created_at)"
+                " VALUES ('d', 'h', 3, 'then')")
+    old.execute("INSERT INTO panels VALUES ('p', 'p', 'name: p', 'then')")
+    old.execute("INSERT INTO runs (dataset_id, panel_hash, created_at, critics)"
+                " VALUES (1, 'p', 'then', '[\"a\"]')")
+    rows = [  # item, attempts, tokens in, tokens out, cost, cached, failure
+        ("x", 2, 100, 10, 0.002, 0, None),
+        ("y", 1, 100, 10, 0.001, 1, None),  # from the cache: not paid again
+        ("z", 1, 50, 5, None, 0, None),  # no price
+        ("w", 3, None, None, None, 0, "error"),  # three 500s: sent, not billed
+    ]
+    for item, attempts, tin, tout, cost, cached, failure in rows:
+        old.execute(
+            "INSERT INTO calls (run_id, item_id, critic, label, attempts, tokens_in, tokens_out,"
+            " cost_usd, cached, failure, created_at) VALUES (1, ?, 'a', 'KEEP', ?, ?, ?, ?, ?, ?,"
+            " 'then')", [item, attempts, tin, tout, cost, cached, failure])
+    old.close()
+
+    ledger = get_run(open_db(path), 1)["ledger"]
+    assert ledger == {
+        "calls": 4, "failed": 1, "cancelled": 0, "cache_hits": 1, "sent_calls": 3,
+        "http_attempts": 6, "calls_saved": 0, "tokens_in": 150, "tokens_out": 15,
+        "cost_usd": 0.002, "unpriced_calls": 1,
+    }

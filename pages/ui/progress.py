@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from judging.jobs import JobProgress
+from judging.ledger import Ledger
 
 
 def _duration(seconds: float | None) -> str:
@@ -30,8 +31,8 @@ def progress_text(p: JobProgress) -> str:
         parts.append(f"{_duration(p.eta_s)} left")
     else:
         parts.append(f"took {_duration(p.elapsed_s)}")
-    if p.cost_usd:
-        parts.append(f"${p.cost_usd:.4f}" + (" + unknown" if p.cost_unknown else ""))
+    if p.ledger.sent_calls:
+        parts.append(p.ledger.cost_text())
     return " · ".join(parts)
 
 
@@ -61,8 +62,12 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
 
 
 def run_summary_line(run: dict[str, Any]) -> str:
-    """The stored state of a run in one line: status, calls, failures, tokens, cost."""
+    """The stored state of a run in one line: status, calls stored, what was sent and paid.
+
+    Everything about money comes from the run's ledger: cache hits are never counted as paid.
+    """
     done = (run["ok_calls"] or 0) + (run["failed_calls"] or 0)
+    ledger = Ledger.from_mapping(run["ledger"])
     parts = [
         f"Run #{run['id']} · {run['status']}",
         f"{run['n_items']:,} items × {len(run['critics'])} critics",
@@ -70,10 +75,6 @@ def run_summary_line(run: dict[str, Any]) -> str:
     ]
     if run["failed_calls"]:
         parts.append(f"{run['failed_calls']:,} failed")
-    if run["cached_calls"]:
-        parts.append(f"{run['cached_calls']:,} from cache")
-    if run["tokens_in"] or run["tokens_out"]:
-        parts.append(f"{run['tokens_in']:,} + {run['tokens_out']:,} tokens")
-    if run["cost_usd"] is not None:
-        parts.append(f"${run['cost_usd']:.4f}")
+    parts.append(ledger.sent_text())
+    parts.append(ledger.cost_text())
     return " · ".join(parts)

@@ -6,6 +6,8 @@ from typing import Any
 
 import streamlit as st
 
+from judging.ledger import Ledger
+
 
 def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One display row per run (plain values only)."""
@@ -21,7 +23,7 @@ def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "items": run["n_items"],
             "calls done": f"{done:,} / {total:,}",
             "failed": run["failed_calls"],
-            "cost (USD)": run["cost_usd"],
+            "cost": Ledger.from_mapping(run["ledger"]).cost_text(),
             "created": (run["created_at"] or "")[:19].replace("T", " "),
             "note": run["error"] or "",
         })
@@ -33,8 +35,4 @@ def runs_table(runs: list[dict[str, Any]]) -> None:
     rows = runs_rows(runs)
     if not any(row["note"] for row in rows):  # an empty last column only pushes others off
         rows = [{k: v for k, v in row.items() if k != "note"} for row in rows]
-    st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={"cost (USD)": st.column_config.NumberColumn(format="$%.4f")},
-    )
+    st.dataframe(rows, hide_index=True)

@@ -159,11 +159,42 @@ def _top(tally: dict[str, float], config: VotingConfig, scale: Scale) -> Decisio
     order = priority_order(config, scale)
     tied.sort(key=lambda label: order.index(label) if label in order else len(order))
     names = " and ".join(tied)
-    if config.tie_policy == "pessimistic":
-        return Decision(tied[0], tie=True, note=f"tie between {names}: took the most cautious")
-    if config.tie_policy == "optimistic":
-        return Decision(tied[-1], tie=True, note=f"tie between {names}: took the most lenient")
-    return Decision(None, tie=True, note=f"tie between {names}: abstained")
+    if config.tie_policy == "abstain":
+        return Decision(None, tie=True, note=f"tie between {names}: abstained")
+    return Decision(*tie_choice(tied, config))
+
+
+def tie_choice(tied: list[str], config: VotingConfig) -> tuple[str, bool, str]:
+    """`(label, True, note)` for a tie already sorted by `priority_order`, saying honestly how it
+    was broken: by the panel's priority, or — with no priority among the tied labels — merely
+    by the order of the scale, which is not a judgement of caution."""
+    names = " and ".join(tied)
+    pick = tied[0] if config.tie_policy == "pessimistic" else tied[-1]
+    by_priority = [label for label in config.priority if label in tied]
+    if config.tie_policy == "pessimistic" and by_priority:
+        how = f"took {pick}, the most cautious by the panel's priority"
+    elif config.tie_policy == "optimistic" and by_priority and pick in by_priority:
+        how = f"took {pick}, the most lenient by the panel's priority"
+    elif config.tie_policy == "pessimistic":
+        how = f"no priority set, took {pick} (first in the scale's order)"
+    else:
+        how = f"no priority set, took {pick} (last in the scale's order)"
+    return pick, True, f"tie between {names}: {how}"
+
+
+def tie_rule_text(config: VotingConfig, scale: Scale) -> str | None:
+    """What the panel will do with a tie, in one sentence, before any run (None for score
+    strategies and abstaining panels, where nothing is picked)."""
+    if config.tie_policy == "abstain" or not scale.labels:
+        return None
+    order = priority_order(config, scale)
+    end = "first" if config.tie_policy == "pessimistic" else "last"
+    if not config.priority:
+        return (f"No tie priority is set: a tied vote goes to the tied label that comes {end} "
+                f"in the scale's order ({', '.join(order)}). That order is not a judgement: "
+                "set a priority (most cautious first) or the tie policy 'abstain'.")
+    return (f"A tied vote goes to the tied label that comes {end} in the priority "
+            f"({', '.join(order)}).")
 
 
 # ----------------------------------------------------------------------------- label strategies

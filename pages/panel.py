@@ -6,6 +6,7 @@ from judging.demo import demo_panel_path
 from judging.errors import PlaceholderError
 from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
 from judging.vendors import PRESETS
+from judging.voting import tie_rule_text
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.errors import user_errors
@@ -17,7 +18,9 @@ from storage.panels import list_panels, save_panel
 
 ensure_app_shell()
 st.title("Panel")
-draft = pf.get_draft()
+datasets = list_datasets(db())
+# A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once.
+draft = pf.get_draft(list(datasets[0]["fields"]) if datasets else None)
 
 load_col, import_col, prompt_col = st.columns(3)
 with load_col.popover("Load a panel", icon=":material/folder_open:", width="stretch"):
@@ -53,40 +56,48 @@ with prompt_col.popover("Import a prompt YAML as a critic", icon=":material/note
             critic = import_prompt_yaml(
                 prompt_file.getvalue().decode("utf-8"), name=critic_name, model=critic_model
             )
-            draft["critics"].append({**critic.model_dump(mode="json"), "uid": next(pf._uids)})
+            draft["critics"].append(pf._with_uid(critic.model_dump(mode="json")))
+            st.session_state[pf.open_editor_key(draft, len(draft["critics"]) - 1)] = True
             st.rerun()
 
-draft["name"] = st.text_input("Panel name", value=draft["name"], key="pf.name")
-draft["description"] = st.text_input(
-    "Description", value=draft.get("description", ""), key="pf.description"
-)
+pf.header_editor(draft)
 
 st.subheader("Scale")
 pf.scale_editor(draft)
 
 st.subheader("Critics")
-remove = None
-for index, critic in enumerate(draft["critics"]):
-    with st.expander(f"{critic['name']} · {critic['vendor']} · {critic['model'] or '?'}",
+action = None
+for index in range(len(draft["critics"])):
+    # Keyed: the editor stays open while its critic is renamed, and others keep their state.
+    with st.expander(pf.critic_title(draft, index), key=pf.open_editor_key(draft, index),
                      expanded=len(draft["critics"]) <= 2):
-        if pf.critic_editor(draft, index):
-            remove = index
-if remove is not None:
-    draft["critics"].pop(remove)
+        asked = pf.critic_editor(draft, index)
+        if asked is not None:
+            action = (asked, index)
+if action is not None:
+    asked, index = action
+    if asked == "remove":
+        draft["critics"].pop(index)
+    else:
+        st.session_state[pf.open_editor_key(draft, pf.duplicate_critic(draft, index))] = True
     st.rerun()
 add_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
 preset = add_col.selectbox("Add a critic from a vendor preset", list(PRESETS),
                            index=list(PRESETS).index("simulated"),
                            format_func=lambda v: PRESETS[v].title, key="add_preset")
 if button_col.button("Add critic", icon=":material/add:", key="add_critic"):
-    pf.add_critic(draft, preset)
+    added = pf.add_critic(draft, preset, list(datasets[0]["fields"]) if datasets else None)
+    st.session_state[pf.open_editor_key(draft, added)] = True  # the new one opens
     st.rerun()
 
 st.subheader("Voting")
 pf.voting_editor(draft)
+with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["critics"]}) > 1):
+    pf.cascade_editor(draft)
+with st.expander("Per-vendor limits", expanded=bool(draft.get("limits"))):
+    pf.limits_editor(draft)
 
 st.subheader("Preview and test on a sample item")
-datasets = list_datasets(db())
 if not datasets:
     st.info("Import a dataset (Datasets page) to preview prompts on a real item.")
 elif draft["critics"]:
@@ -127,6 +138,9 @@ if panel is not None:
     text = dump_panel(panel)
     version = panel_hash(panel)
     st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
+    tie_rule = tie_rule_text(panel.voting, panel.scale)
+    if tie_rule:
+        st.info(tie_rule, icon=":material/balance:")
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)

@@ -24,6 +24,13 @@ def open_page(page: str, *, query: dict[str, str] | None = None) -> AppTest:
     return at.run()
 
 
+def panel_key(at: AppTest, path: str) -> str:
+    """The Panel page's widget key of a field path ("name", "scale.kind", "critics.1.name")."""
+    from pages.ui.panel_form import DRAFT_KEY, widget_key
+
+    return widget_key(at.session_state[DRAFT_KEY], path)
+
+
 def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
@@ -143,7 +150,7 @@ def test_panel_page_builds_and_saves_a_panel(app_db: pathlib.Path) -> None:
 
     at = open_page("panel")
     no_exception(at)
-    at.text_input(key="pf.name").set_value("two judges").run()
+    at.text_input(key=panel_key(at, "name")).set_value("two judges").run()
     at.button(key="add_critic").click().run()
     no_exception(at)
     at.button(key="save_panel").click().run()
@@ -159,8 +166,7 @@ def test_panel_page_shows_an_invalid_panel_as_a_sentence(app_db: pathlib.Path) -
     at = open_page("panel")
     at.button(key="add_critic").click().run()
     # Two critics with one name: the panel check names the field.
-    critic_names = [w for w in at.text_input if w.key and w.key.endswith(".name") and w.key != "pf.name"]
-    critic_names[1].set_value("critic-1").run()
+    at.text_input(key=panel_key(at, "critics.1.name")).set_value("critic-1").run()
     no_exception(at)
     assert any("critics[1].name" in e.value for e in at.error), [e.value for e in at.error]
     assert not [b for b in at.button if b.key == "save_panel"]
@@ -170,8 +176,8 @@ def test_panel_page_loads_the_demo_panel(app_db: pathlib.Path) -> None:
     at = open_page("panel")
     at.button(key="load_panel").click().run()
     no_exception(at)
-    assert at.text_input(key="pf.name").value == "Taxonomy curation (demo)"
-    assert at.selectbox(key="pf.scale.kind").value == "nominal"
+    assert at.text_input(key=panel_key(at, "name")).value == "Taxonomy curation (demo)"
+    assert at.selectbox(key=panel_key(at, "scale.kind")).value == "nominal"
 
 
 def test_review_override_is_saved_and_moves_to_the_next_contested_item(
@@ -331,7 +337,7 @@ def test_panel_page_imports_panel_yaml_and_refuses_a_literal_key(app_db: pathlib
     at.file_uploader(key="panel_yaml_upload").upload("demo.yaml", text, "application/x-yaml").run()
     at.button(key="import_panel_yaml").click().run()
     no_exception(at)
-    assert at.text_input(key="pf.name").value == "Taxonomy curation (demo)"
+    assert at.text_input(key=panel_key(at, "name")).value == "Taxonomy curation (demo)"
 
     leaked = text.replace(b"    vendor: simulated\n", b"    vendor: simulated\n    api_key: sk-abcdefghijklmnopqrstuvwxyz123456\n", 1)
     at.file_uploader(key="panel_yaml_upload").upload("leaky.yaml", leaked, "application/x-yaml").run()

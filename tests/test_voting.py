@@ -563,3 +563,30 @@ def test_dawid_skene_through_vote_dataset() -> None:
     assert [o.consensus for o in outcomes] == ["yes" if i % 3 else "no" for i in range(30)]
     assert outcomes[0].failed == 1
     assert outcomes[0].disagreement is True
+
+
+# ----------------------------------------------------------------------------- honest ties
+
+
+def test_a_tie_without_a_priority_does_not_claim_caution() -> None:
+    outcome = vote(labels("SPLIT", "MERGE", "REJECT"), {}, cfg(), TAXONOMY)
+    assert outcome.tie and outcome.consensus == "REJECT"  # first of the three in scale order
+    assert "cautious" not in (outcome.note or "")
+    assert outcome.note == ("tie between REJECT and SPLIT and MERGE: no priority set, took "
+                            "REJECT (first in the scale's order)")
+
+
+def test_a_tie_broken_by_the_priority_says_so() -> None:
+    outcome = vote(labels("SPLIT", "MERGE"), {}, cfg(priority=["MERGE", "SPLIT"]), TAXONOMY)
+    assert (outcome.consensus, outcome.tie) == ("MERGE", True)
+    assert outcome.note == ("tie between MERGE and SPLIT: took MERGE, the most cautious by the "
+                            "panel's priority")
+
+
+def test_the_tie_rule_is_stated_before_a_run() -> None:
+    from judging.voting import tie_rule_text
+
+    text = tie_rule_text(cfg(), TAXONOMY)
+    assert text is not None and "No tie priority is set" in text and "KEEP, REJECT" in text
+    assert "in the priority (MERGE, KEEP" in (tie_rule_text(cfg(priority=["MERGE"]), TAXONOMY) or "")
+    assert tie_rule_text(cfg(tie_policy="abstain"), TAXONOMY) is None

@@ -1,37 +1,43 @@
-"""The panel builder's widgets: a draft panel (plain data in session state) edited in place.
+"""The Panel page's editor: one draft of the whole panel model, edited by generated widgets.
 
-Why a draft of plain dicts rather than a `Panel`: a panel under construction is often invalid
-(two critics with one name, a fallback that is not a label yet). The draft holds whatever the
-user typed; `build_panel` turns it into a validated `Panel` and its errors into sentences.
+The draft is `Panel.model_dump(mode="json")` (plus a uid per critic and a generation number),
+held in session state: the one place the panel being edited lives. Widgets are generated from
+the model's fields (`pages.ui.model_form`), so every part of a panel — scale, critics, every
+voting parameter, cascade, per-vendor limits — is editable, and a field added to the model
+appears on the page. `build_panel` validates the whole with `Panel.model_validate`.
 
-Widget keys carry a per-critic uid, not the list position, so removing critic 2 does not hand
-critic 3's widgets critic 2's values.
+Why a generation number in every widget key: Streamlit keeps a widget's value in the browser
+too. After "Load a panel" the old widgets, dropped from session state, still sent their old
+values back on the next click (the loaded panel was re-saved as the previous one). Loading
+bumps the generation, so the next run draws new widgets that only know the loaded values.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 from typing import Any
 
 import streamlit as st
 
 from judging.critics import Critic
-from judging.panel import Panel
+from judging.panel import CascadeConfig, Panel
+from judging.scales import Scale
 from judging.vendors import PRESETS
-from judging.voting import STRATEGY_KINDS, strategy_help, strategy_names
+from judging.voting import VotingConfig, strategy_help, strategy_names
+from pages.ui.model_form import field_widget, model_editor
 
 DRAFT_KEY = "panel_draft"
-_WIDGET_PREFIX = "pf."
 _uids = itertools.count(1)
+_generations = itertools.count(1)
 
-SCALE_KINDS = ["nominal", "ordinal", "likert", "score", "yesno"]
-TIE_POLICIES = ["pessimistic", "optimistic", "abstain"]
-ERROR_POLICIES = ["ignore", "abstain", "count_as"]
+# Fields drawn by hand (layout) or deliberately not editable: the file format's version is
+# Jurybox's to set, not the user's.
+NOT_EDITABLE = ("schema_version",)
 
 DEFAULT_PROMPT = (
     "Judge the following item.\n\nText: {text}\n\nIs it acceptable? Explain briefly."
 )
-
 
 # A starting model per preset so a new critic is valid at once; the user edits it.
 SUGGESTED_MODELS = {
@@ -46,102 +52,85 @@ SUGGESTED_MODELS = {
 }
 
 
-def _new_critic(preset: str, index: int) -> dict[str, Any]:
-    model = SUGGESTED_MODELS.get(preset, "model")
-    return {
-        "uid": next(_uids),
-        "name": f"critic-{index}",
-        "vendor": preset,
-        "model": model,
-        "base_url": None,
-        "prompt_template": DEFAULT_PROMPT,
-        "system_prompt": "",
-        "temperature": 0.0,
-        "max_tokens": 512,
-        "timeout_s": 60.0,
-        "weight": 1.0,
-        "tier": 0,
-        "api_key_env": None,
-        "price_in_per_mtok": None,
-        "price_out_per_mtok": None,
-    }
+def prompt_for_fields(fields: list[str]) -> str:
+    """A starting prompt that shows every field of the dataset by name (so it fits it)."""
+    if not fields:
+        return DEFAULT_PROMPT
+    lines = "\n".join(f"{name}: {{{name}}}" for name in fields)
+    return f"Judge the following item.\n\n{lines}\n\nIs it acceptable? Explain briefly."
 
 
-def empty_draft() -> dict[str, Any]:
-    """A fresh draft: a yes/no scale, one simulated critic, plurality voting."""
-    return {
-        "name": "my panel",
-        "description": "",
-        "scale": {"kind": "yesno", "labels": ["yes", "no"], "min": None, "max": None},
-        "critics": [_new_critic("simulated", 1)],
-        "voting": {
-            "strategy": "plurality",
-            "tie_policy": "pessimistic",
-            "priority": [],
-            "fallback": None,
-            "error_policy": "ignore",
-            "error_label": None,
-        },
-        "extra": {},
-    }
+def _with_uid(critic: dict[str, Any]) -> dict[str, Any]:
+    return {**critic, "_uid": next(_uids)}
+
+
+def _new_critic(draft: dict[str, Any], preset: str, fields: list[str] | None) -> dict[str, Any]:
+    """A new critic: the last critic's prompt and settings when there is one (no retyping),
+    else a prompt over the dataset's fields; a free name."""
+    names = {c.get("name") for c in draft["critics"]}
+    n = len(draft["critics"]) + 1
+    while f"critic-{n}" in names:
+        n += 1
+    if draft["critics"] and draft["critics"][-1].get("vendor") == preset:
+        base = {k: v for k, v in copy.deepcopy(draft["critics"][-1]).items() if k != "_uid"}
+    else:
+        base = Critic(name="x", vendor=preset, model=SUGGESTED_MODELS.get(preset, "model"),
+                      prompt_template=(draft["critics"][-1]["prompt_template"]
+                                       if draft["critics"] else prompt_for_fields(fields or []))
+                      ).model_dump(mode="json")
+    base["name"] = f"critic-{n}"
+    return _with_uid(base)
+
+
+def empty_draft(fields: list[str] | None = None) -> dict[str, Any]:
+    """A fresh draft: a yes/no scale, one simulated critic whose prompt fits `fields`."""
+    panel = Panel(
+        name="my panel",
+        scale=Scale(kind="yesno"),
+        critics=[Critic(name="critic-1", vendor="simulated", model="sim-careful",
+                        prompt_template=prompt_for_fields(fields or []))],
+    )
+    return draft_from_panel(panel)
 
 
 def draft_from_panel(panel: Panel) -> dict[str, Any]:
-    """A draft holding everything of `panel` (fields the form does not show are kept as they are)."""
+    """The whole panel as an editable draft (nothing left out, nothing added but uids)."""
     data = panel.model_dump(mode="json")
-    critics = []
-    for critic in data["critics"]:
-        critic["uid"] = next(_uids)
-        critics.append(critic)
-    return {
-        "name": data["name"],
-        "description": data.get("description", ""),
-        "scale": data["scale"],
-        "critics": critics,
-        "voting": data["voting"],
-        # The cascade and anything the form does not edit ride along unchanged.
-        "extra": {"cascade": data.get("cascade")},
-    }
+    data["critics"] = [_with_uid(critic) for critic in data["critics"]]
+    data["_gen"] = next(_generations)
+    return data
 
 
 def set_draft(draft: dict[str, Any]) -> None:
-    """Replace the draft and forget the widgets' remembered values, so they show the new draft."""
-    for key in [k for k in st.session_state if str(k).startswith(_WIDGET_PREFIX)]:
-        del st.session_state[key]
+    """Replace the draft; its new generation gives every widget a new key (see module doc)."""
+    draft["_gen"] = next(_generations)
     st.session_state[DRAFT_KEY] = draft
 
 
-def get_draft() -> dict[str, Any]:
-    """The draft of this session (a fresh one on first use)."""
+def get_draft(fields: list[str] | None = None) -> dict[str, Any]:
+    """The draft of this session (a fresh one, fitting `fields`, on first use)."""
     if DRAFT_KEY not in st.session_state:
-        st.session_state[DRAFT_KEY] = empty_draft()
+        st.session_state[DRAFT_KEY] = empty_draft(fields)
     return st.session_state[DRAFT_KEY]
 
 
+def key_prefix(draft: dict[str, Any]) -> str:
+    return f"pf{draft['_gen']}"
+
+
+def widget_key(draft: dict[str, Any], path: str) -> str:
+    """The widget key of a field path: "name", "scale.labels", "voting.target_label", or
+    "critics.<index>.model" (the index is turned into the critic's uid)."""
+    parts = path.split(".")
+    if parts[0] == "critics" and len(parts) > 2:
+        parts[1] = f"c{draft['critics'][int(parts[1])]['_uid']}"
+    return ".".join([key_prefix(draft), *parts])
+
+
 def panel_payload(draft: dict[str, Any]) -> dict[str, Any]:
-    """The draft as `Panel(**payload)` input (uids dropped, empty optionals cleaned)."""
-    critics = []
-    for critic in draft["critics"]:
-        data = {k: v for k, v in critic.items() if k != "uid"}
-        for optional in ("base_url", "api_key_env"):
-            if isinstance(data.get(optional), str) and not data[optional].strip():
-                data[optional] = None
-        critics.append(data)
-    scale = dict(draft["scale"])
-    if scale["kind"] in ("likert", "score"):
-        scale["labels"] = []
-    else:
-        scale["min"] = scale["max"] = None
-    payload: dict[str, Any] = {
-        "name": draft["name"],
-        "description": draft.get("description", ""),
-        "scale": scale,
-        "critics": critics,
-        "voting": draft["voting"],
-    }
-    cascade = (draft.get("extra") or {}).get("cascade")
-    if cascade:
-        payload["cascade"] = cascade
+    """The draft as `Panel.model_validate` input (uids and the generation dropped)."""
+    payload = {k: v for k, v in draft.items() if not k.startswith("_")}
+    payload["critics"] = [{k: v for k, v in c.items() if k != "_uid"} for c in draft["critics"]]
     return payload
 
 
@@ -155,186 +144,6 @@ def build_panel(draft: dict[str, Any]) -> Panel:
     return Panel.model_validate(panel_payload(draft))
 
 
-def _labels_from_text(text: str) -> list[str]:
-    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
-
-
-def scale_editor(draft: dict[str, Any]) -> None:
-    """Widgets for the scale; writes the user's choices back into the draft."""
-    scale = draft["scale"]
-    kind = st.selectbox(
-        "Scale kind", SCALE_KINDS, index=SCALE_KINDS.index(scale.get("kind", "nominal")),
-        key=f"{_WIDGET_PREFIX}scale.kind",
-        help="nominal: unordered labels; ordinal: ordered labels; likert: integers min..max; "
-        "score: a number in a range; yesno: yes / no.",
-    )
-    scale["kind"] = kind
-    if kind in ("nominal", "ordinal"):
-        text = st.text_input(
-            "Labels (comma separated" + (", in order" if kind == "ordinal" else "") + ")",
-            value=", ".join(scale.get("labels") or []),
-            key=f"{_WIDGET_PREFIX}scale.labels",
-        )
-        scale["labels"] = _labels_from_text(text)
-    elif kind in ("likert", "score"):
-        low, high = st.columns(2)
-        default_min = scale.get("min") if scale.get("min") is not None else 1.0
-        default_max = scale.get("max") if scale.get("max") is not None else 5.0
-        scale["min"] = low.number_input("Minimum", value=float(default_min),
-                                        key=f"{_WIDGET_PREFIX}scale.min")
-        scale["max"] = high.number_input("Maximum", value=float(default_max),
-                                         key=f"{_WIDGET_PREFIX}scale.max")
-    else:
-        scale["labels"] = ["yes", "no"]
-
-
-def _scale_labels(draft: dict[str, Any]) -> list[str]:
-    scale = draft["scale"]
-    if scale["kind"] == "yesno":
-        return ["yes", "no"]
-    if scale["kind"] == "likert" and scale.get("min") is not None and scale.get("max") is not None:
-        try:
-            return [str(i) for i in range(int(scale["min"]), int(scale["max"]) + 1)]
-        except (TypeError, ValueError):
-            return []
-    if scale["kind"] == "score":
-        return []
-    return list(scale.get("labels") or [])
-
-
-def voting_editor(draft: dict[str, Any]) -> None:
-    """Widgets for the voting strategy and its tie and error policies."""
-    voting = draft["voting"]
-    numeric = draft["scale"]["kind"] == "score"
-    fits = [
-        name for name in strategy_names()
-        if STRATEGY_KINDS.get(name, "both") in ("both", "score" if numeric else "label")
-    ]
-    if voting.get("strategy") not in fits:
-        voting["strategy"] = fits[0] if fits else voting.get("strategy")
-    voting["strategy"] = st.selectbox(
-        "Strategy", fits, index=fits.index(voting["strategy"]) if voting["strategy"] in fits else 0,
-        key=f"{_WIDGET_PREFIX}voting.strategy", format_func=lambda n: n,
-        help="How the critics' verdicts become the panel's decision.",
-    )
-    hint = strategy_help(voting["strategy"])
-    if hint:
-        st.caption(hint)
-    left, right = st.columns(2)
-    voting["tie_policy"] = left.selectbox(
-        "Tie policy", TIE_POLICIES, index=TIE_POLICIES.index(voting.get("tie_policy", "pessimistic")),
-        key=f"{_WIDGET_PREFIX}voting.tie",
-        help="pessimistic: the most cautious tied label (first in the priority); optimistic: the "
-        "most lenient; abstain: no consensus (the fallback, if any).",
-    )
-    voting["error_policy"] = right.selectbox(
-        "Error policy", ERROR_POLICIES,
-        index=ERROR_POLICIES.index(voting.get("error_policy", "ignore")),
-        key=f"{_WIDGET_PREFIX}voting.error",
-        help="What a failed critic counts as: ignored, makes the panel abstain, or counts as a label.",
-    )
-    labels = _scale_labels(draft)
-    if labels:
-        if voting["error_policy"] == "count_as":
-            current = voting.get("error_label")
-            voting["error_label"] = left.selectbox(
-                "Count a failure as", labels,
-                index=labels.index(current) if current in labels else 0,
-                key=f"{_WIDGET_PREFIX}voting.error_label",
-            )
-        fallback = voting.get("fallback")
-        options: list[str | None] = [None, *labels]
-        voting["fallback"] = right.selectbox(
-            "Fallback when the vote abstains", options,
-            index=options.index(fallback) if fallback in options else 0,
-            format_func=lambda v: "(no consensus)" if v is None else v,
-            key=f"{_WIDGET_PREFIX}voting.fallback",
-        )
-        priority = [p for p in voting.get("priority") or [] if p in labels]
-        voting["priority"] = st.multiselect(
-            "Priority, most cautious first (breaks ties)", labels, default=priority,
-            key=f"{_WIDGET_PREFIX}voting.priority",
-        )
-    else:
-        voting["error_label"] = None
-        voting["fallback"] = None
-        voting["priority"] = []
-
-
-def add_critic(draft: dict[str, Any], preset: str) -> None:
-    """Append a new critic built from a vendor preset."""
-    draft["critics"].append(_new_critic(preset, len(draft["critics"]) + 1))
-
-
-def critic_editor(draft: dict[str, Any], index: int) -> bool:
-    """Widgets for one critic. Returns True when the user asked to remove it."""
-    critic = draft["critics"][index]
-    uid = critic["uid"]
-
-    def key(field: str) -> str:
-        return f"{_WIDGET_PREFIX}c{uid}.{field}"
-
-    vendors = list(PRESETS)
-    top = st.columns([2, 2, 3])
-    critic["name"] = top[0].text_input("Name", value=critic["name"], key=key("name"))
-    critic["vendor"] = top[1].selectbox(
-        "Vendor", vendors, index=vendors.index(critic["vendor"]) if critic["vendor"] in vendors else 0,
-        format_func=lambda v: PRESETS[v].title, key=key("vendor"),
-    )
-    critic["model"] = top[2].text_input("Model", value=critic["model"], key=key("model"))
-    preset = PRESETS[critic["vendor"]]
-    if preset.simulated:
-        st.caption("Simulated vendor: verdicts are labelled *simulated*. Demo models: "
-                   "sim-careful, sim-lenient, sim-strict, sim-flaky.")
-    critic["system_prompt"] = st.text_area(
-        "System prompt", value=critic.get("system_prompt") or "", key=key("system"), height=68
-    )
-    critic["prompt_template"] = st.text_area(
-        "Prompt template ({field} inserts an item's field; {{ and }} are literal braces)",
-        value=critic["prompt_template"], key=key("prompt"), height=160,
-    )
-    row = st.columns(5)
-    critic["temperature"] = row[0].number_input(
-        "Temperature", 0.0, 2.0, float(critic.get("temperature") or 0.0), 0.1, key=key("temp")
-    )
-    critic["max_tokens"] = int(row[1].number_input(
-        "Max tokens", 1, 200_000, int(critic.get("max_tokens") or 512), key=key("max_tokens")
-    ))
-    critic["weight"] = row[2].number_input(
-        "Weight", 0.0, 100.0, float(critic.get("weight", 1.0)), 0.5, key=key("weight")
-    )
-    critic["tier"] = int(row[3].number_input(
-        "Tier", 0, 10, int(critic.get("tier") or 0), key=key("tier"),
-        help="Cascades call tier 0 first and the next tier only for unsettled items.",
-    ))
-    critic["timeout_s"] = row[4].number_input(
-        "Timeout (s)", 1.0, 3600.0, float(critic.get("timeout_s") or 60.0), key=key("timeout")
-    )
-    row2 = st.columns(4)
-    default_var = preset.key_env or ""
-    critic["api_key_env"] = row2[0].text_input(
-        "Key variable", value=critic.get("api_key_env") or "", key=key("key_env"),
-        placeholder=default_var or "(none needed)",
-        help="The NAME of the environment variable (or [jurybox] secret) holding the key. "
-        "Never paste a key here.",
-    ) or None
-    critic["base_url"] = row2[1].text_input(
-        "Base URL", value=critic.get("base_url") or "", key=key("base_url"),
-        placeholder=preset.base_url or ("(built in)" if preset.simulated else "required"),
-    ) or None
-    price_in = row2[2].number_input(
-        "USD / M input tokens", 0.0, 1000.0,
-        value=critic.get("price_in_per_mtok"), key=key("price_in"), placeholder="unknown",
-    )
-    price_out = row2[3].number_input(
-        "USD / M output tokens", 0.0, 1000.0,
-        value=critic.get("price_out_per_mtok"), key=key("price_out"), placeholder="unknown",
-    )
-    critic["price_in_per_mtok"] = price_in
-    critic["price_out_per_mtok"] = price_out
-    return st.button("Remove this critic", key=key("remove"), icon=":material/delete:")
-
-
 def critic_from_draft(draft: dict[str, Any], index: int) -> Critic:
     """One critic of the draft, validated (for the prompt preview and the one-item test).
 
@@ -342,3 +151,118 @@ def critic_from_draft(draft: dict[str, Any], index: int) -> Critic:
         pydantic.ValidationError: a field of the critic is invalid.
     """
     return Critic.model_validate(panel_payload(draft)["critics"][index])
+
+
+# -- the sections ------------------------------------------------------------------------------
+
+
+def header_editor(draft: dict[str, Any]) -> None:
+    """Name and description (every top-level field that is not a section of its own)."""
+    model_editor(Panel, draft, key_prefix(draft),
+                 skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits"))
+
+
+def scale_editor(draft: dict[str, Any]) -> None:
+    st.caption("nominal: unordered labels; ordinal: ordered labels; likert: integers min..max; "
+               "score: a number in a range; yesno: yes / no. Synonyms map a reply's word to a "
+               "label (YAML, e.g. `approve: KEEP`).")
+    model_editor(Scale, draft["scale"], f"{key_prefix(draft)}.scale", columns=2)
+
+
+def _vendor_drawer(label: str, value: Any, key: str) -> Any:
+    vendors = list(PRESETS)
+    return st.selectbox("Vendor", vendors, index=vendors.index(value) if value in vendors else 0,
+                        format_func=lambda v: PRESETS[v].title, key=key)
+
+
+def critic_title(draft: dict[str, Any], index: int) -> str:
+    """"name · vendor · model", read from the widgets' latest values (typed this very run)."""
+    critic = draft["critics"][index]
+    latest = {f: st.session_state.get(widget_key(draft, f"critics.{index}.{f}"), critic.get(f))
+              for f in ("name", "vendor", "model")}
+    return f"{latest['name'] or '(no name)'} · {latest['vendor']} · {latest['model'] or '?'}"
+
+
+def critic_editor(draft: dict[str, Any], index: int) -> str | None:
+    """Every field of one critic. Returns "remove" or "duplicate" when asked, else None."""
+    critic = draft["critics"][index]
+    prefix = f"{key_prefix(draft)}.critics.c{critic['_uid']}"
+    prompts = ("prompt_template", "system_prompt")
+    for name in prompts:
+        critic[name] = field_widget(
+            "Prompt template ({field} inserts an item's field; {{ and }} are literal braces)"
+            if name == "prompt_template" else "System prompt",
+            str, critic.get(name) or "", f"{prefix}.{name}",
+        )
+    model_editor(Critic, critic, prefix, skip=prompts, drawers={"vendor": _vendor_drawer},
+                 columns=3)
+    preset = PRESETS.get(critic.get("vendor") or "", None)
+    if preset is not None and preset.simulated:
+        st.caption("Simulated vendor: verdicts are labelled *simulated* and its critics do not "
+                   "read the items. Demo models: sim-careful, sim-lenient, sim-strict, sim-flaky.")
+    elif preset is not None:
+        st.caption(f"Api key env: the NAME of the variable holding the key (default "
+                   f"{preset.key_env or 'none needed'}); never paste a key. Extra: request "
+                   "parameters sent as they are (YAML).")
+    left, right = st.columns(2)
+    if left.button("Duplicate this critic", key=f"{prefix}.duplicate", icon=":material/content_copy:"):
+        return "duplicate"
+    if right.button("Remove this critic", key=f"{prefix}.remove", icon=":material/delete:"):
+        return "remove"
+    return None
+
+
+def duplicate_critic(draft: dict[str, Any], index: int) -> int:
+    """Insert a copy of critic `index` right after it, named "<name> copy"; returns its index."""
+    twin = {k: v for k, v in copy.deepcopy(draft["critics"][index]).items() if k != "_uid"}
+    names = {c.get("name") for c in draft["critics"]}
+    name, n = f"{twin['name']} copy", 2
+    while name in names:
+        name, n = f"{twin['name']} copy {n}", n + 1
+    twin["name"] = name
+    draft["critics"].insert(index + 1, _with_uid(twin))
+    return index + 1
+
+
+def add_critic(draft: dict[str, Any], preset: str, fields: list[str] | None = None) -> int:
+    """Append a new critic built from a vendor preset; returns its index."""
+    draft["critics"].append(_new_critic(draft, preset, fields))
+    return len(draft["critics"]) - 1
+
+
+def open_editor_key(draft: dict[str, Any], index: int) -> str:
+    """The session key of critic `index`'s expander (open or closed), stable across renames."""
+    return f"{key_prefix(draft)}.open.c{draft['critics'][index]['_uid']}"
+
+
+def _strategy_drawer(label: str, value: Any, key: str) -> Any:
+    names = strategy_names()
+    chosen = st.selectbox("Strategy", names, index=names.index(value) if value in names else 0,
+                          key=key, help="How the critics' verdicts become the panel's decision.")
+    hint = strategy_help(chosen)
+    if hint:
+        st.caption(hint)
+    return chosen
+
+
+def voting_editor(draft: dict[str, Any]) -> None:
+    """Every voting parameter: strategy, tie and error policies, priority, fallback, target
+    label (strategy `any`), thresholds and spread (score strategies), confidence weighting."""
+    st.caption("Priority: labels most cautious first (breaks ties). Target label: the label "
+               "strategy `any` looks for. Thresholds: score bands (YAML, e.g. `pass: 0.7`).")
+    model_editor(VotingConfig, draft["voting"], f"{key_prefix(draft)}.voting",
+                 drawers={"strategy": _strategy_drawer}, columns=2)
+
+
+def cascade_editor(draft: dict[str, Any]) -> None:
+    st.caption("Used when critics sit in more than one tier: tier 0 is called first, the next "
+               "tier only for items the cheaper one did not settle.")
+    model_editor(CascadeConfig, draft["cascade"], f"{key_prefix(draft)}.cascade", columns=2)
+
+
+def limits_editor(draft: dict[str, Any]) -> None:
+    st.caption("Per vendor preset, for each run of this panel: `max_concurrency` (requests in "
+               "flight) and `requests_per_minute`. YAML, e.g. `openai: {max_concurrency: 8, "
+               "requests_per_minute: 500}`.")
+    model_editor(Panel, draft, key_prefix(draft),
+                 skip=tuple(n for n in Panel.model_fields if n != "limits"))

@@ -27,6 +27,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -151,6 +152,9 @@ class Job:
         self.run_id = run_id
         self.kind = kind
         self.cancel_event = threading.Event()
+        # This job's claim on its run (`storage.runs.claim_run`): heartbeats and the final
+        # status only land while the run is still its own.
+        self.token = uuid.uuid4().hex
         self.thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._progress = JobProgress(run_id=run_id, kind=kind, status="starting")
@@ -306,7 +310,7 @@ class JobRegistry:
     ) -> Job:
         from storage.datasets import get_item
         from storage.db import open_db
-        from storage.runs import get_run
+        from storage.runs import claim_run, get_run
 
         run_id = int(run_id)
         db = open_db(db_path)
@@ -336,6 +340,21 @@ class JobRegistry:
                     hint = " Re-run its failures or re-judge items instead."
                 raise JobConflict(f"Run {run_id} is {status}: it cannot be {verb}.{hint}")
             job = Job(run_id, kind)
+            # The database decides who runs it: another process (the CLI next to the app, or a
+            # second app) may be claiming the same run at this very moment.
+            db = open_db(db_path)
+            try:
+                claimed = claim_run(db, run_id, _STARTABLE[kind], job.token)
+                if not claimed:
+                    now_status = get_run(db, run_id)["status"]
+            finally:
+                db.close()
+            if not claimed:
+                raise JobConflict(
+                    f"Run {run_id} is {now_status}: another process started working on it a "
+                    "moment ago, so this one did not (a run has one owner, and nothing is paid "
+                    "twice). Follow its progress on the Run page or with `jurybox runs`."
+                )
             self._jobs[run_id] = job
         worker = _Worker(
             job,
@@ -343,6 +362,7 @@ class JobRegistry:
             concurrency=concurrency,
             key_lookup=key_lookup,
             item_id=item_id,
+            previous=(run["status"], run["error"]) if kind == "rejudge" else None,
             batch_size=self.batch_size,
             flush_interval_s=self.flush_interval_s,
         )
@@ -432,9 +452,13 @@ class _Writer:
         replace_success: bool,
         batch_size: int,
         flush_interval_s: float,
+        owner: str | None = None,
+        on_lost: Callable[[], None] | None = None,
     ) -> None:
         self.db_path = db_path
         self.run_id = run_id
+        self.owner = owner
+        self.on_lost = on_lost
         self.already_ok = already_ok
         self.replace_success = replace_success
         self.batch_size = batch_size
@@ -522,7 +546,11 @@ class _Writer:
             while True:
                 batch, decided = self._take()
                 if time.monotonic() - last_beat >= 1.0:
-                    heartbeat(db, self.run_id)
+                    if not heartbeat(db, self.run_id, self.owner) and self.on_lost is not None:
+                        # Another job took the run over (this one was silent past its lease):
+                        # stop sending, so no call is paid twice.
+                        self.on_lost()
+                        self.on_lost = None
                     last_beat = time.monotonic()
                 ledger, self._ledger_taken = self._ledger_taken, None
                 if ledger is not None and not ledger.empty:
@@ -569,6 +597,7 @@ class _Worker:
         item_id: str | None,
         batch_size: int,
         flush_interval_s: float,
+        previous: tuple[str, str | None] | None = None,
     ) -> None:
         self.job = job
         self.db_path = db_path
@@ -579,8 +608,8 @@ class _Worker:
         self.flush_interval_s = flush_interval_s
         self.writer: _Writer | None = None
         # Re-judging one item must not change what the run as a whole is (a cancelled run
-        # stays cancelled): the run gets this status back at the end.
-        self.previous: tuple[str, str | None] | None = None
+        # stays cancelled): the run gets this status (read before the claim) back at the end.
+        self.previous = previous
 
     def run(self) -> None:
         job = self.job
@@ -607,9 +636,10 @@ class _Worker:
                 if self.previous is not None:
                     status, error = self.previous
                     set_run_status(db, job.run_id, status,
-                                   error=message if final_status == "failed" else error)
+                                   error=message if final_status == "failed" else error,
+                                   owner=job.token)
                 else:
-                    set_run_status(db, job.run_id, final_status, error=message)
+                    set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
             except BaseException:
                 log.exception("could not record the final status of run %s", job.run_id)
             finally:
@@ -624,18 +654,15 @@ class _Worker:
         from judging.runner import RunProgress, run_panel
         from storage.calls import CallCacheStore, delete_item_calls, successful_pairs
         from storage.datasets import get_item, load_items
-        from storage.runs import get_run, refresh_run_totals, set_run_status
+        from storage.runs import get_run, refresh_run_totals
 
         job = self.job
-        run = get_run(db, job.run_id)
-        if job.kind == "rejudge":
-            self.previous = (run["status"], run["error"])
+        run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
         if self.item_id is not None:
             items = [get_item(db, run["dataset_id"], self.item_id)]
         else:
             items = load_items(db, run["dataset_id"])
-        set_run_status(db, job.run_id, "running")
         rejudge = job.kind == "rejudge"
         already_ok = set() if rejudge else successful_pairs(db, job.run_id)
         n_critics = len(panel.critics)
@@ -660,6 +687,7 @@ class _Worker:
         self.writer = _Writer(
             self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
+            owner=job.token, on_lost=job.cancel,
         )
         on_verdict = _LiveVotes(panel, self.writer).add if _votes_live(panel) else self.writer.add
         try:

@@ -260,6 +260,14 @@ def _run_ledger(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0006_run_owner_token")
+def _run_owner_token(db: sqlite_utils.Database) -> None:
+    # One owner per run: a job claims a run with a conditional UPDATE that writes its own token
+    # (`storage.runs.claim_run`); its heartbeats and final status only land while it still
+    # holds the token. Process ids alone could not tell two jobs of one process apart.
+    db.execute("ALTER TABLE runs ADD COLUMN owner_token TEXT")
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -116,10 +116,16 @@ def get_run(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
 
 
 def set_run_status(
-    db: sqlite_utils.Database, run_id: int, status: str, *, error: str | None = None
+    db: sqlite_utils.Database, run_id: int, status: str, *, error: str | None = None,
+    owner: str | None = None,
 ) -> None:
     """Move a run to `status`; `running` stamps started_at and records this process as the
     owner (see `mark_interrupted`), a terminal status stamps finished_at.
+
+    Args:
+        owner: the claiming job's token (`claim_run`): the change only lands while that job
+            still owns the run, so a job that lost its run cannot overwrite the new owner's
+            status. Jobs pass it; other callers (tests, tools) may not.
 
     Raises:
         StorageError: not a known status.
@@ -138,7 +144,12 @@ def set_run_status(
     else:
         sql = "UPDATE runs SET status = ?, error = ? WHERE id = ?"
         params = [status, error, run_id]
+    if owner is not None:
+        sql = sql.replace(" WHERE id = ?", " WHERE id = ? AND owner_token = ?")
+        params.append(owner)
     if db.execute(sql, params).rowcount == 0:
+        if owner is not None and db.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone():
+            return  # another job owns the run now: its status is its own to set
         raise NotFoundError(f"There is no run with id {run_id}.")
 
 
@@ -190,9 +201,59 @@ def add_to_ledger(db: sqlite_utils.Database, run_id: int, delta: dict[str, int |
         raise NotFoundError(f"There is no run with id {run_id}.")
 
 
-def heartbeat(db: sqlite_utils.Database, run_id: int) -> None:
-    """Record that the job working on a run is alive (its writer calls this every second)."""
-    db.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", [now(), run_id])
+def claim_run(
+    db: sqlite_utils.Database,
+    run_id: int,
+    from_statuses: Iterable[str],
+    owner: str,
+    *,
+    take_over_after_s: float = 30.0,
+) -> bool:
+    """Make `owner` the one job working on a run: True when it got it, False when another did.
+
+    One conditional UPDATE decides (its row count), so two processes resuming the same run at
+    the same moment can never both run it — the second sees False. A run can be claimed from
+    `from_statuses`, or from `running` when its lease has lapsed (no heartbeat for
+    `take_over_after_s` seconds: its owner died without anyone marking it interrupted).
+
+    Args:
+        owner: a token unique to the claiming job (its heartbeats and final status carry it).
+
+    Raises:
+        StorageError: an unknown status in `from_statuses`.
+    """
+    statuses = [str(s) for s in from_statuses]
+    unknown = [s for s in statuses if s not in RUN_STATUSES]
+    if unknown:
+        raise StorageError(f"Unknown run status {unknown[0]!r}; expected one of {RUN_STATUSES}.")
+    stamp = now()
+    cutoff = (_dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=take_over_after_s)).isoformat(
+        timespec="microseconds"
+    )
+    marks = ", ".join("?" for _ in statuses) or "NULL"
+    cursor = db.execute(
+        "UPDATE runs SET status = 'running', error = NULL, started_at = coalesce(started_at, ?),"
+        " finished_at = NULL, owner_pid = ?, owner_host = ?, owner_token = ?, heartbeat_at = ?"
+        f" WHERE id = ? AND (status IN ({marks})"
+        " OR (status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < ?)))",
+        [stamp, os.getpid(), socket.gethostname(), owner, stamp, run_id, *statuses, cutoff],
+    )
+    return cursor.rowcount == 1
+
+
+def heartbeat(db: sqlite_utils.Database, run_id: int, owner: str | None = None) -> bool:
+    """Record that the job working on a run is alive (its writer calls this every second).
+
+    Returns False when `owner` no longer holds the run (another job took it over after this one
+    went silent for too long): the caller should stop sending calls.
+    """
+    if owner is None:
+        return db.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", [now(), run_id]).rowcount == 1
+    cursor = db.execute(
+        "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND owner_token = ? AND status = 'running'",
+        [now(), run_id, owner],
+    )
+    return cursor.rowcount == 1
 
 
 def _pid_alive(pid: int) -> bool:

@@ -107,11 +107,11 @@ class Ledger:
         """"$0.0055", "at least $0.0055 (3 calls without a price)", or "unknown (3 calls
         without a price)" when nothing sent had a price."""
         if not self.unpriced_calls:
-            return f"${self.cost_usd:.4f}"
+            return format_usd(self.cost_usd)
         without = f"{self.unpriced_calls:,} call{'s' if self.unpriced_calls != 1 else ''} " \
                   "without a price"
         if self.cost_usd:
-            return f"at least ${self.cost_usd:.4f} ({without})"
+            return f"at least {format_usd(self.cost_usd)} ({without})"
         return f"unknown ({without})"
 
     def sent_text(self) -> str:
@@ -126,3 +126,10 @@ class Ledger:
 
 
 LEDGER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Ledger))
+
+
+def format_usd(amount: float) -> str:
+    """"$0.0123"; a cost too small for four decimals reads "< $0.0001", never "$0.0000"."""
+    if 0 < amount < 0.00005:
+        return "< $0.0001"
+    return f"${amount:,.4f}"

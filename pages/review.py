@@ -33,6 +33,7 @@ k = f"rv{run_id}."
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
 item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"
 goto_key = k + "goto_page"  # the page widget can only be set before it is drawn
+flash_key = k + "flash"
 
 size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
 page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
@@ -124,6 +125,10 @@ if detail is None:
     st.session_state[item_key] = None
     st.stop()
 
+# What the last save did, shown once on the page it led to (a toast does not survive the
+# rerun that moves on to the next item).
+if flash_key in st.session_state:
+    st.success(st.session_state.pop(flash_key), icon=":material/check:")
 st.subheader(f"Item {md_escape(item_id)}")
 st.text(rv.consensus_line(detail))
 fields_col, form_col = st.columns([3, 2])
@@ -160,8 +165,8 @@ with form_col:
             add_override(db(), run_id, item_id, label, note, reviewer)
             st.session_state["reviewer"] = reviewer.strip()
             if following is None:
-                st.toast(f"Saved {label} for {item_id}: that was the last item of this list.",
-                         icon=":material/check:")
+                st.session_state[flash_key] = (f"Saved {label} for {item_id}: that was the "
+                                               "last item of this list.")
             else:
                 # The saved item may have left the list (e.g. "Overridden: not yet"): find
                 # the next one where it sits now.
@@ -169,7 +174,7 @@ with form_col:
                 st.session_state[item_key] = following
                 if position is not None:
                     st.session_state[goto_key] = position // page_size + 1
-                st.toast(f"Saved {label} for {item_id}.", icon=":material/check:")
+                st.session_state[flash_key] = f"Saved {label} for {item_id}."
             st.rerun()
 
 st.markdown("**Critics**")
@@ -205,5 +210,5 @@ with st.popover(f"Accept the consensus for all {total:,} filtered items",
             ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
             added = accept_consensus(db(), run_id, ids, bulk_reviewer)
             st.session_state["reviewer"] = bulk_reviewer.strip()
-            st.toast(f"Accepted the consensus for {added:,} items.", icon=":material/check:")
+            st.session_state[flash_key] = f"Accepted the consensus for {added:,} items."
             st.rerun()

@@ -6,7 +6,8 @@ import streamlit as st
 from judging.errors import JuryboxError
 from judging.estimate import estimate_run
 from judging.jobs import prepare_run
-from judging.panel_files import load_panel
+from judging.ledger import format_usd
+from judging.panel_files import load_panel, panel_hash
 from pages.ui import panel_form as pf
 from pages.ui.errors import user_errors
 from pages.ui.progress import critic_rows, progress_text, run_summary_line
@@ -60,15 +61,26 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
             cols[1].metric("Input tokens (est.)", f"{estimate.tokens_in:,}")
             cols[2].metric("Output tokens (est.)", f"{estimate.tokens_out:,}")
             cols[3].metric("Cost (est.)", "unknown" if estimate.cost_usd is None
-                           else f"${estimate.cost_usd:,.4f}")
+                           else format_usd(estimate.cost_usd))
             st.caption(estimate.note)
             st.dataframe(
                 [{"critic": r.critic, "calls": r.calls, "input tokens": r.tokens_in,
                   "output tokens": r.tokens_out,
-                  "cost (USD)": "unknown" if r.cost_usd is None else f"{r.cost_usd:.4f}"}
+                  "cost": "unknown (no price)" if r.cost_usd is None else format_usd(r.cost_usd)}
                  for r in estimate.per_critic],
                 hide_index=True,
             )
+            same = [r for r in list_runs(db(), dataset_id=dataset_id)
+                    if r["panel_hash"] == panel_hash(panel)]
+            if same:
+                earlier = same[0]
+                st.info(f"Run #{earlier['id']} ({earlier['status']}) already judged this dataset "
+                        "with this exact panel. A new run answers from its stored replies "
+                        "(nothing paid again) — open that run instead if you only want to "
+                        "review it.", icon=":material/content_copy:")
+                st.page_link("pages/review.py", label=f"Review run #{earlier['id']}",
+                             icon=":material/rate_review:",
+                             query_params={RUN_PARAM: str(earlier["id"])})
             if st.button("Start the run", type="primary", icon=":material/play_arrow:",
                          key="start_run"):
                 run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel)
@@ -81,12 +93,15 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
 # -- the chosen run ----------------------------------------------------------------------------
 @st.fragment(run_every=0.5)
 def live_progress(run_id: int) -> None:
-    """Redrawn twice a second while the job works; a full rerun when it ends."""
+    """Redrawn twice a second while the job works; a full rerun when it ends.
+
+    While a job works, its live progress is the one source of every number shown (calls done,
+    stored, failed, cost); the stored totals come back once it has finished.
+    """
     job = registry().get(run_id)
     if job is None:
         return
     progress = job.progress()
-    st.text(run_summary_line(get_run(db(), run_id)))
     st.progress(progress.fraction, text=progress_text(progress))
     st.dataframe(critic_rows(progress), hide_index=True)
     if progress.finished:
@@ -98,14 +113,16 @@ run = pick_run(empty_hint="No run yet: start one above, or click **Try the demo*
 if run is not None:
     run_id = int(run["id"])
     job = registry().get(run_id)
-    alive = job is not None and job.alive
-    if not alive:  # while a job works, the live fragment draws this line with fresh totals
+    # One test of "is it working" for the whole page: the job's own status (a job that has
+    # written its final status is finished, even in the instant before its thread ends).
+    live = job is not None and not job.progress().finished
+    if not live:
         st.text(run_summary_line(run))
     if run["simulated"]:
         st.caption("All critics of this run are on the **simulated** vendor: no call left this "
                    "machine and no money was spent (any cost shown uses the panel's example "
                    "prices).")
-    if alive:
+    if live:
         live_progress(run_id)
     elif job is not None:
         final = job.progress()
@@ -116,10 +133,10 @@ if run is not None:
 
     # A row of only the actions that apply now (fixed columns left gaps between them).
     actions = st.container(horizontal=True)
-    if alive and actions.button("Cancel", icon=":material/stop:", key="cancel_run"):
+    if live and actions.button("Cancel", icon=":material/stop:", key="cancel_run"):
         registry().cancel(run_id)
         st.rerun()
-    can_resume = not alive and run["status"] in ("pending", "cancelled", "interrupted", "failed")
+    can_resume = not live and run["status"] in ("pending", "cancelled", "interrupted", "failed")
     if can_resume and actions.button(
         "Start" if run["status"] == "pending" else "Resume", icon=":material/play_arrow:",
         key="resume_run",
@@ -127,7 +144,7 @@ if run is not None:
         with user_errors("The run did not resume"):
             registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()
-    if (not alive and run["failed_calls"] and run["status"] != "running"
+    if (not live and run["failed_calls"] and run["status"] != "running"
             and actions.button(f"Re-run {run['failed_calls']:,} failed calls",
                                icon=":material/replay:", key="rerun_failures",
                                help="Calls that succeeded are read from the cache, not paid again.")):

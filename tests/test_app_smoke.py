@@ -430,7 +430,7 @@ def test_run_page_shows_an_unknown_price_as_unknown_never_zero(
     assert metrics["Cost (est.)"] == "unknown"
     assert any("gpt" in c.value and "no price" in c.value for c in at.caption)
     rows = at.dataframe[0].value
-    assert list(rows["cost (USD)"]) == ["unknown"]
+    assert list(rows["cost"]) == ["unknown (no price)"]
 
 
 def test_run_page_on_an_empty_database_says_what_to_do(app_db: pathlib.Path) -> None:

@@ -18,8 +18,9 @@ def _duration(seconds: float | None) -> str:
 
 
 def progress_text(p: JobProgress) -> str:
-    """"running · 420 / 1,200 calls · 12 failed · 35.2 calls/s · 22s left" (plain text)."""
-    parts = [p.status, f"{p.done:,} / {p.total:,} calls"]
+    """"running · 420 / 1,200 calls · 400 stored · 12 failed · 35.2 calls/s · 22s left · $0.0123"
+    (plain text): every figure from the job's one live progress."""
+    parts = [p.status, f"{p.done:,} / {p.total:,} calls", f"{p.written:,} stored"]
     if p.failed:
         parts.append(f"{p.failed:,} failed")
     if p.cached:

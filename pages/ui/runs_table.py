@@ -21,7 +21,7 @@ def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "panel": run["panel_name"],
             "status": run["status"] + (" · simulated" if run["simulated"] else ""),
             "items": run["n_items"],
-            "calls done": f"{done:,} / {total:,}",
+            "calls stored": f"{done:,} / {total:,}",
             "failed": run["failed_calls"],
             "cost": Ledger.from_mapping(run["ledger"]).cost_text(),
             "created": (run["created_at"] or "")[:19].replace("T", " "),

@@ -1,0 +1,108 @@
+"""Browser tests of the Run page and the Review loop as a user clicks through them: Start then
+Cancel at once cancels that run; three overrides in a row with a filter on all land."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+
+import pytest
+
+from judging.demo import demo_dataset_path
+from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.simulator import Profile
+from storage.datasets import save_dataset
+from storage.db import open_db
+from storage.importing import read_dataset
+from storage.overrides import override_history
+from storage.panels import save_panel
+from storage.runs import get_run
+from tests.fixtures_app import running_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+
+def _expect() -> Any:
+    from playwright.sync_api import expect
+
+    return expect
+
+
+@pytest.fixture
+def slow_vendor_app(tmp_path: pathlib.Path, simulator_factory: Any) -> Any:
+    """An app over a database holding the demo dataset and a panel whose two critics sit on a
+    local vendor that takes 1.5 s per reply: a run that is still working when Cancel is hit."""
+    server = simulator_factory(profiles={"slow-a": Profile(accuracy=0.9),
+                                         "slow-b": Profile(accuracy=0.9)},
+                               gold=None, latency_ms=1500)
+    db_path = tmp_path / "slow.db"
+    db = open_db(db_path)
+    save_dataset(db, read_dataset(demo_dataset_path(), id_column="id", gold_column="gold"),
+                 name="taxonomy")
+    panel = load_panel(
+        "schema_version: 1\nname: slow panel\nscale: {kind: nominal, labels: [KEEP, REJECT]}\n"
+        "critics:\n"
+        + "".join(f"  - {{name: {m}, vendor: custom, base_url: '{server.base_url}', model: {m},"
+                  " prompt_template: 'Keep {candidate_class}?'}\n" for m in ("slow-a", "slow-b"))
+    )
+    save_panel(db, panel_hash=panel_hash(panel), name="slow panel", yaml_text=dump_panel(panel))
+    db.close()
+    with running_app(db_path) as app:
+        yield {**app, "vendor": server}
+
+
+def test_start_then_cancel_at_once_cancels_that_run(app_page: Any, slow_vendor_app: Any) -> None:
+    expect = _expect()
+    app_page.goto(slow_vendor_app["url"] + "/run")
+    app_page.get_by_role("button", name="Start the run").click()
+    app_page.wait_for_url(re.compile(r"/run\?run=\d+"))
+    run_id = int(re.search(r"run=(\d+)", app_page.url).group(1))
+    app_page.get_by_role("button", name="Cancel").click()
+    # The page shows the run that was started, and it ends cancelled (not the previous run,
+    # not "running" with a Cancel button left over).
+    expect(app_page.get_by_text(f"Run #{run_id} · cancelled")).to_be_visible(timeout=60_000)
+    expect(app_page.get_by_role("button", name="Cancel")).to_have_count(0)
+    assert re.search(rf"run={run_id}\b", app_page.url)
+    run = get_run(open_db(slow_vendor_app["db"]), run_id)
+    assert run["status"] == "cancelled"
+    # Nothing beyond what was in flight when Cancel came: far fewer than the 600 calls planned.
+    sent = slow_vendor_app["vendor"].stats()["total"]
+    assert sent <= 64, sent
+    assert run["ledger"]["sent_calls"] == sent
+
+
+def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) -> None:
+    from storage.review import review_table
+
+    expect = _expect()
+    path, run_id = demo_db
+    # What the page must walk: the contested SPLIT items, in the table's order.
+    frame, total = review_table(open_db(path), run_id, disagreements_only=True,
+                                consensus_label="SPLIT", limit=None)
+    expected = list(frame["item_id"][:3])
+    assert len(expected) == 3
+    with running_app(path) as app:
+        app_page.goto(f"{app['url']}/review?run={run_id}")
+        main = app_page.get_by_test_id("stMain")
+        expect(main.get_by_text("items match").first).to_be_visible()
+        main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
+        app_page.get_by_role("option", name="SPLIT", exact=True).click()
+        expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
+        reviewer = main.get_by_label("Reviewer")
+        for n, item in enumerate(expected):
+            # The item panel shows the n-th item of the filtered list (never a stale one).
+            expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
+            main.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
+            main.get_by_label("Note (why)").fill(f"browser note {n}")
+            if n == 0:
+                reviewer.fill("carla")
+            expect(reviewer).to_have_value("carla")  # typed once, kept for every save
+            main.get_by_role("button", name="Save and go to the next item").click()
+            expect(main.get_by_text(f"Saved MERGE for {item}.")).to_be_visible()
+        expect(main.get_by_role("heading", name=f"Item {frame['item_id'].iloc[3]}",
+                                exact=True)).to_be_visible()
+    for n, item in enumerate(expected):
+        (override,) = override_history(open_db(path), run_id, item)
+        assert (override["label"], override["note"], override["reviewer"]) == \
+            ("MERGE", f"browser note {n}", "carla")

@@ -197,11 +197,14 @@ class JobRegistry:
 
     Args:
         batch_size: verdicts per write transaction at most.
-        flush_interval_s: the longest a received verdict waits before it is written. Short,
-            because a verdict received but not written when the process dies is paid again.
+        flush_interval_s: the longest a received verdict waits before it is written (group
+            commit: every verdict that arrives meanwhile shares the transaction). Short,
+            because a verdict received but not written when the process dies is paid again:
+            20 ms keeps that to what arrives in 20 ms, while at 1,000 calls/s a commit still
+            carries about 20 verdicts (a WAL commit without fsync costs well under 1 ms).
     """
 
-    def __init__(self, *, batch_size: int = 200, flush_interval_s: float = 0.25) -> None:
+    def __init__(self, *, batch_size: int = 200, flush_interval_s: float = 0.02) -> None:
         self._jobs: dict[int, Job] = {}
         self._lock = threading.Lock()
         self.batch_size = batch_size

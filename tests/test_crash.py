@@ -92,11 +92,12 @@ def test_kill_9_midway_then_resume(db_path, simulator_factory):
     assert get_run(db, run_id)["status"] == "interrupted"
     stored = _ok_calls(db_path, run_id)
     assert total_pairs // 4 <= stored < total_pairs, "the kill did not land midway"
-    # Replies the server sent that the dead process never stored: at most what was in flight
-    # plus the verdicts waiting for the next batch commit (0.25 s worth).
+    # Replies the server made that the dead process never stored: what was in flight plus the
+    # verdicts waiting for the next group commit (20 ms worth, about 6 here). The bound leaves
+    # room for a loaded machine delaying the writer; the old 0.25 s batches lost about 96.
     lost = stats_at_kill["successes"] - stored
     print(f"stored {stored}, served {stats_at_kill['successes']}, lost {lost}")
-    assert 0 <= lost <= CONCURRENCY + 150, lost
+    assert 0 <= lost <= 3 * CONCURRENCY, lost
 
     httpx.post(f"{sim.root_url}/stats/reset")
     job = JobRegistry().resume(db_path, run_id, concurrency=CONCURRENCY,

@@ -20,6 +20,7 @@ import argparse
 import json
 import pathlib
 import signal
+import sqlite3
 import sys
 import threading
 from collections import Counter
@@ -37,7 +38,8 @@ from judging.cli_runs import (
     read_for_cli,
     run_stored,
 )
-from judging.errors import ConfigError, DataError, JuryboxError
+from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
+from storage.faults import database_fault
 from judging.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -157,11 +159,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         return int(args.func(args))
-    except (ConfigError, DataError) as exc:
+    except (ConfigError, DataError, DatabaseFault) as exc:
         _error(str(exc))
         return EXIT_USAGE
     except FileNotFoundError as exc:
         _error(f"no such file: {exc.filename or exc}. Check the path and run again.")
+        return EXIT_USAGE
+    except sqlite3.Error as exc:  # a fault met after opening (disk full mid-run, a lock)
+        _error(str(database_fault(exc, getattr(args, "db", None))))
+        return EXIT_USAGE
+    except OSError as exc:  # e.g. --out in a folder that does not exist or is read-only
+        _error(f"{exc.strerror or exc}: {exc.filename or ''}. Check the path and run again.")
         return EXIT_USAGE
     except JuryboxError as exc:
         _error(str(exc))

@@ -53,12 +53,27 @@ def db_path_of(args: argparse.Namespace) -> pathlib.Path:
     return pathlib.Path(getattr(args, "db", None) or default_db_path())
 
 
-def open_cli_db(args: argparse.Namespace) -> sqlite_utils.Database:
-    """Open the command's database and mark runs whose process died as interrupted."""
+def open_cli_db(args: argparse.Namespace, *, read_only: bool = False) -> sqlite_utils.Database:
+    """Open the command's database and mark runs whose process died as interrupted.
+
+    Args:
+        read_only: the command only reads (`runs`, `stats`, `export`): a file this user may
+            not write is then opened read-only instead of failing (nothing is marked).
+    """
     from judging.jobs import mark_interrupted_runs
     from storage.db import open_db
+    from storage.faults import check_folder, is_read_only
 
-    db = open_db(db_path_of(args))
+    path = db_path_of(args)
+    check_folder(path)
+    if read_only and is_read_only(path):
+        return open_db(path, readonly=True)
+    if read_only and not path.exists():
+        from storage.db import DatabaseFault
+
+        raise DatabaseFault(f"There is no database {str(path)!r}. Check the path (--db or "
+                            "JURYBOX_DB), or start a run first (`jurybox demo`).")
+    db = open_db(path)
     for run_id in mark_interrupted_runs(db):
         print(f"Run {run_id} was interrupted (its process stopped); resume it with "
               f"`jurybox resume {run_id}`.", file=sys.stderr)
@@ -268,7 +283,7 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_runs(args: argparse.Namespace) -> int:
     from storage.runs import list_runs
 
-    db = open_cli_db(args)
+    db = open_cli_db(args, read_only=True)
     try:
         runs = list_runs(db)
     finally:
@@ -307,7 +322,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from storage.export import export_run
 
     fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
-    db = open_cli_db(args)
+    db = open_cli_db(args, read_only=True)
     try:
         rows = export_run(db, args.run, fmt, args.out)
     finally:
@@ -320,7 +335,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from judging.run_report import run_agreement_report
     from storage.db import NotFoundError
 
-    db = open_cli_db(args)
+    db = open_cli_db(args, read_only=True)
     try:
         report = run_agreement_report(db, args.run, resamples=args.resamples, seed=args.seed)
     except NotFoundError:

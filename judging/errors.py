@@ -4,6 +4,9 @@
     ├── ConfigError          the panel, a critic or a scale is wrong: fix the configuration
     │   └── PlaceholderError a prompt names a field the dataset does not have
     ├── DataError            the dataset (or another input file) is wrong: fix the file
+    ├── StorageError         the database cannot do what was asked (a conflict, a missing row)
+    │   ├── NotFoundError    a dataset, panel, run or item id that is not there
+    │   └── DatabaseFault    the file cannot be used: damaged, read-only, full, locked, no folder
     └── CallFailure          one model call did not give a verdict (kept as a failed Verdict,
                              never raised out of a panel run)
         ├── RetryableCallError   429, 5xx, timeouts, resets, HTML from a proxy
@@ -44,6 +47,19 @@ class PlaceholderError(ConfigError):
 
 class DataError(JuryboxError):
     """An input file (dataset, panel file) cannot be used as it is."""
+
+
+class StorageError(JuryboxError):
+    """The database cannot do what was asked (a conflict, a missing row); the message says why."""
+
+
+class NotFoundError(StorageError, LookupError):
+    """A dataset, panel, run or item id that is not in the database."""
+
+
+class DatabaseFault(StorageError):
+    """The database file cannot be used as asked (damaged, read-only, full, locked, missing
+    folder): the user's environment, not a bug. The CLI exits 2 for it."""
 
 
 class CallFailure(JuryboxError):

@@ -476,6 +476,7 @@ class _Writer:
         self._ledger_taken: Ledger | None = None
         self.written = 0
         self.error: BaseException | None = None
+        self.decisions_error: Exception | None = None
         self._thread = threading.Thread(target=self._loop, name=f"jurybox-writer-{run_id}", daemon=True)
         self._thread.start()
 
@@ -568,8 +569,14 @@ class _Writer:
                         refresh_totals=False,
                     )
                     self.written += len(batch)
-                if decided:
-                    write_consensus(db, self.run_id, decided)
+                if decided and self.decisions_error is None:
+                    try:
+                        write_consensus(db, self.run_id, decided)
+                    except Exception as error:  # noqa: BLE001 - reported by close()
+                        # Decisions can be recomputed from verdicts; verdicts are paid for.
+                        # So the verdicts still arriving keep being stored; the job fails at
+                        # the end with this error, and a resume decides again.
+                        self.decisions_error = error
                 if time.monotonic() - last_totals > 2.0:
                     refresh_run_totals(db, self.run_id)
                     last_totals = time.monotonic()
@@ -587,6 +594,8 @@ class _Writer:
         self._thread.join()
         if self.error is not None:
             raise self.error
+        if self.decisions_error is not None:
+            raise self.decisions_error
 
 
 class _Worker:

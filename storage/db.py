@@ -20,20 +20,13 @@ from typing import Any
 
 import sqlite_utils
 
-from judging.errors import JuryboxError
+# The error types live in the one error tree (a leaf module); re-exported here for callers.
+from judging.errors import DatabaseFault, NotFoundError, StorageError
+from storage.faults import DbPath, check_folder, database_fault
+
 
 DEFAULT_DB_NAME = "jurybox.db"
 DB_ENV_VAR = "JURYBOX_DB"
-
-DbPath = str | os.PathLike[str]
-
-
-class StorageError(JuryboxError):
-    """The database cannot do what was asked (a conflict, a missing row); the message says why."""
-
-
-class NotFoundError(StorageError, LookupError):
-    """A dataset, panel, run or item id that is not in the database."""
 
 
 def default_db_path() -> pathlib.Path:
@@ -65,21 +58,69 @@ def connect(path: DbPath, *, check_same_thread: bool = True) -> sqlite3.Connecti
     return conn
 
 
-def open_db(path: DbPath, *, migrate: bool = True, check_same_thread: bool = True) -> sqlite_utils.Database:
+def open_db(
+    path: DbPath, *, migrate: bool = True, check_same_thread: bool = True, readonly: bool = False
+) -> sqlite_utils.Database:
     """Open (creating if needed) the database at `path`, in WAL mode, migrated to the latest schema.
 
     Args:
         path: the database file. `":memory:"` is accepted for quick experiments, but jobs need a
-            file because every worker opens its own connection.
+            file because every worker opens its own connection. Its folder must exist.
         migrate: apply pending migrations (on by default; every opener does it, migrations
             that are already recorded are skipped).
         check_same_thread: passed to `sqlite3.connect`; leave True unless you know why.
+        readonly: open an existing file for reading only (no migration, no WAL switch): what
+            the read-only commands use, so a read-only file can still be listed and exported.
 
     Returns:
         A `sqlite_utils.Database` for use on the calling thread only.
+
+    Raises:
+        DatabaseFault: the folder is missing, or the file is damaged, read-only (for a write),
+            full or locked — with a sentence saying what to do.
     """
-    if str(path) != ":memory:":
-        pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    check_folder(path)
+    if readonly:
+        return _open_readonly(path, check_same_thread=check_same_thread)
+    try:
+        return _open(path, migrate=migrate, check_same_thread=check_same_thread)
+    except sqlite3.Error as error:
+        raise database_fault(error, path) from error
+
+
+def _open_readonly(path: DbPath, *, check_same_thread: bool) -> sqlite_utils.Database:
+    from storage.migrations import migrations
+
+    if not pathlib.Path(path).is_file():
+        raise DatabaseFault(f"There is no database {str(path)!r}. Check the path (--db or "
+                            "JURYBOX_DB).")
+    try:
+        uri = pathlib.Path(path).resolve().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=check_same_thread)
+        conn.execute("PRAGMA busy_timeout=30000")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            # A WAL file in a folder we may not write: SQLite cannot create the shared-memory
+            # file it reads through. `immutable=1` reads the file as it is, without it; safe
+            # here because this user cannot write it (another writer could still, so a
+            # read-only open is for listing and exporting, not for watching a live run).
+            conn.close()
+            conn = sqlite3.connect(uri + "&immutable=1", uri=True,
+                                   check_same_thread=check_same_thread)
+        db = sqlite_utils.Database(conn)
+        if migrations.pending(db):
+            conn.close()
+            raise DatabaseFault(
+                f"The database {str(path)!r} was made by an older Jurybox and must be upgraded, "
+                "which needs write access: open it once where it is writable."
+            )
+        return db
+    except sqlite3.Error as error:
+        raise database_fault(error, path) from error
+
+
+def _open(path: DbPath, *, migrate: bool, check_same_thread: bool) -> sqlite_utils.Database:
     conn = connect(path, check_same_thread=check_same_thread)
     db = sqlite_utils.Database(conn)
     for attempt in range(100):

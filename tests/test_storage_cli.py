@@ -110,9 +110,17 @@ def test_export(tmp_path, simulator, capsys, fmt):
 
 
 def test_unknown_run_is_one_sentence(tmp_path, capsys):
+    open_db(tmp_path / "e.db").close()
     assert main(["export", "9", "--out", str(tmp_path / "x.csv"), "--db", str(tmp_path / "e.db")]) == 1
     err = capsys.readouterr().err
     assert "no run with id 9" in err and "Traceback" not in err
+
+
+def test_reading_a_database_that_does_not_exist_creates_none(tmp_path, capsys):
+    missing = tmp_path / "typo.db"
+    assert main(["export", "1", "--out", str(tmp_path / "x.csv"), "--db", str(missing)]) == 2
+    assert "There is no database" in capsys.readouterr().err
+    assert not missing.exists()
 
 
 def _alpha_from_db(db_path: pathlib.Path, run_id: int) -> float | None:
@@ -163,6 +171,7 @@ def test_stats_prints_the_alpha_of_the_stored_ratings(tmp_path, capsys):
 
 
 def test_stats_of_an_unknown_run_is_one_sentence_and_exit_2(tmp_path, capsys):
+    open_db(tmp_path / "e.db").close()
     assert main(["stats", "9", "--db", str(tmp_path / "e.db")]) == 2
     err = capsys.readouterr().err
     assert "no run with id 9" in err and "jurybox runs" in err and "Traceback" not in err

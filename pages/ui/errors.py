@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -9,6 +10,7 @@ import pydantic
 import streamlit as st
 
 from judging.errors import JuryboxError
+from storage.faults import database_fault
 
 
 def validation_sentence(error: pydantic.ValidationError) -> str:
@@ -44,3 +46,6 @@ def user_errors(prefix: str | None = None) -> Iterator[None]:
     except pydantic.ValidationError as error:
         text = validation_sentence(error)
         st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
+    except sqlite3.Error as error:  # the disk filled up or another program locked the file
+        text = str(database_fault(error))
+        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/database:")

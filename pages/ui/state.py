@@ -21,7 +21,7 @@ from streamlit.errors import StreamlitSecretNotFoundError
 
 from judging.jobs import JobRegistry
 from judging.vendors import PRESETS
-from storage.db import default_db_path, open_db
+from storage.db import DatabaseFault, default_db_path, open_db
 
 _local = threading.local()
 
@@ -40,7 +40,13 @@ def db() -> sqlite_utils.Database:
     path = str(db_path())
     handles: dict[str, sqlite_utils.Database] = getattr(_local, "handles", None) or {}
     if path not in handles:
-        handles[path] = open_db(path)
+        try:
+            handles[path] = open_db(path)
+        except DatabaseFault as fault:
+            # A damaged, read-only or unreachable database: the page says which and what to
+            # do, instead of Streamlit's generic error.
+            st.error(str(fault), icon=":material/database:")
+            st.stop()
         _local.handles = handles
         # The registry's first use marks runs left "running" by a dead process as interrupted:
         # make sure that happens before this script reads any run.

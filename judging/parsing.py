@@ -6,7 +6,8 @@
     RetryableCallError   429, 408, 409, 5xx, 529, HTML from a proxy, an unknown error in a 200
     ItemCallError        400 context length (and other 4xx about this request)
     CriticCallError      401, 403, 404, 429 insufficient_quota
-    RefusalError         a `refusal` field, or a refusal in prose with no label
+    RefusalError         a `refusal` field, finish_reason=content_filter, or a refusal in
+                         prose with no label
     TruncatedError       finish_reason=length with no usable answer
     ParseError           anything else that holds no verdict on the scale (raw text kept)
 
@@ -308,6 +309,14 @@ def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
         raise RefusalError(f"the model refused: {_clip(refusal.strip())}", raw=refusal)
 
     content = _content_text(message.get("content"))
+    if finish_reason == "content_filter":
+        # The vendor's filter withheld the answer: whatever content came is cut where the
+        # filter struck (blank, or JSON that may parse to a label the model never finished
+        # giving). A refusal, never a label and never "no JSON".
+        raise RefusalError(
+            "the vendor's content filter withheld the answer (finish_reason=content_filter)",
+            raw=content or None,
+        )
     answer, thinking = split_thinking(content)
     side_reasoning = message.get("reasoning_content") or message.get("reasoning")
     if not isinstance(side_reasoning, str) or not side_reasoning.strip():

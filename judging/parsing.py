@@ -17,6 +17,7 @@ This module never sleeps and never sends anything: retries live in `judging.call
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +74,7 @@ class ParsedReply:
 def looks_like_html(text: str) -> bool:
     """True for an HTML page (a proxy's or load balancer's error page), not a JSON reply."""
     head = text[:300].lstrip().lower()  # slice first: never copy a whole large body
-    return head.startswith("<!doctype html") or head.startswith("<html") or "<body" in head
+    return head.startswith(("<!doctype html", "<html")) or "<body" in head
 
 
 def _error_text(error: Any) -> str:
@@ -222,7 +223,7 @@ def normalize_confidence(value: Any) -> float | None:
             value = float(text)
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or value != value:  # NaN
+    if not isinstance(value, (int, float)) or math.isnan(value):
         return None
     number = float(value)
     if percent or number > 1:

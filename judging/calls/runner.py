@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Self
 
 import httpx
 
@@ -177,7 +178,7 @@ class CallRunner:
             self.transport.close()
         watchdog.close()
 
-    def __enter__(self) -> CallRunner:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

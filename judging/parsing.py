@@ -6,7 +6,8 @@
     RetryableCallError   429, 408, 409, 5xx, 529, HTML from a proxy, an unknown error in a 200
     ItemCallError        400 context length (and other 4xx about this request)
     CriticCallError      401, 403, 404, 429 insufficient_quota
-    RefusalError         a `refusal` field, or a refusal in prose with no label
+    RefusalError         a `refusal` field, finish_reason=content_filter, or a refusal in
+                         prose with no label
     TruncatedError       finish_reason=length with no usable answer
     ParseError           anything else that holds no verdict on the scale (raw text kept)
 
@@ -16,6 +17,7 @@ This module never sleeps and never sends anything: retries live in `judging.call
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -72,7 +74,7 @@ class ParsedReply:
 def looks_like_html(text: str) -> bool:
     """True for an HTML page (a proxy's or load balancer's error page), not a JSON reply."""
     head = text[:300].lstrip().lower()  # slice first: never copy a whole large body
-    return head.startswith("<!doctype html") or head.startswith("<html") or "<body" in head
+    return head.startswith(("<!doctype html", "<html")) or "<body" in head
 
 
 def _error_text(error: Any) -> str:
@@ -221,7 +223,7 @@ def normalize_confidence(value: Any) -> float | None:
             value = float(text)
         except ValueError:
             return None
-    if not isinstance(value, (int, float)) or value != value:  # NaN
+    if not isinstance(value, (int, float)) or math.isnan(value):
         return None
     number = float(value)
     if percent or number > 1:
@@ -308,6 +310,14 @@ def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
         raise RefusalError(f"the model refused: {_clip(refusal.strip())}", raw=refusal)
 
     content = _content_text(message.get("content"))
+    if finish_reason == "content_filter":
+        # The vendor's filter withheld the answer: whatever content came is cut where the
+        # filter struck (blank, or JSON that may parse to a label the model never finished
+        # giving). A refusal, never a label and never "no JSON".
+        raise RefusalError(
+            "the vendor's content filter withheld the answer (finish_reason=content_filter)",
+            raw=content or None,
+        )
     answer, thinking = split_thinking(content)
     side_reasoning = message.get("reasoning_content") or message.get("reasoning")
     if not isinstance(side_reasoning, str) or not side_reasoning.strip():

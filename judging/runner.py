@@ -466,7 +466,7 @@ def run_panel(
             runner, shared = default_runner(), True
         else:
             own_runner = True
-            runner = CallRunner(key_lookup=key_lookup, cache=cache)
+            runner = CallRunner(key_lookup=key_lookup, cache=cache, max_connections=concurrency)
     try:
         return _Run(
             panel,

@@ -1,13 +1,13 @@
-"""The default HTTP transport for real vendor calls: HTTP/1.1 keep-alive over plain sockets,
-one connection per worker thread and host.
+"""The fast transport for plain HTTP to loopback (the simulator, a local vLLM or Ollama):
+HTTP/1.1 keep-alive over plain sockets, one connection per worker thread and host.
 
-Why not httpx's own `HTTPTransport` (httpcore + h11)? On this workload (thousands of small JSON
-requests from 64 threads) it spends most of the client's CPU in pure-Python protocol and pool
-bookkeeping: one shared pool made connection assignment scan every connection on every request,
-and h11's event machinery costs several times a plain reader for the same bytes. Each worker
-thread sends one request at a time, so a connection owned by the thread needs no pool locks at
-all. (Measured here, `python -m benchmarks throughput`, medians side by side: the engine's client
-CPU fell from ~1.8 to ~0.6 ms per call, against ~0.45 for 64 bare `http.client` loops.)
+It is used only where it is safe and pays (`judging.calls.transports.VendorTransport` routes
+there `http://` requests to 127.0.0.0/8, ::1 and localhost; everything else goes through httpx's
+own pool, which honours proxies and the CA variables). Loopback needs no proxy and no TLS, and
+there latencies are milliseconds, so the client's CPU per call is what limits a large local
+run: httpx's pool (httpcore + h11) spent ~3x the CPU here assigning connections and parsing
+replies. Each worker thread sends one request at a time, so a connection owned by the thread
+needs no pool locks at all. (Side by side: `python -m benchmarks transport`.)
 
 The request (line, headers, body) goes out in one `sendall`. The reply is read by the small
 HTTP/1.1 reader below, over a buffered reader kept with the connection: status line, headers
@@ -19,16 +19,19 @@ It is still an `httpx.BaseTransport`: critics speak httpx (`httpx.Request` in, `
 out), and tests swap in `httpx.MockTransport` as before. It does not retry (the one retry layer
 is `judging.calls`) and has no total deadline of its own: each response exposes its socket as
 `response.extensions["network_stream"].get_extra_info("socket")`, which the call layer's
-watchdog shuts down when a call's deadline passes. No proxy support: requests go straight to
-the vendor's host.
+watchdog shuts down when a call's deadline passes. No proxy and no TLS: `https://` is refused.
 
 Errors are raised as httpx's exception classes, so callers classify them as they would httpx's:
-    httpx.ConnectError / ConnectTimeout   no connection (refused, DNS, TLS handshake)
+    httpx.ConnectError / ConnectTimeout   no connection (refused, unreachable)
     httpx.WriteError / WriteTimeout       the request could not be sent
     httpx.ReadTimeout                     no bytes within the read timeout
+    StaleConnectionError                  a kept-alive connection was found closed by the
+                                          server when reused, before any reply byte: the
+                                          server never answered, so a retry may go at once
     httpx.RemoteProtocolError             the server hung up early or spoke broken HTTP
     httpx.ReadError                       the connection failed while reading
     httpx.LocalProtocolError              a request header holds a line break (never sent)
+    httpx.UnsupportedProtocol             a scheme other than http
 """
 
 from __future__ import annotations
@@ -37,38 +40,28 @@ import io
 import re
 import select
 import socket
-import ssl
 import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import certifi
 import httpx
 
-__all__ = ["ThreadLocalTransport", "default_ssl_context"]
+__all__ = ["StaleConnectionError", "ThreadLocalTransport"]
 
 _READ_SIZE = 65536
 _MAX_LINE = 65536  # longest status, header or chunk-size line accepted
 _MAX_HEADERS = 200
 _MAX_IDLE_PER_HOST = 4  # idle connections a thread keeps per host (it normally uses one)
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-_ssl_lock = threading.Lock()
-_ssl_context: ssl.SSLContext | None = None
+_STALE = "the server had closed the kept-alive connection before it could answer"
 
 
-def default_ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context for the process (loading the CA bundle is the costly part).
-
-    Certificates are checked against certifi's bundle, as httpx does by default.
-    """
-    global _ssl_context
-    with _ssl_lock:
-        if _ssl_context is None:
-            _ssl_context = ssl.create_default_context(cafile=certifi.where())
-        return _ssl_context
+class StaleConnectionError(httpx.RemoteProtocolError):
+    """A kept-alive connection, reused for a new request, turned out closed by the server
+    before a single byte of reply: the server's close crossed our request on the wire (its idle
+    timeout ran out just then). The server never answered, so the request can go again at once
+    on a fresh connection; the call layer retries it without a backoff."""
 
 
 class _Connection:
@@ -79,7 +72,7 @@ class _Connection:
 
     def __init__(self, sock: socket.socket, generation: int) -> None:
         self.sock = sock
-        self.reader: io.BufferedReader = sock.makefile("rb")  # type: ignore[assignment]
+        self.reader: io.BufferedReader = sock.makefile("rb")
         self.generation = generation
 
     def close(self) -> None:
@@ -334,23 +327,19 @@ class _ResponseStream(httpx.SyncByteStream):
 
 
 class ThreadLocalTransport(httpx.BaseTransport):
-    """An `httpx.BaseTransport` with per-thread HTTP/1.1 keep-alive connections.
+    """An `httpx.BaseTransport` for plain HTTP with per-thread keep-alive connections.
 
-    Each thread that sends requests keeps its own idle connections per (scheme, host, port), so
-    a worker thread reuses one connection for all its calls to a vendor, with no locking on the
+    Each thread that sends requests keeps its own idle connections per (host, port), so a
+    worker thread reuses one connection for all its calls to a server, with no locking on the
     request path. A thread's connections are closed when the thread ends or the transport is
     closed; a transport stays usable after `close()` (a late request opens a fresh connection).
-
-    Args:
-        ssl_context: the TLS context for https URLs (default: `default_ssl_context()`, which
-            verifies against certifi's CA bundle).
+    No TLS and no proxy: meant for loopback servers (see the module docstring).
 
     Timeouts come from the request's `timeout` extension (as `httpx.Client` sets it):
     `connect` bounds connecting, `read` each socket read, `write` each send. None means none.
     """
 
-    def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
-        self._ssl_context = ssl_context
+    def __init__(self) -> None:
         self._local = threading.local()
         self._pools: weakref.WeakSet[_ThreadPool] = weakref.WeakSet()
         self._lock = threading.Lock()
@@ -371,34 +360,33 @@ class ThreadLocalTransport(httpx.BaseTransport):
 
     def _acquire(
         self, key: tuple[str, str, int], connect_timeout: float | None, request: httpx.Request
-    ) -> _Connection:
+    ) -> tuple[_Connection, bool]:
+        """A connection for `key`: an idle one of this thread if one is alive (reused: True),
+        else a new one."""
         idle = self._thread_pool().idle.get(key)
         while idle:
             connection = idle.pop()
             if connection.generation == self._generation and not _dead(connection.sock):
-                return connection
+                return connection, True
             connection.close()
-        return _Connection(self._connect(key, connect_timeout, request), self._generation)
+        return _Connection(self._connect(key, connect_timeout, request), self._generation), False
 
     def _connect(
         self, key: tuple[str, str, int], timeout: float | None, request: httpx.Request
     ) -> socket.socket:
-        scheme, host, port = key
+        _, host, port = key
         try:
             sock = socket.create_connection((host, port), timeout)
             try:
                 # Small requests and replies: do not let Nagle hold a segment back.
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if scheme == "https":
-                    context = self._ssl_context or default_ssl_context()
-                    sock = context.wrap_socket(sock, server_hostname=host)
             except BaseException:
                 sock.close()
                 raise
         except TimeoutError as error:
             raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}",
                                        request=request) from error
-        except OSError as error:  # refused, unreachable, DNS, TLS handshake (SSLError)
+        except OSError as error:  # refused, unreachable, DNS
             raise httpx.ConnectError(f"could not connect to {host}:{port}: {error}",
                                      request=request) from error
         return sock
@@ -420,30 +408,37 @@ class ThreadLocalTransport(httpx.BaseTransport):
 
         Raises:
             httpx.TransportError: a subclass naming what failed (see the module docstring).
-            httpx.UnsupportedProtocol: a scheme other than http or https.
+            httpx.UnsupportedProtocol: a scheme other than http.
         """
         url = request.url
-        scheme = url.scheme
-        if scheme not in _DEFAULT_PORTS:
+        if url.scheme != "http":
             raise httpx.UnsupportedProtocol(
-                f"the URL {url} must start with http:// or https://", request=request
+                f"the URL {url} must start with http:// (this transport speaks plain HTTP "
+                "only)", request=request
             )
         host = url.raw_host.decode("ascii")
-        key = (scheme, host, url.port or _DEFAULT_PORTS[scheme])
+        key = ("http", host, url.port or 80)
         timeouts: dict[str, float | None] = request.extensions.get("timeout") or {}
         connect_timeout = timeouts.get("connect")
         read_timeout = timeouts.get("read")
         body = request.read()
 
-        connection = self._acquire(key, connect_timeout, request)
+        connection, reused = self._acquire(key, connect_timeout, request)
         sock = connection.sock
         try:
             write_timeout = timeouts.get("write", read_timeout)
             if sock.gettimeout() != write_timeout:
                 sock.settimeout(write_timeout)
-            self._send(sock, request, body)
+            try:
+                self._send(sock, request, body)
+            except httpx.WriteError as error:
+                if reused:  # the server had already closed it
+                    raise StaleConnectionError(_STALE, request=request) from error
+                raise
             if write_timeout != read_timeout:
                 sock.settimeout(read_timeout)
+            if reused:
+                self._await_reply(connection, request)
             head = self._receive_head(connection, request)
         except BaseException:
             connection.close()
@@ -488,6 +483,25 @@ class ThreadLocalTransport(httpx.BaseTransport):
         except OSError as error:
             raise httpx.WriteError(f"could not send the request: {error}",
                                    request=request) from error
+
+    @staticmethod
+    def _await_reply(connection: _Connection, request: httpx.Request) -> None:
+        """Wait for the first byte of the reply on a reused connection; none at all (end of
+        stream or a reset) means the server had closed it: a stale connection, not a failed
+        request. The peeked byte stays in the buffer for the reply reader, so this costs no
+        extra read."""
+        try:
+            first = connection.reader.peek(1)
+        except TimeoutError as error:
+            raise httpx.ReadTimeout("timed out waiting for the response",
+                                    request=request) from error
+        except ConnectionError as error:  # reset, aborted, broken pipe
+            raise StaleConnectionError(_STALE, request=request) from error
+        except (OSError, ValueError) as error:
+            raise httpx.ReadError(f"the connection failed waiting for the response: {error}",
+                                  request=request) from error
+        if not first:
+            raise StaleConnectionError(_STALE, request=request)
 
     @staticmethod
     def _receive_head(connection: _Connection, request: httpx.Request) -> _Head:

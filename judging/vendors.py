@@ -192,7 +192,9 @@ def resolve_key(critic: Critic, key_lookup: KeyLookup | None = None) -> str | No
 
     Raises:
         CriticCallError: the vendor needs a key (or the critic names a variable) and it is not
-            set. The message names the variable, never a value.
+            set; or the key holds a line break, a space, a control or a non-ASCII character
+            (a configuration mistake no request could survive). The message names the
+            variable, never a value.
     """
     lookup = key_lookup or os.environ.get
     preset = get_preset(critic.vendor)
@@ -200,14 +202,35 @@ def resolve_key(critic: Critic, key_lookup: KeyLookup | None = None) -> str | No
     if variable is None:
         return None
     key = lookup(variable)
-    if key:
-        return key.strip()
+    if key and key.strip():
+        key = key.strip()
+        problem = _key_problem(key)
+        if problem is not None:
+            # Caught before any request: sent, it would be refused by httpx (or forge a
+            # header), and every later item would fail the same way.
+            raise CriticCallError(
+                f"critic {critic.name!r}: the API key in {variable} {problem}, so it cannot be "
+                f"sent. Fix the value of {variable} (copy the key again) and run again."
+            )
+        return key
     # A critic that names a variable explicitly expects it set, even for keyless vendors.
     if preset.key_required or critic.api_key_env:
         raise CriticCallError(
             f"critic {critic.name!r}: no API key: the variable {variable} is not set. Set it in "
             "the environment (or in Streamlit secrets under [jurybox]) and run again."
         )
+    return None
+
+
+def _key_problem(key: str) -> str | None:
+    """What makes a key unusable in an `Authorization` header, in words (never the key)."""
+    for position, char in enumerate(key, start=1):
+        if char in "\r\n":
+            return f"holds a line break (character {position})"
+        if not "!" <= char <= "~":  # visible ASCII only: keys never hold spaces or controls
+            what = "a space" if char == " " else "a control character" if char < " " else (
+                "a non-ASCII character")
+            return f"holds {what} (character {position})"
     return None
 
 

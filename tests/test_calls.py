@@ -347,6 +347,33 @@ def test_missing_key_is_a_critic_error_without_a_request(make_runner: MakeRunner
     assert KEY_VAR in (verdict.message or "") and "not set" in (verdict.message or "")
 
 
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [(SECRET_KEY + "\n", None), ("sk-abc\ndef", "line break"),
+     ("sk-abc\r\nX-Forged: 1", "line break"), ("sk-abc def", "a space"),
+     ("sk-abc\x00def", "a control character"),
+     ("sk-abc\u2011def", "a non-ASCII character"), ("   ", "not set")],
+    ids=["trailing-newline-stripped", "newline", "crlf", "space", "nul", "non-ascii", "blank"],
+)
+def test_a_malformed_key_is_a_configuration_error_without_an_attempt(
+    make_runner: MakeRunner, make_critic: MakeCritic, label_scale: Scale, key: str,
+    problem: str | None,
+) -> None:
+    script = Script(ok())
+    runner = make_runner(script, key_lookup={KEY_VAR: key}.get)
+    verdicts = [runner.call(make_critic(), item, label_scale) for item in items(2)]
+    if problem is None:  # surrounding whitespace of a pasted key is not a mistake
+        assert all(v.ok for v in verdicts) and script.count == 2
+        assert script.requests[0].headers["Authorization"] == f"Bearer {SECRET_KEY}"
+        return
+    first = verdicts[0]
+    assert first.failure is FailureKind.CRITIC_ERROR
+    assert first.attempts == 0 and script.count == 0
+    assert KEY_VAR in (first.message or "") and problem in (first.message or "")
+    assert "sk-abc" not in json.dumps([v.to_dict() for v in verdicts], default=str)
+    assert verdicts[1].failure is FailureKind.CRITIC_ERROR
+
+
 def test_keyless_vendor_sends_no_authorization(make_runner: MakeRunner, make_critic: MakeCritic,
                                                label_scale: Scale) -> None:
     script = Script(ok())
@@ -408,6 +435,23 @@ def test_unusable_replies_are_classified_not_retried(make_runner: MakeRunner,
     assert verdict.failure is kind and verdict.message
     assert script.count == 1 and verdict.attempts == 1 and len(cache) == 0
     assert verdict.raw_response == reply.content.decode()
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", '{"label": "KEEP", "confidence": 0.', '{"label": "KEEP"}'],
+    ids=["blank", "partial-json", "complete-json"],
+)
+def test_content_filter_is_a_refusal_never_a_label(make_runner: MakeRunner,
+                                                   make_critic: MakeCritic,
+                                                   label_scale: Scale, content: str) -> None:
+    script = Script(ok(content, finish_reason="content_filter", usage=(900, 3)))
+    critic = make_critic(price_in_per_mtok=2.0, price_out_per_mtok=10.0)
+    verdict = make_runner(script).call(critic, ITEM, label_scale)
+    assert verdict.failure is FailureKind.REFUSAL and verdict.label is None
+    assert "content_filter" in (verdict.message or "")
+    assert script.count == 1  # not retried: the filter would strike again
+    assert (verdict.tokens_in, verdict.tokens_out) == (900, 3)  # billed all the same
 
 
 @pytest.mark.parametrize(
@@ -611,7 +655,7 @@ def test_runner_refuses_non_positive_limits() -> None:
 class _TrickleHandler(http.server.BaseHTTPRequestHandler):
     mode = "trickle"
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = json.dumps(chat_body()).encode()
         self.send_response(200)

@@ -149,6 +149,19 @@ def test_refusal_field_is_a_refusal() -> None:
         parse_reply(200, reply(None, refusal="I cannot help with that."), LABELS)
 
 
+@pytest.mark.parametrize(
+    ("content", "scale"),
+    [(None, LABELS), ("", LABELS), ('{"label": "KEEP", "reasoning": "it is', LABELS),
+     ('{"label": "KEEP"}', LABELS), ('{"score": 0.9', SCORES), ("KEEP", LABELS)],
+    ids=["null", "blank", "partial-json", "complete-json", "partial-score", "bare-label"],
+)
+def test_content_filter_is_a_refusal_never_a_verdict(content: str | None, scale: Scale) -> None:
+    # The vendor's filter withheld the answer: whatever came is cut where it struck.
+    with pytest.raises(RefusalError, match="content_filter") as caught:
+        parse_reply(200, reply(content, finish_reason="content_filter"), scale)
+    assert caught.value.raw == (content or None)
+
+
 def test_refusal_in_prose_without_label() -> None:
     with pytest.raises(RefusalError):
         parse_reply(200, reply("I'm sorry, but I can't evaluate this content."), LABELS)

@@ -1,19 +1,16 @@
-"""The default transport on its own, against a real HTTP server on 127.0.0.1: keep-alive reuse,
-every body framing, broken connections classified as httpx errors, TLS, closing."""
+"""The fast loopback transport on its own, against a real HTTP server on 127.0.0.1: keep-alive
+reuse, every body framing, broken connections classified as httpx errors, plain HTTP only,
+closing. (httpx's route, proxies and TLS: tests/test_vendor_transport.py.)"""
 
 from __future__ import annotations
 
 import http.server
 import json
-import shutil
 import socket
-import ssl
 import struct
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +18,7 @@ import pytest
 from judging.calls import CallRunner, RetryPolicy
 from judging.critics import Critic
 from judging.scales import Scale
-from judging.transport import ThreadLocalTransport, default_ssl_context
+from judging.transport import ThreadLocalTransport
 from judging.verdicts import FailureKind, Item
 from tests.fixtures_calls import chat_body
 
@@ -103,13 +100,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, context: ssl.SSLContext | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.lock = threading.Lock()
         self.requests: list[tuple[int, str]] = []  # (client port, path)
         self.closed: list[int] = []  # client ports whose connection ended
-        if context is not None:
-            self.socket = context.wrap_socket(self.socket, server_side=True)
 
     def url(self, path: str, scheme: str = "http") -> str:
         return f"{scheme}://127.0.0.1:{self.server_address[1]}/{path}"
@@ -260,9 +255,14 @@ def test_refused_connection_is_a_connect_error(transport: ThreadLocalTransport) 
         post(transport, f"http://127.0.0.1:{port}/v1")
 
 
-def test_unknown_scheme_is_refused(transport: ThreadLocalTransport) -> None:
-    with pytest.raises(httpx.UnsupportedProtocol):
-        post(transport, "ftp://127.0.0.1/v1")
+@pytest.mark.parametrize("scheme", ["ftp", "https"])
+def test_anything_but_plain_http_is_refused(server: _Server, transport: ThreadLocalTransport,
+                                            scheme: str) -> None:
+    # https never comes here: httpx's own transport verifies certificates the way the user's
+    # environment says (SSL_CERT_FILE, SSL_CERT_DIR), this one could not.
+    with pytest.raises(httpx.UnsupportedProtocol, match="http://"):
+        post(transport, server.url("sized", scheme=scheme))
+    assert server.requests == []
 
 
 def test_reset_mid_body_is_retried_by_the_call_layer(server: _Server) -> None:
@@ -277,22 +277,30 @@ def test_reset_mid_body_is_retried_by_the_call_layer(server: _Server) -> None:
     assert len(waits) == 1  # one backoff, from the one retry layer
 
 
-@pytest.mark.parametrize("fault", ["key", "scheme"])
-def test_an_invalid_request_stops_the_critic_without_retries(server: _Server,
-                                                              fault: str) -> None:
+def test_an_invalid_base_url_scheme_stops_the_critic_without_retries(server: _Server) -> None:
     port = server.server_address[1]
-    forged = "sk-secret-123\r\nX-Forged: 1"
-    base_url = f"ftp://127.0.0.1:{port}" if fault == "scheme" else f"http://127.0.0.1:{port}"
     critic = Critic(name="c", vendor="custom", model="m", prompt_template="Judge {text}",
-                    base_url=base_url, api_key_env="JURYBOX_FORGED_KEY")
+                    base_url=f"ftp://127.0.0.1:{port}")
     waits: list[float] = []
-    runner = CallRunner(key_lookup={"JURYBOX_FORGED_KEY": forged}.get, sleep=waits.append)
-    with runner:
+    with CallRunner(sleep=waits.append) as runner:
         verdict = runner.call(critic, Item("i", {"text": "x"}), Scale(kind="yesno"))
     assert verdict.failure is FailureKind.CRITIC_ERROR and verdict.attempts == 1 and not waits
     assert "valid request" in (verdict.message or "")
-    assert "sk-secret" not in json.dumps(verdict.to_dict(), default=str)
     assert runner.gate.reason("c") is not None  # later items are not sent
+    assert server.requests == []
+
+
+def test_a_key_with_a_line_break_is_a_configuration_error(server: _Server) -> None:
+    port = server.server_address[1]
+    critic = Critic(name="c", vendor="custom", model="m", prompt_template="Judge {text}",
+                    base_url=f"http://127.0.0.1:{port}", api_key_env="JURYBOX_FORGED_KEY")
+    forged = "sk-secret-123\r\nX-Forged: 1"
+    with CallRunner(key_lookup={"JURYBOX_FORGED_KEY": forged}.get) as runner:
+        verdict = runner.call(critic, Item("i", {"text": "x"}), Scale(kind="yesno"))
+    assert verdict.failure is FailureKind.CRITIC_ERROR and verdict.attempts == 0
+    assert "JURYBOX_FORGED_KEY" in (verdict.message or "")
+    assert "line break" in (verdict.message or "")
+    assert "sk-secret" not in json.dumps(verdict.to_dict(), default=str)
     assert server.requests == []
 
 
@@ -315,56 +323,6 @@ def test_a_finished_thread_leaves_no_open_connection(server: _Server,
     thread.start()
     thread.join()
     assert wait_for(lambda: len(server.closed) == 1)
-
-
-# -- TLS ---------------------------------------------------------------------------------------
-
-
-def test_default_tls_context_verifies() -> None:
-    context = default_ssl_context()
-    assert context.verify_mode is ssl.CERT_REQUIRED and context.check_hostname
-    assert default_ssl_context() is context  # loaded once per process
-
-
-def test_tls_handshake_failure_is_a_connect_error(server: _Server,
-                                                  transport: ThreadLocalTransport) -> None:
-    # https:// to a plain-HTTP server: the https code path runs and its failure is classified.
-    with pytest.raises(httpx.ConnectError):
-        post(transport, server.url("sized", scheme="https"), timeout=3)
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: cannot make a test certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )
-    return cert, key
-
-
-def test_https_round_trip_and_reuse(certificate: tuple[Path, Path]) -> None:
-    cert, key = certificate
-    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_context.load_cert_chain(cert, key)
-    for server in _serve(_Server(server_context)):
-        trusting = ThreadLocalTransport(ssl_context=ssl.create_default_context(cafile=str(cert)))
-        try:
-            for _ in range(3):
-                assert post(trusting, server.url("sized", scheme="https")) == (200, BODY)
-            assert len(server.ports) == 1
-        finally:
-            trusting.close()
-        # The default context does not trust a self-signed certificate.
-        strict = ThreadLocalTransport()
-        with pytest.raises(httpx.ConnectError):
-            post(strict, server.url("sized", scheme="https"))
-        strict.close()
 
 
 # -- the reply reader, byte by byte ------------------------------------------------------------

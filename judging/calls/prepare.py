@@ -1,0 +1,77 @@
+"""Building one call before it is sent: the request body, the bytes on the wire, the cache key."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from judging.critics import Critic
+from judging.scales import Scale
+from judging.vendors import get_preset, json_mode_for, resolve_base_url
+from judging.verdicts import Item
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """One critic's request for one item, before it is sent."""
+
+    critic: Critic
+    item: Item
+    url_key: str  # the base URL as it enters the cache key ("simulated://" for the simulator)
+    body: dict[str, Any]
+    content: bytes  # the body as sent (serialised once: it is also what the cache key hashes)
+    cache_key: str
+
+
+def _request_body(critic: Critic, messages: list[dict[str, str]]) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": critic.model,
+        "messages": messages,
+        "temperature": critic.temperature,
+        "max_tokens": critic.max_tokens,
+    }
+    if json_mode_for(critic):
+        body["response_format"] = {"type": "json_object"}
+    # Extra parameters (seed, top_p, ...) may override, except the two that define the call.
+    for name, value in critic.extra.items():
+        if name not in ("model", "messages"):
+            body[name] = value
+    return body
+
+
+def prepare_call(critic: Critic, item: Item, scale: Scale) -> PreparedCall:
+    """Build the request body and cache key for one call, without sending anything.
+
+    The cache key is the sha256 of vendor, base URL, model, messages and parameters; never the
+    key. The simulated vendor's key uses "simulated://" instead of its (random) port so a cache
+    survives a restart of the simulator.
+
+    Raises:
+        PlaceholderError: the critic's prompt uses a field this item lacks.
+        CriticCallError: unknown vendor, or a custom vendor without a base URL.
+    """
+    preset = get_preset(critic.vendor)
+    if critic.base_url:
+        url_key = critic.base_url.rstrip("/")
+    elif preset.simulated:
+        url_key = "simulated://"
+    else:
+        url_key = resolve_base_url(critic)
+    messages = critic.build_messages(item.fields, scale)
+    body = _request_body(critic, messages)
+    # Sorted keys make the bytes (and so the key) independent of dict order; the model,
+    # messages and every parameter are in the body, the API key never is.
+    content = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
+    digest = hashlib.sha256(f"{critic.vendor}\n{url_key}\n".encode())
+    digest.update(content)
+    return PreparedCall(
+        critic=critic, item=item, url_key=url_key, body=body, content=content,
+        cache_key=digest.hexdigest(),
+    )
+
+
+def cache_key_for(critic: Critic, item: Item, scale: Scale) -> str:
+    """The cache key of one call (see `prepare_call`). For resume bookkeeping in `storage`."""
+    return prepare_call(critic, item, scale).cache_key

@@ -1,0 +1,482 @@
+"""`CallRunner`: sends one critic's call for one item, retries it, and returns a `Verdict`.
+
+The runner ties the call layer together; each concern lives in its own module (see the package
+docstring). It is the only code of Jurybox that sleeps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Self
+
+import httpx
+
+from judging.calls.attempt import Route, failure_of, make_route, send_once
+from judging.calls.cache import CallCache
+from judging.calls.deadline import Watchdog
+from judging.calls.gate import CriticGate
+from judging.calls.limits import Pace, VendorLimiter
+from judging.calls.prepare import PreparedCall, prepare_call
+from judging.calls.retry import GiveUp, RetryPolicy, decide_retry
+from judging.calls.scrub import Scrubber
+from judging.calls.transports import VendorTransport
+from judging.critics import Critic
+from judging.errors import CallFailure, ConfigError, PlaceholderError
+from judging.parsing import ParsedReply, parse_reply, reply_usage
+from judging.scales import Scale
+from judging.vendors import (
+    KeyLookup,
+    cost_usd,
+    get_preset,
+    key_variable,
+    resolve_base_url,
+    resolve_key,
+)
+from judging.verdicts import FailureKind, Item, Verdict
+
+_NOT_CALLED = "not called: the run was cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    """An attempt that gave no verdict: how it failed, and the reply's headers if one came."""
+
+    failure: CallFailure
+    headers: httpx.Headers | None
+
+
+@contextmanager
+def _held(semaphores: list[threading.BoundedSemaphore]) -> Iterator[None]:
+    """Hold every vendor-limit slot for the block (taken in one fixed order: no deadlock)."""
+    for semaphore in semaphores:
+        semaphore.acquire()
+    try:
+        yield
+    finally:
+        for semaphore in semaphores:
+            semaphore.release()
+
+
+class CallRunner:
+    """Sends calls: one shared transport, per-vendor limits, the retry loop, deadlines, the cache.
+
+    Args:
+        key_lookup: maps a key variable name to its value (default `os.environ.get`).
+        cache: optional `CallCache`; validated successes are stored, hits send nothing.
+        transport: the `httpx.BaseTransport` every request goes through (default: a
+            `VendorTransport`, closed with the runner: httpx's pool with proxy and CA support
+            for vendors, the fast `ThreadLocalTransport` for plain HTTP to loopback). Tests pass
+            `httpx.MockTransport`. A transport you pass is yours: `close()` leaves it open. It
+            must not retry.
+        max_connections: the size of the default transport's connection pool; give the run's
+            concurrency (`run_panel` does). Ignored when you pass a transport.
+        vendor_limits: max requests in flight per vendor name, a cap this runner keeps for
+            every call it sends (default: the preset's `max_concurrency` for calls made outside
+            a panel run; inside one, the panel's `limits` decide it).
+        requests_per_minute: optional pace per vendor name, e.g. {"openai": 500}, kept for
+            every call this runner sends.
+        retry: the retry policy.
+        sleep: the function used for every wait (default: `time.sleep`, or the run's cancel
+            event so a cancel cuts a backoff short). Tests inject one that records waits.
+        clock: monotonic seconds, read to place requests on a requests-per-minute pace
+            (default `time.monotonic`). Tests inject a frozen one to check the spacing.
+        seed: seeds the jitter (None: random).
+
+    Raises:
+        ConfigError: a limit of 0 or below, or `max_connections` below 1.
+
+    Thread safety: a runner is shared by all worker threads of a run (and may outlive runs);
+    every method is safe to call concurrently. Close it (or use it as a context manager) to free
+    sockets.
+    """
+
+    def __init__(
+        self,
+        *,
+        key_lookup: KeyLookup | None = None,
+        cache: CallCache | None = None,
+        transport: httpx.BaseTransport | None = None,
+        max_connections: int = 64,
+        vendor_limits: dict[str, int] | None = None,
+        requests_per_minute: dict[str, float] | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        seed: int | None = None,
+    ) -> None:
+        # Preset defaults apply here only to calls made without a run's limiter: a run's
+        # limiter already carries them (overridable by the panel). See `call`. Built first:
+        # a bad limit raises before anything needs closing.
+        self.limiter = VendorLimiter(vendor_limits, requests_per_minute)
+        if isinstance(max_connections, bool) or max_connections < 1:
+            raise ConfigError(f"max_connections must be at least 1 (got {max_connections!r})")
+        self.key_lookup: KeyLookup = key_lookup or os.environ.get
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self._own_transport = transport is None
+        self.transport: httpx.BaseTransport = (
+            transport or VendorTransport(max_connections=max_connections)
+        )
+        self._sleep_fn = sleep
+        self._rng = random.Random(seed)
+        self._clock = clock or time.monotonic
+        self._routes: dict[tuple[str, tuple[tuple[str, str], ...]], Route] = {}
+        self._timeouts: dict[float, dict[str, float]] = {}
+        self._lock = threading.Lock()
+        self._watchdog = Watchdog()
+        # Every key this runner has sent, so a reply echoing ANY of them is scrubbed (a
+        # gateway may echo another critic's key). Only in memory, like the environment.
+        self._keys: frozenset[str] = frozenset()
+        self._scrubber = Scrubber(())
+        self.gate = CriticGate()
+        self._closed = False
+
+    # -- resources -------------------------------------------------------------------------
+
+    def _route(self, base_url: str, extra_headers: dict[str, str] | None = None) -> Route:
+        """The endpoint of a base URL with its prebuilt headers (made once, then shared)."""
+        key = (base_url, tuple(extra_headers.items()) if extra_headers else ())
+        route = self._routes.get(key)
+        if route is None:
+            route = make_route(base_url, extra_headers)
+            with self._lock:
+                route = self._routes.setdefault(key, route)
+        return route
+
+    def _timeout(self, seconds: float) -> dict[str, float]:
+        timeouts = self._timeouts.get(seconds)
+        if timeouts is None:
+            timeouts = {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
+            self._timeouts[seconds] = timeouts
+        return timeouts
+
+    def _scrubber_with(self, key: str | None) -> Scrubber:
+        """The scrubber for every key in use, this call's included."""
+        if key and key not in self._keys:
+            with self._lock:
+                if key not in self._keys:
+                    self._keys = self._keys | {key}
+                    self._scrubber = Scrubber(self._keys)
+        return self._scrubber
+
+    def close(self) -> None:
+        """Close the runner's own transport (its idle connections) and stop the deadline
+        watchdog. A call made afterwards still works: it opens a fresh connection (so a late
+        call from a straggling thread gets a verdict, not a crash)."""
+        with self._lock:
+            self._closed = True
+            watchdog, self._watchdog = self._watchdog, Watchdog()
+        if self._own_transport:
+            self.transport.close()
+        watchdog.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait(self, seconds: float, cancel: threading.Event | None, *, scaled: bool = True) -> None:
+        if scaled:
+            seconds *= self.retry.time_scale
+        if seconds <= 0:
+            return
+        if self._sleep_fn is not None:
+            self._sleep_fn(seconds)
+        elif cancel is not None:
+            cancel.wait(seconds)
+        else:
+            time.sleep(seconds)
+
+    # -- one call --------------------------------------------------------------------------
+
+    def call(
+        self,
+        critic: Critic,
+        item: Item,
+        scale: Scale,
+        *,
+        cancel: threading.Event | None = None,
+        gate: CriticGate | None = None,
+        limiter: VendorLimiter | None = None,
+    ) -> Verdict:
+        """Judge one item with one critic. Never raises: failures come back as verdicts.
+
+        Args:
+            critic: the critic to call.
+            item: the item to judge.
+            scale: the panel's scale (the reply is normalised onto it).
+            cancel: once set, no new request (first or retry) is sent; the verdict is CANCELLED.
+                It is checked before each attempt and again once the vendor-limit slot is
+                taken, so calls queued behind a limit never go out after a cancel.
+            gate: the run's register of stopped critics (default: this runner's own).
+            limiter: the run's per-vendor limits (a panel's `limits` with preset defaults).
+                Applied on top of this runner's own `vendor_limits` / `requests_per_minute`
+                (a request waits for both, so the stricter wins); the preset defaults then
+                come from the run's limiter only, so a panel can raise or lower them.
+
+        Returns:
+            A `Verdict` with the label/score, or `failure` + `message`, and the evidence. No
+            text of it holds a key this runner sent (see `judging.calls.scrub`).
+        """
+        gate = gate or self.gate
+        started = time.perf_counter()
+        try:
+            preset = get_preset(critic.vendor)
+            prepared = prepare_call(critic, item, scale)
+        except CallFailure as failure:
+            return self._failed(critic, item, FailureKind(failure.kind), str(failure))
+        except PlaceholderError as error:  # this item lacks a field the prompt uses
+            return self._failed(critic, item, FailureKind.ITEM_ERROR, str(error))
+        except ConfigError as error:  # e.g. a prompt without placeholders: every item fails
+            return self._failed(critic, item, FailureKind.CRITIC_ERROR, str(error))
+        except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
+            return self._failed(critic, item, FailureKind.ERROR,
+                                f"could not build the request: {error}")
+
+        verdict = Verdict(
+            critic=critic.name,
+            item_id=item.id,
+            cache_key=prepared.cache_key,
+            vendor=critic.vendor,
+            model=critic.model,
+            simulated=preset.simulated,
+        )
+        if self.cache is not None:
+            stored = self.cache.get(prepared.cache_key)
+            if stored is not None:
+                hit = dataclasses.replace(stored, critic=critic.name, item_id=item.id,
+                                          cached=True)
+                self._scrubber.verdict(hit)  # stored by an older version, maybe unscrubbed
+                return hit
+
+        reason = gate.reason(critic.name)
+        if reason is not None:
+            return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
+        if cancel is not None and cancel.is_set():
+            return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED)
+
+        try:
+            key = resolve_key(critic, self.key_lookup)
+            base_url = resolve_base_url(critic)
+        except CallFailure as failure:
+            gate.stop(critic.name, str(failure))
+            return self._fail(verdict, FailureKind.CRITIC_ERROR, str(failure))
+        except Exception as error:  # noqa: BLE001 - e.g. the simulator could not start
+            message = f"critic {critic.name!r}: could not reach the vendor: {error}"
+            gate.stop(critic.name, message)
+            return self._fail(verdict, FailureKind.CRITIC_ERROR, message)
+        scrubber = self._scrubber_with(key)
+
+        is_probe = gate.enter(critic.name)
+        if not is_probe:
+            reason = gate.reason(critic.name)
+            if reason is not None:  # the probe found the critic unusable
+                return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
+        try:
+            try:
+                route = self._route(base_url, preset.extra_headers)
+            except Exception as error:  # noqa: BLE001 - httpx.InvalidURL and kin
+                message = (f"critic {critic.name!r}: the base URL {base_url!r} is not usable: "
+                           f"{error}")
+                gate.stop(critic.name, message)
+                self._fail(verdict, FailureKind.CRITIC_ERROR, message)
+                return verdict
+            verdict.raw_request = {"url": route.url, "body": prepared.body}
+            # A copy of the route's prebuilt headers (a list copy) plus what varies per call;
+            # the key lives only in this request object, never in the route or the verdict.
+            headers = httpx.Headers(route.headers)
+            headers["Content-Length"] = str(len(prepared.content))
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            self._run_attempts(critic, scale, route, headers, prepared, verdict, scrubber,
+                               gate, cancel, limiter)
+        finally:
+            if is_probe:
+                gate.probe_done(critic.name)
+            # Every text the verdict carries, whatever path filled it: vendors echo keys.
+            scrubber.verdict(verdict)
+        verdict.latency_ms = (time.perf_counter() - started) * 1000.0
+        if verdict.ok and self.cache is not None:
+            self.cache.put(verdict)
+        return verdict
+
+    @staticmethod
+    def _failed(critic: Critic, item: Item, kind: FailureKind, message: str) -> Verdict:
+        """A verdict for a call that could not even be built."""
+        return Verdict(
+            critic=critic.name,
+            item_id=item.id,
+            failure=kind,
+            message=message,
+            vendor=critic.vendor,
+            model=critic.model,
+        )
+
+    @staticmethod
+    def _fail(verdict: Verdict, kind: FailureKind, message: str) -> Verdict:
+        verdict.failure = kind
+        verdict.message = message
+        return verdict
+
+    def _limits(
+        self, vendor: str, limiter: VendorLimiter | None
+    ) -> tuple[list[threading.BoundedSemaphore], list[Pace]]:
+        """The in-flight slots and paces a request to `vendor` must take: the run's limits,
+        then this runner's own (without the preset default when the run has a limiter: the
+        run's limiter carries it, possibly overridden by the panel)."""
+        semaphores = [
+            sem for sem in (
+                limiter.semaphore(vendor) if limiter is not None else None,
+                self.limiter.semaphore(vendor, with_default=limiter is None),
+            ) if sem is not None
+        ]
+        paces = [
+            pace for pace in (
+                limiter.pace(vendor) if limiter is not None else None,
+                self.limiter.pace(vendor),
+            ) if pace is not None
+        ]
+        return semaphores, paces
+
+    def _run_attempts(
+        self,
+        critic: Critic,
+        scale: Scale,
+        route: Route,
+        headers: httpx.Headers,
+        prepared: PreparedCall,
+        verdict: Verdict,
+        scrubber: Scrubber,
+        gate: CriticGate,
+        cancel: threading.Event | None,
+        limiter: VendorLimiter | None,
+    ) -> None:
+        """The retry loop: attempts until a verdict or a `GiveUp`. Fills `verdict` in place."""
+        semaphores, paces = self._limits(critic.vendor, limiter)
+        timeouts = self._timeout(critic.timeout_s)
+        last: CallFailure | None = None
+
+        def cancelled(attempt: int) -> bool:
+            if cancel is None or not cancel.is_set():
+                return False
+            self._fail(verdict, FailureKind.CANCELLED,
+                       f"cancelled before retry {attempt}; last error: {last}" if attempt
+                       else _NOT_CALLED)
+            return True
+
+        for attempt in itertools.count():
+            if cancelled(attempt):
+                return
+            if paces:
+                for pace in paces:  # every retry takes a slot too: the vendor counts it
+                    self._wait(pace.reserve(self._clock()), cancel, scaled=False)
+                if cancelled(attempt):  # cancelled while waiting for a pace slot
+                    return
+            with _held(semaphores):
+                # Again once the in-flight slot is ours: calls queued behind a vendor limit
+                # when the run was cancelled must not reach the vendor.
+                if cancelled(attempt):
+                    return
+                verdict.attempts = attempt + 1
+                try:
+                    reply = send_once(self.transport, self._watchdog, route, headers,
+                                      prepared.content, timeouts, critic.timeout_s)
+                except Exception as error:  # noqa: BLE001 - classified below
+                    outcome: ParsedReply | _Failed | GiveUp = self._transport_failure(
+                        error, critic.timeout_s)
+                else:
+                    verdict.raw_response = reply.body
+                    outcome = self._read(reply.status, reply.headers, reply.body, critic,
+                                         scale, verdict)
+            if isinstance(outcome, ParsedReply):
+                verdict.label = outcome.label
+                verdict.score = outcome.score
+                verdict.confidence = outcome.confidence
+                verdict.reasoning = outcome.reasoning
+                self._add_usage(verdict, critic, outcome.tokens_in, outcome.tokens_out)
+                return
+            decision = (outcome if isinstance(outcome, GiveUp)
+                        else decide_retry(outcome.failure, attempt, outcome.headers, self.retry))
+            if isinstance(decision, GiveUp):
+                message = decision.message
+                if decision.kind is FailureKind.CRITIC_ERROR:
+                    # Scrubbed before it is shared: the gate repeats it on later verdicts.
+                    message = scrubber.text(self._critic_reason(critic, message)) or ""
+                    gate.stop(critic.name, message)
+                self._fail(verdict, decision.kind, message)
+                return
+            assert isinstance(outcome, _Failed)  # a GiveUp outcome returned above
+            last = outcome.failure
+            self._wait(decision.wait_s(self._rng.random()), cancel)
+
+    @staticmethod
+    def _transport_failure(error: Exception, timeout_s: float) -> _Failed | GiveUp:
+        failure = failure_of(error, timeout_s)
+        if failure is None:  # a bug, not the vendor: retrying would pay again for nothing
+            return GiveUp(FailureKind.ERROR, f"unexpected error: {error!r}")
+        return _Failed(failure, None)
+
+    def _read(
+        self,
+        status: int,
+        reply_headers: httpx.Headers,
+        body: str,
+        critic: Critic,
+        scale: Scale,
+        verdict: Verdict,
+    ) -> ParsedReply | _Failed | GiveUp:
+        try:
+            return parse_reply(status, body, scale)
+        except CallFailure as failure:
+            if 200 <= status < 300:
+                # A reply without a verdict (refusal, truncation, no JSON) is billed all the
+                # same: keep what it cost.
+                self._add_usage(verdict, critic, *reply_usage(body))
+            return _Failed(failure, reply_headers)
+        except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
+            return GiveUp(FailureKind.ERROR, f"unexpected error: {error!r}")
+
+    @staticmethod
+    def _critic_reason(critic: Critic, text: str) -> str:
+        if "refused the API key" in text:
+            variable = key_variable(critic) or "(no key variable: the critic sends no key)"
+            return f"critic {critic.name!r}: {text}. Check the key in {variable}."
+        return f"critic {critic.name!r}: {text}"
+
+    @staticmethod
+    def _add_usage(
+        verdict: Verdict, critic: Critic, tokens_in: int | None, tokens_out: int | None
+    ) -> None:
+        """Add one reply's tokens to the verdict (a retried call pays for every reply that
+        reported usage) and price the total; unknown stays None, never 0."""
+        if tokens_in is not None:
+            verdict.tokens_in = (verdict.tokens_in or 0) + tokens_in
+        if tokens_out is not None:
+            verdict.tokens_out = (verdict.tokens_out or 0) + tokens_out
+        verdict.cost_usd = cost_usd(critic, verdict.tokens_in, verdict.tokens_out)
+
+
+# --------------------------------------------------------------------------------------------
+# A process-wide runner for one-off `Panel.judge` calls (notebooks), so a loop of judge() calls
+# reuses one pool instead of building a client per call.
+
+_default_runner: CallRunner | None = None
+_default_lock = threading.Lock()
+
+
+def default_runner() -> CallRunner:
+    """The shared runner used by `Panel.judge` when none is given (keys from the environment)."""
+    global _default_runner
+    with _default_lock:
+        if _default_runner is None or _default_runner._closed:
+            _default_runner = CallRunner()
+        return _default_runner

@@ -113,7 +113,7 @@ def build_run(path: pathlib.Path, n_items: int = N_ITEMS) -> tuple[int, int]:
     Returns:
         (run id, how many items the panel disagreed on).
     """
-    from judging.jobs import prepare_run
+    from judging.runs.jobs import prepare_run
     from storage.calls import write_verdicts
     from storage.consensus import set_item_alpha, write_consensus
     from storage.datasets import save_dataset

@@ -188,7 +188,7 @@ def bench_throughput(workdir: Path, repeats: int = 3) -> None:
         make_items,
         make_panel,
     )
-    from judging.jobs import JobRegistry, prepare_run
+    from judging.runs.jobs import JobRegistry, prepare_run
     from storage.datasets import save_dataset
     from storage.db import open_db
 

@@ -24,11 +24,31 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, Field
+
 from judging.critics import Critic
-from judging.panel import CascadeConfig
 from judging.verdicts import Verdict, VoteOutcome
 
 Step = Literal["settled", "reject", "next", "last"]
+
+
+
+class CascadeConfig(BaseModel):
+    """Tiered panels: critics grouped by `Critic.tier`, cheapest (lowest) first.
+
+    A tier settles an item when its own vote meets `settle` (and `min_agreement`); a failure in
+    a `guard_tiers` tier rejects the item at once with `reject_label`; otherwise the item goes
+    on to the next tier. The last tier always decides. `final_vote` says which verdicts the
+    reported outcome counts: "all_tiers" (every critic called for the item, so an escalated item
+    still shows the disagreement that escalated it) or "last_tier" (the deciding tier alone).
+    See `judging.cascade`.
+    """
+
+    settle: Literal["unanimous", "agreement"] = "unanimous"
+    min_agreement: float = Field(default=1.0, gt=0.0, le=1.0)
+    guard_tiers: list[int] = Field(default_factory=list)
+    reject_label: str | None = None
+    final_vote: Literal["all_tiers", "last_tier"] = "all_tiers"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,7 +26,9 @@ from judging.agreement import RatingMatrix, encode_ratings
 from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
-from judging.voting import VotingConfig
+
+if TYPE_CHECKING:  # the config is read, never built here; voting imports this module
+    from judging.voting import VotingConfig
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def dawid_skene(
     patterns, freq, inverse = _pool_rows(codes, k)
     w = freq.astype(np.float64)
     valid = patterns >= 0
-    rated_p = valid.any(axis=1)
+    rated_p: np.ndarray = np.asarray(valid.any(axis=1), dtype=bool)
     # One-hot of what each critic said on each pattern (zeros where missing).
     onehot = np.zeros((n_critics, len(patterns), k))
     for r in range(n_critics):
@@ -153,7 +155,7 @@ def dawid_skene(
     log_lik = -np.inf
     converged = False
     iterations = 0
-    for iterations in range(1, max_iter + 1):
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - the count is reported after
         # M-step
         weighted = post * fit_w[:, None]
         priors = weighted.sum(axis=0) / total if total > 0 else np.full(k, 1.0 / k)
@@ -196,7 +198,7 @@ def _label_code(verdict: Verdict, scale: Scale, index: dict[str, int]) -> int | 
     if raw is None:
         return None
     if raw in index:
-        return index[raw]  # type: ignore[index]
+        return index[str(raw)]
     try:
         return index[str(scale.normalize(raw))]
     except (ParseError, KeyError):

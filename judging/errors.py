@@ -4,6 +4,7 @@
     ├── ConfigError          the panel, a critic or a scale is wrong: fix the configuration
     │   └── PlaceholderError a prompt names a field the dataset does not have
     ├── DataError            the dataset (or another input file) is wrong: fix the file
+    ├── JobConflict          a run cannot be started now: another job owns it, or it is done
     ├── StorageError         the database cannot do what was asked (a conflict, a missing row)
     │   ├── NotFoundError    a dataset, panel, run or item id that is not there
     │   └── DatabaseFault    the file cannot be used: damaged, read-only, full, locked, no folder
@@ -60,6 +61,10 @@ class NotFoundError(StorageError, LookupError):
 class DatabaseFault(StorageError):
     """The database file cannot be used as asked (damaged, read-only, full, locked, missing
     folder): the user's environment, not a bug. The CLI exits 2 for it."""
+
+
+class JobConflict(JuryboxError):
+    """A job cannot start: the run is busy, finished, or in a state that does not allow it."""
 
 
 class CallFailure(JuryboxError):

@@ -4,38 +4,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from judging.calls import CallCache, CallRunner, VendorLimiter
+from judging.cascade import CascadeConfig
 from judging.critics import Critic
+from judging.panel_checks import check_panel
+from judging.runner import RunProgress, run_panel
 from judging.scales import Scale
+from judging.vendors import get_preset
 from judging.verdicts import Item, PanelVerdict, Verdict
 from judging.voting import VotingConfig
 
-if TYPE_CHECKING:
-    from judging.calls import CallCache, CallRunner, VendorLimiter
-    from judging.runner import RunProgress
+__all__ = ["PANEL_SCHEMA_VERSION", "CascadeConfig", "Panel", "VendorLimits"]
 
 PANEL_SCHEMA_VERSION = 1
-
-
-class CascadeConfig(BaseModel):
-    """Tiered panels: critics grouped by `Critic.tier`, cheapest (lowest) first.
-
-    A tier settles an item when its own vote meets `settle` (and `min_agreement`); a failure in
-    a `guard_tiers` tier rejects the item at once with `reject_label`; otherwise the item goes
-    on to the next tier. The last tier always decides. `final_vote` says which verdicts the
-    reported outcome counts: "all_tiers" (every critic called for the item, so an escalated item
-    still shows the disagreement that escalated it) or "last_tier" (the deciding tier alone).
-    See `judging.cascade`.
-    """
-
-    settle: Literal["unanimous", "agreement"] = "unanimous"
-    min_agreement: float = Field(default=1.0, gt=0.0, le=1.0)
-    guard_tiers: list[int] = Field(default_factory=list)
-    reject_label: str | None = None
-    final_vote: Literal["all_tiers", "last_tier"] = "all_tiers"
 
 
 class VendorLimits(BaseModel):
@@ -82,10 +67,6 @@ class Panel(BaseModel):
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:
-        try:
-            from judging.panel_checks import check_panel
-        except ImportError:  # the checks module is optional while the engine is assembled
-            return self
         check_panel(self)
         return self
 
@@ -96,8 +77,6 @@ class Panel(BaseModel):
         Raises:
             CriticCallError: `vendor` is not a known preset.
         """
-        from judging.vendors import get_preset
-
         own = self.limits.get(vendor, VendorLimits())
         if own.max_concurrency is None and get_preset(vendor).max_concurrency is not None:
             return own.model_copy(update={"max_concurrency": get_preset(vendor).max_concurrency})
@@ -108,8 +87,6 @@ class Panel(BaseModel):
 
         `run_panel` makes one per run; make your own only to drive `CallRunner.call` yourself.
         """
-        from judging.calls import VendorLimiter
-
         return VendorLimiter(
             {v: lim.max_concurrency for v, lim in self.limits.items() if lim.max_concurrency},
             {v: lim.requests_per_minute for v, lim in self.limits.items()
@@ -144,8 +121,6 @@ class Panel(BaseModel):
         Raises:
             PlaceholderError: the item lacks a field a prompt uses.
         """
-        from judging.runner import run_panel
-
         result = run_panel(
             self,
             [item],
@@ -196,8 +171,6 @@ class Panel(BaseModel):
             ConfigError: bad arguments (e.g. concurrency < 1).
             PlaceholderError: the first item lacks a field a prompt uses.
         """
-        from judging.runner import run_panel
-
         return run_panel(
             self,
             items,

@@ -8,9 +8,10 @@ validator, so a panel that exists is a panel that can run.
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judging.errors import ConfigError
+from judging.vendors import PRESETS
 from judging.voting import (
     DATASET_STRATEGIES,
     STRATEGIES,
@@ -61,7 +62,7 @@ def _check_critics(panel: Panel) -> None:
             "critics: every critic has weight 0, so no vote would count; "
             "give at least one critic a weight above 0"
         )
-    presets = _vendor_presets()
+    presets = PRESETS
     for index, critic in enumerate(panel.critics):
         if critic.vendor == "custom" and not critic.base_url:
             raise ConfigError(
@@ -69,24 +70,14 @@ def _check_critics(panel: Panel) -> None:
                 "OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1"
             )
         known = (
-            presets is None or critic.vendor in _ALWAYS_KNOWN_VENDORS or critic.vendor in presets
+            critic.vendor in _ALWAYS_KNOWN_VENDORS or critic.vendor in presets
         )
         if not known:
-            choices = sorted(set(presets or ()) | set(_ALWAYS_KNOWN_VENDORS))
+            choices = sorted(set(presets) | set(_ALWAYS_KNOWN_VENDORS))
             raise ConfigError(
                 f"critics[{index}].vendor: unknown vendor {critic.vendor!r}; choose one of "
                 f"{', '.join(choices)} (or 'custom' with a base_url)"
             )
-
-
-def _vendor_presets() -> Any | None:
-    """The vendor presets, or None while the vendors module is not there to ask."""
-    try:
-        # Imported late: vendors may import the panel model, which imports this module.
-        from judging.vendors import PRESETS
-    except ImportError:
-        return None
-    return PRESETS
 
 
 def _check_strategy(panel: Panel) -> None:
@@ -178,11 +169,11 @@ def _check_cascade(panel: Panel) -> None:
 def _check_limits(panel: Panel) -> None:
     # Field types and signs are checked by the VendorLimits model; here: does the key name a
     # vendor, and does the entry say anything.
-    presets = _vendor_presets()
-    choices = sorted(set(presets or ()) | set(_ALWAYS_KNOWN_VENDORS))
+    presets = PRESETS
+    choices = sorted(set(presets) | set(_ALWAYS_KNOWN_VENDORS))
     used = sorted({critic.vendor for critic in panel.critics})
     for vendor, limits in panel.limits.items():
-        if presets is not None and vendor not in choices:
+        if vendor not in choices:
             close = difflib.get_close_matches(vendor, choices, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -336,7 +336,7 @@ def agreement_report(
 
     if matrix.level in _LABEL_LEVELS:
         label_matrix = matrix if matrix.level == "nominal" else _as_nominal(matrix)
-        weights = "quadratic" if matrix.level == "ordinal" else None
+        weights: Literal["quadratic"] | None = "quadratic" if matrix.level == "ordinal" else None
         report.kappa = pairwise_kappa(label_matrix, weights=weights, critics=names)
         report.fleiss = fleiss_kappa_result(label_matrix)
         report.ac1 = gwet_ac1(label_matrix, n_categories=len(order) if order else None)

@@ -39,6 +39,7 @@ from judging.calls import (
 )
 from judging.cascade import Tier, decide, plan_tiers, rejected
 from judging.critics import Critic
+from judging.errors import ConfigError
 from judging.ledger import Ledger
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
@@ -448,8 +449,6 @@ def run_panel(
         PlaceholderError: the first item lacks a field a critic's prompt uses.
         Exception: whatever `on_verdict` / `on_progress` raised (the run stops first).
     """
-    from judging.errors import ConfigError
-
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
     coerced = [Item.coerce(value, index) for index, value in enumerate(items)]

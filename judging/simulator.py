@@ -32,7 +32,6 @@ crash/resume test uses to prove that nothing was paid for twice.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import hashlib
 import json
@@ -45,6 +44,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -53,7 +53,6 @@ __all__ = [
     "DEFAULT_PROFILE",
     "Profile",
     "SimulatorServer",
-    "shared_simulator",
 ]
 
 # Outcomes a reply can have; `/stats` counts each.
@@ -236,7 +235,7 @@ class SimulatorServer:
 
     def __init__(
         self,
-        profiles: dict[str, Profile | dict[str, Any]] | None = None,
+        profiles: Mapping[str, Profile | dict[str, Any]] | None = None,
         gold: dict[str, str] | None = None,
         seed: int = 0,
         latency_ms: float | None = None,
@@ -415,7 +414,7 @@ class SimulatorServer:
         # One draw picks the failure mode (if any), so rates add up and never shadow each other
         # unless they sum past 1.
         draw = rng.random()
-        for outcome, rate in (
+        for outcome, rate in (  # noqa: B007 - the outcome drawn is read after the loop
             ("rate_limited", profile.rate_429),
             ("server_error", profile.rate_500),
             ("error_in_200", profile.rate_error_in_200),
@@ -447,8 +446,8 @@ class SimulatorServer:
                 latency_s, outcome,
             )
         if outcome == "error_in_200":
-            body = {"error": {"message": "Provider returned error (simulated)", "code": 502}}
-            return _Reply(200, body, {}, latency_s, outcome)
+            failed = {"error": {"message": "Provider returned error (simulated)", "code": 502}}
+            return _Reply(200, failed, {}, latency_s, outcome)
 
         budget = request.get("max_tokens") or request.get("max_completion_tokens") or 512
         try:
@@ -477,7 +476,7 @@ class SimulatorServer:
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if refusal is not None:
             message["refusal"] = refusal
-        body = {
+        body: dict[str, Any] = {
             "id": f"chatcmpl-sim-{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -755,30 +754,3 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(reply.status, reply.body, reply.headers)
         finally:
             sim._leave()
-
-
-# -- the process-wide simulator ---------------------------------------------------------------
-
-_shared: SimulatorServer | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_simulator() -> SimulatorServer:
-    """The process-wide simulator, started on first use and stopped at interpreter exit.
-
-    It knows the demo panel's models and the demo dataset's gold labels. The vendor preset
-    "simulated" and the app point their critics at its `base_url`. Thread-safe.
-
-    Returns:
-        The running shared `SimulatorServer`.
-    """
-    global _shared
-    with _shared_lock:
-        if _shared is None or not _shared.running:
-            from judging.demo import demo_gold, demo_profiles  # late: demo data is optional
-
-            server = SimulatorServer(profiles=demo_profiles(), gold=demo_gold(), seed=0)
-            server.start()
-            atexit.register(server.stop)
-            _shared = server
-        return _shared

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from judging.critics import Critic
 from judging.errors import CriticCallError
+from judging.simulated_vendor import shared_simulator
 
 KeyLookup = Callable[[str], "str | None"]
 
@@ -161,11 +162,7 @@ def resolve_base_url(critic: Critic) -> str:
     preset = get_preset(critic.vendor)
     url = critic.base_url or preset.base_url
     if url is None and preset.simulated:
-        # Imported here: the simulator is a server, and judging must stay importable without
-        # starting (or even loading) it.
-        from judging.simulator import shared_simulator
-
-        url = shared_simulator().base_url
+        url = shared_simulator().base_url  # started on first use, not on import
     if not url:
         raise CriticCallError(
             f"critic {critic.name!r}: vendor {critic.vendor!r} needs a base_url "

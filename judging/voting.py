@@ -52,6 +52,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from judging.dawid_skene import dawid_skene_vote
 from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
@@ -379,17 +380,6 @@ def _dawid_skene(
     per_item_verdicts: list[list[Verdict]], config: VotingConfig, scale: Scale
 ) -> list[VoteOutcome]:
     """Dawid-Skene: labels weighted by each critic's accuracy, estimated over the whole dataset."""
-    # Imported here: the EM code (and numpy) is only needed by panels that choose it.
-    try:
-        from judging.dawid_skene import dawid_skene_vote
-    except ModuleNotFoundError as error:
-        if error.name != "judging.dawid_skene":
-            raise
-        raise ConfigError(
-            "voting.strategy: 'dawid-skene' is not available in this installation; "
-            "choose another strategy"
-        ) from None
-
     return dawid_skene_vote(per_item_verdicts, config, scale)
 
 

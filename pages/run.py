@@ -5,9 +5,9 @@ import streamlit as st
 
 from judging.errors import JuryboxError
 from judging.estimate import estimate_run
-from judging.jobs import prepare_run
 from judging.ledger import format_usd
 from judging.panel_files import load_panel, panel_hash
+from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.errors import user_errors
 from pages.ui.progress import critic_rows, progress_text, run_summary_line
@@ -17,7 +17,7 @@ from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels
-from storage.runs import get_run, list_runs
+from storage.runs import list_runs
 
 ensure_app_shell()
 st.title("Run")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import re
 import sqlite3
 import threading
@@ -20,6 +19,8 @@ import sqlite_utils
 
 from judging.verdicts import FailureKind, Verdict
 from storage.db import DbPath, connect, dumps, loads, now
+from storage.keys import cache_hash
+from storage.runs import refresh_run_totals
 
 # Header or parameter names that could carry a credential. The call layer already strips the
 # key before handing over `raw_request`; this is the second lock on the door, because a key in
@@ -56,22 +57,6 @@ _INSERT = (
 _KEEP_SUCCESS = " WHERE calls.failure IS NOT NULL"
 
 
-def cache_hash(key: str | None) -> int | None:
-    """The 64-bit hash of a cache key that the cache index holds (the key itself is too long
-    to index cheaply; a lookup compares the full key too, so a collision cannot mislead)."""
-    if key is None:
-        return None
-    try:
-        return int(key[:15], 16) if len(key) >= 15 else _blake(key)  # sha256 hex: 60 bits
-    except ValueError:  # not hex
-        return _blake(key)
-
-
-def _blake(key: str) -> int:
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
 # Matched against the lower-cased JSON text: a case-sensitive search of the lowered text is
 # about 3x faster than an IGNORECASE one (measured: 1.3 us against 4.5 us per request), and
 # this scan runs once per stored call.
@@ -104,12 +89,12 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
     rows: list[tuple[Any, ...]] = []
     append = rows.append
     for v in verdicts:
-        failure = v.failure
-        if failure is not None:
-            if failure == cancelled:
+        failure: str | None = None
+        if v.failure is not None:
+            if v.failure == cancelled:
                 continue  # never sent: nothing to keep, and resume must send it
             # sqlite3 would bind a StrEnum as its text anyway; .value keeps it a plain str.
-            failure = failure.value if isinstance(failure, FailureKind) else str(failure)
+            failure = v.failure.value if isinstance(v.failure, FailureKind) else str(v.failure)
         key = v.cache_key
         append((
             run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning,
@@ -147,7 +132,6 @@ def write_verdicts(
         How many verdicts were written (or offered to the upsert: a failure that met a stored
         success counts, though the success stays).
     """
-    from storage.runs import refresh_run_totals
 
     rows = _rows(run_id, verdicts, now())
     if not rows:
@@ -272,6 +256,14 @@ def delete_item_calls(
         )
 
 
+def stored_critics(db: sqlite_utils.Database, run_id: int, item_id: str) -> list[str]:
+    """The critics with a stored outcome (success or failure) for one item of a run."""
+    return [row[0] for row in db.execute(
+        "SELECT critic FROM calls WHERE run_id = ? AND item_id = ? ORDER BY critic",
+        [run_id, item_id],
+    )]
+
+
 _VERDICT_SELECT = (
     "SELECT critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,"
     " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
@@ -388,6 +380,6 @@ class CallCacheStore:
 
 
 def _copy_cached(v: Verdict) -> Verdict:
-    data = {name: getattr(v, name) for name in Verdict.__slots__}  # type: ignore[attr-defined]
+    data = {name: getattr(v, name) for name in Verdict.__slots__}
     data["cached"] = True
     return Verdict(**data)

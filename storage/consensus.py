@@ -9,6 +9,7 @@ from typing import Any
 import sqlite_utils
 
 from judging.verdicts import PanelVerdict, VoteOutcome
+from storage.calls import load_verdicts
 from storage.db import dumps, loads
 
 
@@ -117,8 +118,6 @@ def consensus_summary(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
 def load_panel_verdicts(db: sqlite_utils.Database, run_id: int) -> list[PanelVerdict]:
     """The run's stored decisions rebuilt as `PanelVerdict`s (with every stored verdict), in item
     order; items without a stored decision (a cancelled run) are left out."""
-    from storage.calls import load_verdicts
-
     by_item: dict[str, list[Any]] = {}
     for verdict in load_verdicts(db, run_id):
         by_item.setdefault(verdict.item_id, []).append(verdict)

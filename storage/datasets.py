@@ -16,14 +16,30 @@ from storage.db import NotFoundError, StorageError, dumps, loads, now
 class ParsedLike(Protocol):
     """What `save_dataset` needs from `storage.importing.ParsedDataset`."""
 
-    items: list[Item]
-    columns: list[str]
-    fields: list[str]
-    id_column: str | None
-    gold_column: str | None
-    filename: str
-    content_hash: str
-    format: str
+    # Read-only: a frozen ParsedDataset fits, and storage never changes what it is given.
+    @property
+    def items(self) -> list[Item]: ...
+
+    @property
+    def columns(self) -> list[str]: ...
+
+    @property
+    def fields(self) -> list[str]: ...
+
+    @property
+    def id_column(self) -> str | None: ...
+
+    @property
+    def gold_column(self) -> str | None: ...
+
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def format(self) -> str: ...
 
 
 class SavedDataset(NamedTuple):

@@ -6,12 +6,12 @@ transaction with the record of it (sqlite-utils `Migrations`), so a failed step 
 
 from __future__ import annotations
 
-import random
 import sqlite3
-import time
 
 import sqlite_utils
 from sqlite_utils import Migrations
+
+from storage.keys import cache_hash
 
 MIGRATION_SET = "jurybox"
 
@@ -180,8 +180,6 @@ def _run_owner(db: sqlite_utils.Database) -> None:
 def _cache_hash(db: sqlite_utils.Database) -> None:
     # The cache index on the 64-character key was half the cost of writing a verdict (random
     # inserts of long keys): index a 64-bit hash of it instead; lookups still compare the key.
-    from storage.calls import cache_hash
-
     db.execute("ALTER TABLE calls ADD COLUMN cache_hash INTEGER")
     rows = db.execute("SELECT id, cache_key FROM calls WHERE cache_key IS NOT NULL").fetchall()
     db.conn.executemany(
@@ -271,22 +269,20 @@ def _run_owner_token(db: sqlite_utils.Database) -> None:
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 
-    Several processes or threads may open a fresh file at once: the losers of that race see
-    "already exists" / "duplicate column" / "locked" while the winner applies the steps, so they
-    wait a moment and look again at what is still pending.
+    Several processes or threads may open a fresh file at once. `BEGIN IMMEDIATE` takes the
+    write lock before anything is read, so one opener migrates while the others wait for it
+    (SQLite's busy timeout, set on every connection), then find nothing pending. Each step runs
+    in a savepoint inside that one transaction, with its record in `_sqlite_migrations`.
     """
-    for attempt in range(100):
-        if not migrations.pending(db):
-            return
-        try:
-            migrations.apply(db)
-            return
-        except sqlite3.DatabaseError as error:
-            message = str(error)
-            racing = any(s in message for s in ("already exists", "duplicate column", "locked"))
-            if not racing or attempt == 99:
-                raise
-            time.sleep(0.02 + 0.03 * random.random())
+    if not migrations.pending(db):  # the common case: a read, no lock
+        return
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        migrations.apply(db)  # looks again at what is pending, now under the lock
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def applied_migrations(db: sqlite_utils.Database) -> list[str]:

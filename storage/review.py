@@ -13,6 +13,7 @@ import pandas as pd
 import sqlite_utils
 
 from storage.db import NotFoundError, StorageError, loads
+from storage.overrides import override_history
 
 # sort name -> ORDER BY clause (allow-list: the only way a sort reaches the SQL).
 SORTS: dict[str, str] = {
@@ -199,9 +200,9 @@ def review_table(
     Returns:
         `(frame, total)`: the page, and how many rows match the filters. Columns: item_id,
         preview, consensus, final_label, agreement, disagreement, failed, item_alpha, tier, tie
-        (the vote was tied and its tie rule chose), overridden, reviewer, override_note, then one column per critic in panel order holding
-        its label (or score), or "⚠ <failure kind>" (`frame.attrs["critic_columns"]` maps critic
-        name -> column).
+        (the vote was tied and its tie rule chose), overridden, reviewer, override_note, then
+        one column per critic in panel order holding its label (or score), or "⚠ <failure
+        kind>" (`frame.attrs["critic_columns"]` maps critic name -> column).
 
     Raises:
         NotFoundError: no such run.
@@ -353,8 +354,6 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
     Raises:
         NotFoundError: no such run, or the item is not in its dataset.
     """
-    from storage.overrides import override_history
-
     dataset_id, critics = _run_meta(db, run_id)
     item = db.execute(
         "SELECT fields, gold FROM items WHERE dataset_id = ? AND item_id = ?", [dataset_id, item_id]

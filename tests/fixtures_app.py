@@ -55,8 +55,8 @@ def make_demo_db(path: pathlib.Path) -> int:
         The run id.
     """
     from judging.demo import demo_dataset_path, demo_panel_path
-    from judging.jobs import JobRegistry, prepare_run
     from judging.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
     from storage.datasets import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset

@@ -80,7 +80,7 @@ def test_home_shows_key_status_but_never_the_key(
 
 
 def test_demo_click_starts_the_run_then_cancel_and_resume(app_db: pathlib.Path) -> None:
-    from judging.jobs import JobRegistry
+    from judging.runs.jobs import JobRegistry
     from pages.ui.state import registry
     from storage.runs import get_run
 

@@ -12,10 +12,12 @@ import httpx
 import pytest
 import yaml
 
-from judging.cli import format_summary, main, summarize
 from judging.panel import Panel
+from judging.runs.cli import main
+from judging.runs.summary import format_summary, summarize
 from judging.scales import Scale
-from judging.simulator import Profile, SimulatorServer, shared_simulator
+from judging.simulated_vendor import shared_simulator
+from judging.simulator import Profile, SimulatorServer
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from tests.fixtures_simulator import SimulatorFactory
 
@@ -198,7 +200,7 @@ def test_summary_counts_no_consensus_and_unknown_cost() -> None:
 
 def test_simulator_command_serves_until_terminated() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "judging.cli", "simulator", "--port", "0", "--latency-ms", "1",
+        [sys.executable, "-m", "judging.runs.cli", "simulator", "--port", "0", "--latency-ms", "1",
          "--seed", "3"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

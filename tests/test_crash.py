@@ -14,7 +14,7 @@ import time
 
 import httpx
 
-from judging.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
@@ -28,7 +28,7 @@ CONCURRENCY = 16
 CHILD = textwrap.dedent(
     """
     import os, sys
-    from judging.jobs import JobRegistry
+    from judging.runs.jobs import JobRegistry
     registry = JobRegistry()
     job = registry.start_run(sys.argv[1], int(sys.argv[2]), concurrency=int(sys.argv[3]),
                              key_lookup=lambda name: os.environ.get(name))

@@ -36,7 +36,7 @@ READS = {"runs", "stats", "export"}
 def _cli(args: list[str], cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("JURYBOX_DB", None)
-    return subprocess.run([sys.executable, "-m", "judging.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "judging.runs.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -117,7 +117,7 @@ def test_a_read_only_database_can_be_read_but_not_written(command: list[str],
         args_prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
         env.pop("JURYBOX_DB", None)
-        result = subprocess.run([*args_prefix, sys.executable, "-m", "judging.cli", *args],
+        result = subprocess.run([*args_prefix, sys.executable, "-m", "judging.runs.cli", *args],
                                 cwd=tmp_path, env=env, capture_output=True, text=True,
                                 timeout=120)
     else:

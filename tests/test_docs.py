@@ -105,8 +105,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def _cli() -> tuple[list[str], list[tuple[str, str]]]:
-    """(subcommands, (subcommand, flag) pairs) from `judging.cli.build_parser()`."""
-    cli = _optional("judging.cli")
+    """(subcommands, (subcommand, flag) pairs) from `judging.runs.cli.build_parser()`."""
+    cli = _optional("judging.runs.cli")
     if cli is None or not hasattr(cli, "build_parser"):
         return [], []
     commands = _subparsers(cli.build_parser())
@@ -177,7 +177,7 @@ def test_the_readme_opens_with_make_run_and_make_test() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["judging.voting", "judging.vendors", "judging.cli", *METRIC_MODULES]
+    "module", ["judging.voting", "judging.vendors", "judging.runs.cli", *METRIC_MODULES]
 )
 def test_every_source_of_names_exists(module: str) -> None:
     assert _optional(module) is not None, (
@@ -191,8 +191,8 @@ def test_the_names_were_found_in_the_code() -> None:
     assert STRATEGIES, "no voting strategies read from judging.voting.strategy_names()"
     assert PRESETS, "no vendor presets read from judging.vendors.PRESETS"
     assert FAILURE_KINDS, "no FailureKind values"
-    assert COMMANDS, "no subcommands read from judging.cli.build_parser()"
-    assert FLAGS, "no flags read from judging.cli.build_parser()"
+    assert COMMANDS, "no subcommands read from judging.runs.cli.build_parser()"
+    assert FLAGS, "no flags read from judging.runs.cli.build_parser()"
     assert METRICS, "no public functions read from judging.agreement"
     assert BENCH_NAMES, "no bench_line names read from benchmarks/bench_*.py"
 

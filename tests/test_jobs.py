@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-import storage.consensus
-from judging.jobs import JobConflict, JobRegistry, mark_interrupted_runs, prepare_run
+import judging.runs.worker
+import judging.runs.writer
+from judging.errors import JobConflict
+from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from storage.datasets import save_dataset
 from storage.db import NotFoundError
 from storage.review import item_detail, review_table
@@ -177,7 +179,9 @@ def test_a_crash_inside_the_worker_marks_the_run_failed(db, db_path, simulator_f
     def broken(*args, **kwargs):
         raise RuntimeError("consensus table on fire (injected)")
 
-    monkeypatch.setattr(storage.consensus, "write_consensus", broken)
+    # Both places a job writes decisions: live (the writer thread) and at the end (the worker).
+    monkeypatch.setattr(judging.runs.writer, "write_consensus", broken)
+    monkeypatch.setattr(judging.runs.worker, "write_consensus", broken)
     job = JobRegistry().start_run(db_path, run_id)
     assert job.wait(60)
     assert job.progress().status == "failed"
@@ -263,3 +267,36 @@ def test_the_key_is_used_but_never_stored(db, db_path, simulator_factory):
         path = pathlib.Path(db_path + suffix)
         if path.exists():
             assert PLANTED_KEY.encode() not in path.read_bytes()
+
+
+def test_the_writer_stores_verdicts_queued_just_before_it_closes(db, db_path, simulator_factory):
+    """The writer decides "nothing left, stop" under its lock: verdicts that arrive between an
+    idle tick and the close are still written (they were once all lost under load)."""
+    import threading as _threading
+
+    from judging.runs.writer import Writer
+    from judging.verdicts import Verdict
+    from storage.datasets import load_items
+    from storage.runs import get_run
+
+    sim = simulator_factory(latency_ms=1)
+    run_id = _new_run(db, sim, 5)
+    items = load_items(db, get_run(db, run_id)["dataset_id"])
+    idle = _threading.Event()
+
+    class SlowAfterIdle(Writer):
+        def _take(self):  # the writer thread is descheduled right after an idle tick
+            taken = super()._take()
+            if not taken[0] and not taken[1] and not idle.is_set():
+                idle.set()
+                time.sleep(0.2)
+            return taken
+
+    writer = SlowAfterIdle(db_path, run_id, already_ok=set(), replace_success=False,
+                           batch_size=200, flush_interval_s=0.01)
+    assert idle.wait(10)
+    for item in items:  # arrive during the pause, then the job closes at once
+        writer.add(Verdict(critic="critic_0", item_id=item.id, label="KEEP", attempts=1), item)
+    writer.close()
+    assert writer.written == len(items)
+    assert _count(db, "SELECT count(*) FROM calls WHERE run_id = ?", run_id) == len(items)

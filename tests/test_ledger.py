@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from judging.cli import main
 from judging.ledger import Ledger
+from judging.runs.cli import main
 from judging.simulator import Profile
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.progress import run_summary_line

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from judging.jobs import JobConflict, JobRegistry
+from judging.errors import JobConflict
 from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.runs.jobs import JobRegistry
 from judging.simulator import Profile
 from storage.datasets import save_dataset
 from storage.db import open_db
@@ -102,7 +103,7 @@ def test_simultaneous_resumes_from_the_app_and_the_cli_run_a_run_once(
         # Two CLI processes and the app's registry, all at once.
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "judging.cli", "resume", str(run_id), "--db", str(db_path),
+                [sys.executable, "-m", "judging.runs.cli", "resume", str(run_id), "--db", str(db_path),
                  "--quiet"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )

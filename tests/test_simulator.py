@@ -12,7 +12,8 @@ import pytest
 
 from judging.critics import Critic
 from judging.scales import Scale
-from judging.simulator import Profile, SimulatorServer, shared_simulator
+from judging.simulated_vendor import shared_simulator
+from judging.simulator import Profile, SimulatorServer
 from tests.fixtures_simulator import SimulatorFactory
 
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]

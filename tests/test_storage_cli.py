@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from judging.cli import main
+from judging.runs.cli import main
 from storage.db import open_db
 from storage.runs import get_run, list_runs, set_run_status
 

@@ -1,4 +1,4 @@
-"""`judging.run_report.run_agreement_report`: the report of a stored run, as the Agreement page
+"""`judging.runs.report.run_agreement_report`: the report of a stored run, as the Agreement page
 and `jurybox stats` show it, assembled from the database."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from judging.agreement import krippendorff_alpha
-from judging.jobs import prepare_run
-from judging.run_report import run_agreement_report
+from judging.runs.jobs import prepare_run
+from judging.runs.report import run_agreement_report
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import VotingConfig

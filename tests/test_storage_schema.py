@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import sqlite3
 import threading
 
@@ -49,6 +50,31 @@ def test_two_threads_opening_a_fresh_file_both_succeed(tmp_path):
     assert errors == []
     db = open_db(path)
     assert migrations.pending(db) == []
+
+
+def test_processes_opening_a_fresh_file_at_once_all_succeed(tmp_path):
+    """Six processes (the app, CLI commands) open one new file at the same moment: one
+    migrates under BEGIN IMMEDIATE, the others wait on the busy timeout — no retry loop."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "fresh.db"
+    root = pathlib.Path(__file__).resolve().parent.parent
+    go = tmp_path / "go"
+    script = (
+        "import pathlib, sys, time\n"
+        "from storage.db import open_db\n"
+        "while not pathlib.Path(sys.argv[2]).exists(): time.sleep(0.001)\n"
+        "open_db(sys.argv[1]).close()\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path), str(go)], cwd=root,
+                              stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    go.touch()
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, errors
+    db = open_db(path)
+    assert migrations.pending(db) == []
+    assert len(applied_migrations(db)) == len(migrations._migrations)
 
 
 def test_wal_and_foreign_keys_on_every_connection(db_path):

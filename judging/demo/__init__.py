@@ -11,10 +11,8 @@ from __future__ import annotations
 import csv
 import functools
 import pathlib
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the simulator module is only needed by demo_profiles()
-    from judging.simulator import Profile
+from judging.simulator import Profile
 
 __all__ = ["demo_dataset_path", "demo_gold", "demo_panel_path", "demo_profiles"]
 
@@ -58,8 +56,6 @@ def demo_profiles() -> dict[str, Profile]:
     - sim-strict: about 80% right; when wrong it mostly says REJECT; wraps JSON in prose.
     - sim-flaky: about 85% right, but rate-limited, erroring, truncating and refusing now and then.
     """
-    from judging.simulator import Profile
-
     return {
         "sim-careful": Profile(
             accuracy=0.93, confidence_mean=0.85, latency_ms=120, jitter_ms=80, rate_fenced=0.15

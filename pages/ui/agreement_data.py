@@ -3,7 +3,7 @@
 Why a cache: the bootstrap makes the report cost far more than a rerun of the page, and the
 report only changes when verdicts or overrides do. The cache key includes the run's call count
 and the humans' labels, so a new override (or more verdicts) gives fresh figures at once. The
-report itself is assembled by `judging.run_report`, the same code `jurybox stats RUN` runs.
+report itself is assembled by `judging.runs.report`, the same code `jurybox stats RUN` runs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from judging.report import AgreementReport
-from judging.run_report import run_agreement_report
+from judging.runs.report import run_agreement_report
 from pages.ui.state import db, db_path
 from storage.overrides import human_labels
 

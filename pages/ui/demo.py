@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from judging.demo import demo_dataset_path, demo_panel_path
-from judging.jobs import prepare_run
 from judging.panel_files import load_panel
+from judging.runs.jobs import prepare_run
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.datasets import save_dataset
 from storage.importing import read_dataset

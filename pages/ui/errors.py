@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pydantic
 import streamlit as st
 
-from judging.errors import JuryboxError
-from storage.faults import database_fault
-
-
-def validation_sentence(error: pydantic.ValidationError) -> str:
-    """One readable sentence per problem of a pydantic validation error, naming the field.
-
-    pydantic's own text carries URLs and input echoes; an input echo could hold whatever the
-    user pasted, so only the field path and the message are kept.
-    """
-    parts = []
-    for problem in error.errors(include_url=False, include_input=False):
-        where = ".".join(str(p) for p in problem.get("loc", ())) or "value"
-        message = str(problem.get("msg", "is not valid")).removeprefix("Value error, ")
-        parts.append(f"{where}: {message}")
-    return "; ".join(parts) + "."
+from judging.runs.messages import EXPECTED, sentence_for
 
 
 @contextmanager
@@ -40,12 +23,6 @@ def user_errors(prefix: str | None = None) -> Iterator[None]:
     """
     try:
         yield
-    except JuryboxError as error:
-        text = str(error)
+    except EXPECTED as error:
+        text = sentence_for(error) or str(error)
         st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
-    except pydantic.ValidationError as error:
-        text = validation_sentence(error)
-        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
-    except sqlite3.Error as error:  # the disk filled up or another program locked the file
-        text = str(database_fault(error))
-        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/database:")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judging.jobs import JobProgress
 from judging.ledger import Ledger
+from judging.runs.job import JobProgress
 
 
 def _duration(seconds: float | None) -> str:

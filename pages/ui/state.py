@@ -19,7 +19,7 @@ import sqlite_utils
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
-from judging.jobs import JobRegistry
+from judging.runs.jobs import JobRegistry
 from judging.vendors import PRESETS
 from storage.db import DatabaseFault, default_db_path, open_db
 

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report
+from storage.consensus import load_consensus
+from storage.overrides import human_labels
+from storage.review import gold_labels, ratings_frame
+from storage.runs import get_run
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -77,11 +82,6 @@ def run_agreement_report(
         storage.db.NotFoundError: no run has this id.
         ValueError: stored ratings that do not fit the panel's scale.
     """
-    from judging.panel_files import load_panel
-    from storage.consensus import load_consensus
-    from storage.overrides import human_labels
-    from storage.review import gold_labels, ratings_frame
-    from storage.runs import get_run
 
     run = get_run(db, run_id)
     panel = load_panel(run["panel_yaml"])

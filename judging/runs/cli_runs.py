@@ -24,12 +24,24 @@ from typing import TYPE_CHECKING, Any
 
 from judging.errors import DataError
 from judging.ledger import Ledger
+from judging.panel_files import load_panel
+from judging.runner import RunProgress
+from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+from judging.runs.report import run_agreement_report
+from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
+from storage.consensus import load_panel_verdicts
+from storage.datasets import load_items, save_dataset
+from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
+from storage.export import export_run
+from storage.faults import check_folder, is_read_only
+from storage.importing import read_dataset, suggest_columns
+from storage.runs import get_run, list_runs
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-    from judging.jobs import Job, JobProgress
     from judging.panel import Panel
+    from judging.runs.job import Job, JobProgress
     from storage.importing import ParsedDataset
 
 EXIT_OK = 0
@@ -48,7 +60,6 @@ def add_db_option(p: argparse.ArgumentParser) -> None:
 
 def db_path_of(args: argparse.Namespace) -> pathlib.Path:
     """The database a command works on."""
-    from storage.db import default_db_path
 
     return pathlib.Path(getattr(args, "db", None) or default_db_path())
 
@@ -60,16 +71,12 @@ def open_cli_db(args: argparse.Namespace, *, read_only: bool = False) -> sqlite_
         read_only: the command only reads (`runs`, `stats`, `export`): a file this user may
             not write is then opened read-only instead of failing (nothing is marked).
     """
-    from judging.jobs import mark_interrupted_runs
-    from storage.db import open_db
-    from storage.faults import check_folder, is_read_only
 
     path = db_path_of(args)
     check_folder(path)
     if read_only and is_read_only(path):
         return open_db(path, readonly=True)
     if read_only and not path.exists():
-        from storage.db import DatabaseFault
 
         raise DatabaseFault(f"There is no database {str(path)!r}. Check the path (--db or "
                             "JURYBOX_DB), or start a run first (`jurybox demo`).")
@@ -93,7 +100,6 @@ def read_for_cli(
     """
     if not path.is_file():
         raise DataError(f"dataset file {str(path)!r} does not exist; check the --data path")
-    from storage.importing import read_dataset, suggest_columns
 
     if id_column is None or gold_column is None:
         guess = suggest_columns(read_dataset(path).columns)
@@ -122,8 +128,6 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     Returns:
         0 when the run is done, 1 when it failed, 130 when cancelled by Ctrl-C.
     """
-    from judging.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
 
     parsed = _first(parsed, getattr(args, "limit", None))
     if not parsed.items:
@@ -142,7 +146,6 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
 
 
 def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
-    from judging.cli import ProgressBar, format_summary, summarize, write_jsonl
 
     bar = ProgressBar(1, stream=sys.stderr, enabled=not getattr(args, "quiet", False))
     start = time.perf_counter()
@@ -170,16 +173,11 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
               file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
 
-    from storage.consensus import load_panel_verdicts
-    from storage.datasets import load_items
-    from storage.db import open_db
-    from storage.runs import get_run
 
     db = open_db(db_path_of(args))
     try:
         run = get_run(db, job.run_id)
         if panel is None:
-            from judging.panel_files import load_panel
 
             panel = load_panel(run["panel_yaml"])
         order = {c.name: n for n, c in enumerate(panel.critics)}
@@ -210,7 +208,6 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
 
 def _as_run_progress(p: JobProgress) -> Any:
     """The engine's `RunProgress` shape, for the CLI's progress bar."""
-    from judging.runner import RunProgress
 
     return RunProgress(
         total=p.total, items_total=p.items_total, items_done=p.items_done,
@@ -281,7 +278,6 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from storage.runs import list_runs
 
     db = open_cli_db(args, read_only=True)
     try:
@@ -306,7 +302,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from judging.jobs import JobRegistry
 
     open_cli_db(args).close()  # marks a dead process's run interrupted first
     registry = JobRegistry()
@@ -319,7 +314,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from storage.export import export_run
 
     fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
     db = open_cli_db(args, read_only=True)
@@ -332,8 +326,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from judging.run_report import run_agreement_report
-    from storage.db import NotFoundError
 
     db = open_cli_db(args, read_only=True)
     try:

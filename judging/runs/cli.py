@@ -17,18 +17,17 @@ problem prints one sentence and exits 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import signal
 import sqlite3
 import sys
-import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from judging.cli_runs import (
+from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
+from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
+from judging.panel_files import load_panel
+from judging.runs.cli_runs import (
     add_db_option,
     add_export,
     add_resume,
@@ -38,14 +37,11 @@ from judging.cli_runs import (
     read_for_cli,
     run_stored,
 )
-from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
-from storage.faults import database_fault
-from judging.ledger import Ledger
+from judging.runs.messages import EXPECTED, sentence_for
+from judging.simulator import Profile, SimulatorServer
 
 if TYPE_CHECKING:
     from judging.panel import Panel
-    from judging.runner import RunProgress
-    from judging.verdicts import Item, PanelVerdict
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the run finished but could not be written, or was interrupted
@@ -159,21 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         return int(args.func(args))
-    except (ConfigError, DataError, DatabaseFault) as exc:
-        _error(str(exc))
-        return EXIT_USAGE
     except FileNotFoundError as exc:
         _error(f"no such file: {exc.filename or exc}. Check the path and run again.")
-        return EXIT_USAGE
-    except sqlite3.Error as exc:  # a fault met after opening (disk full mid-run, a lock)
-        _error(str(database_fault(exc, getattr(args, "db", None))))
         return EXIT_USAGE
     except OSError as exc:  # e.g. --out in a folder that does not exist or is read-only
         _error(f"{exc.strerror or exc}: {exc.filename or ''}. Check the path and run again.")
         return EXIT_USAGE
-    except JuryboxError as exc:
-        _error(str(exc))
-        return EXIT_FAILED
+    except EXPECTED as exc:
+        _error(sentence_for(exc, database=getattr(args, "db", None)) or str(exc))
+        # The user's input or environment (configuration, data, the database file) exits 2;
+        # a run that could not finish, or an unknown id, exits 1.
+        usage = isinstance(exc, (ConfigError, DataError, DatabaseFault, sqlite3.Error))
+        return EXIT_USAGE if usage else EXIT_FAILED
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
@@ -194,7 +187,6 @@ def _read_profiles(path: pathlib.Path) -> dict[str, Any]:
     """Model name -> `Profile` from a YAML mapping; a bad file is a ConfigError."""
     import yaml
 
-    from judging.simulator import Profile
 
     if not path.is_file():
         raise ConfigError(f"profiles file {str(path)!r} does not exist; check the --profiles path")
@@ -217,12 +209,10 @@ def _read_profiles(path: pathlib.Path) -> dict[str, Any]:
 
 
 def _cmd_simulator(args: argparse.Namespace) -> int:
-    from judging.simulator import SimulatorServer
 
     profiles: dict[str, Any] | None = None
     gold: dict[str, str] | None = None
     if not args.plain:
-        from judging.demo import demo_gold, demo_profiles
 
         profiles, gold = dict(demo_profiles()), demo_gold()
     if args.profiles is not None:
@@ -259,7 +249,6 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from judging.demo import demo_dataset_path, demo_panel_path
 
     panel = load_panel_file(demo_panel_path())
     parsed = read_for_cli(demo_dataset_path(), id_column="id", gold_column="gold")
@@ -279,7 +268,6 @@ def load_panel_file(path: pathlib.Path) -> Panel:
     """
     if not path.is_file():
         raise ConfigError(f"panel file {str(path)!r} does not exist; check the --panel path")
-    from judging.panel_files import load_panel
 
     try:
         return load_panel(path)
@@ -294,227 +282,25 @@ def load_panel_file(path: pathlib.Path) -> Panel:
 # -- progress ----------------------------------------------------------------------------------
 
 
-class ProgressBar:
-    """A plain-text progress bar on a stream (stderr): redrawn in place on a terminal, a line
-    every 10% otherwise (so logs and CI output stay short). Thread-safe: the engine reports
-    progress from worker threads."""
-
-    WIDTH = 30
-
-    def __init__(self, total_items: int, *, stream: IO[str], enabled: bool = True) -> None:
-        self.stream = stream
-        self.enabled = enabled and total_items > 0
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self._lock = threading.Lock()
-        self._last_decile = -1
-        self._drawn = False
-
-    def update(self, progress: RunProgress) -> None:
-        """Draw one `RunProgress` snapshot (the engine's `on_progress` callback)."""
-        if not self.enabled:
-            return
-        with self._lock:
-            line = self.render(progress)
-            if self.tty:
-                self.stream.write("\r" + line)
-                self._drawn = True
-            else:
-                decile = int(progress.fraction * 10)
-                if decile <= self._last_decile:
-                    return
-                self._last_decile = decile
-                self.stream.write(line + "\n")
-            self.stream.flush()
-
-    @classmethod
-    def render(cls, p: RunProgress) -> str:
-        """One line: bar, items, calls, failures, elapsed time."""
-        filled = int(p.fraction * cls.WIDTH)
-        bar = "#" * filled + "." * (cls.WIDTH - filled)
-        failed = f", {p.failed} failed" if p.failed else ""
-        return (
-            f"[{bar}] {p.fraction:4.0%}  {p.items_done}/{p.items_total} items, "
-            f"{p.done}/{p.total} calls{failed}  {p.elapsed_s:5.1f} s"
-        )
-
-    def close(self) -> None:
-        with self._lock:
-            if self.enabled and self.tty and self._drawn:
-                self.stream.write("\n")
-                self.stream.flush()
 
 
 # -- summary -----------------------------------------------------------------------------------
 
 
-@dataclass
-class CriticSummary:
-    name: str
-    calls: int = 0
-    ok: int = 0
-    failures: Counter[str] = field(default_factory=Counter)
-    attempts: int = 0
-    cached: int = 0
-    correct: int = 0  # valid verdicts equal to the gold label
-    with_gold: int = 0  # valid verdicts on items that have a gold label
 
 
-@dataclass
-class RunSummary:
-    """What one run did, in figures; `format_summary` renders it."""
-
-    panel: str
-    strategy: str
-    items: int
-    critics: list[CriticSummary]
-    consensus: Counter[str]
-    no_consensus: int
-    disagreements: int
-    calls: int
-    ledger: Ledger  # what the run sent and paid (cache hits never paid)
-    unpriced_critics: list[str]  # critics with at least one sent call of unknown cost
-    seconds: float
-    gold_items: int
-    gold_correct: int
-    simulated: bool
 
 
-def summarize(
-    panel: Panel, items: list[Item], verdicts: list[PanelVerdict], seconds: float
-) -> RunSummary:
-    """Reduce a run's panel verdicts to the figures the summary shows.
-
-    Args:
-        panel: the `Panel` that ran.
-        items: the items judged (their gold labels, if any, are compared with the consensus).
-        verdicts: one `PanelVerdict` per item.
-        seconds: wall time of the run.
-    """
-    gold = {item.id: item.gold for item in items if item.gold is not None}
-    critics = {c.name: CriticSummary(c.name) for c in panel.critics}
-    consensus: Counter[str] = Counter()
-    no_consensus = disagreements = gold_correct = gold_items = 0
-    ledger = Ledger()
-    unpriced: set[str] = set()
-    simulated = False
-    for pv in verdicts:
-        if pv.consensus is None:
-            no_consensus += 1
-        else:
-            consensus[_fmt_value(pv.consensus)] += 1
-        disagreements += bool(pv.disagreement)
-        truth = gold.get(pv.item_id)
-        if truth is not None:
-            gold_items += 1
-            gold_correct += pv.consensus is not None and _same(pv.consensus, truth)
-        for v in pv.verdicts:
-            cs = critics.setdefault(v.critic, CriticSummary(v.critic))
-            cs.calls += 1
-            cs.attempts += 0 if v.cached else v.attempts
-            cs.cached += bool(v.cached)
-            before = ledger.unpriced_calls
-            ledger.add(v)
-            if ledger.unpriced_calls > before:
-                unpriced.add(v.critic)
-            simulated = simulated or bool(v.simulated)
-            if v.failure is None:
-                cs.ok += 1
-                if truth is not None:
-                    cs.with_gold += 1
-                    cs.correct += _same(v.value, truth)
-            else:
-                cs.failures[str(getattr(v.failure, "value", v.failure))] += 1
-    return RunSummary(
-        panel=getattr(panel, "name", "panel"),
-        strategy=panel.voting.strategy,
-        items=len(verdicts),
-        critics=list(critics.values()),
-        consensus=consensus,
-        no_consensus=no_consensus,
-        disagreements=disagreements,
-        calls=sum(c.calls for c in critics.values()),
-        ledger=ledger,
-        unpriced_critics=sorted(unpriced),
-        seconds=seconds,
-        gold_items=gold_items,
-        gold_correct=gold_correct,
-        simulated=simulated,
-    )
 
 
-def _fmt_value(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _same(value: Any, truth: str) -> bool:
-    if isinstance(value, float):
-        try:
-            return value == float(truth)
-        except ValueError:
-            return False
-    return str(value).casefold() == str(truth).casefold()
 
 
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.0f}%" if whole else "n/a"
 
 
-def format_summary(s: RunSummary) -> str:
-    """The end-of-run summary as plain text (what `jurybox judge` and `jurybox demo` print)."""
-    sim = " (simulated vendor)" if s.simulated else ""
-    lines = [
-        "",
-        f"Panel {s.panel!r} ({s.strategy} voting){sim}: {s.items} items, "
-        f"{len(s.critics)} critics, {s.seconds:.1f} s",
-    ]
-    order = sorted(s.consensus.items(), key=lambda kv: (-kv[1], kv[0]))
-    parts = [f"{label} {n}" for label, n in order]
-    if s.no_consensus:
-        parts.append(f"no consensus {s.no_consensus}")
-    lines.append("Consensus:      " + (", ".join(parts) or "none"))
-    lines.append(f"Disagreements:  {s.disagreements} of {s.items} items "
-                 f"({_pct(s.disagreements, s.items)})")
-    if s.gold_items:
-        lines.append(f"Gold agreement: consensus matches gold on {s.gold_correct} of "
-                     f"{s.gold_items} items ({_pct(s.gold_correct, s.gold_items)})")
-    failed = sum(sum(c.failures.values()) for c in s.critics)
-    lines.append(f"Calls:          {s.calls} ({s.calls - failed} verdicts, {failed} failed)")
-    lines.append(f"Sent:           {s.ledger.sent_text()}")
-    cost = s.ledger.cost_text()
-    if s.unpriced_critics:
-        cost += f" (critics without a price: {', '.join(s.unpriced_critics)})"
-    lines.append(f"Cost:           {cost}")
-    rate = s.calls / s.seconds if s.seconds > 0 else 0.0
-    lines.append(f"Time:           {s.seconds:.2f} s ({rate:.0f} calls/s)")
-    lines.append("")
-    width = max([len("critic")] + [len(c.name) for c in s.critics])
-    head = f"  {'critic':<{width}}  {'ok':>5}  {'failed':>6}  {'gold acc':>8}  failures"
-    lines.append(head)
-    for c in s.critics:
-        nfail = sum(c.failures.values())
-        acc = _pct(c.correct, c.with_gold) if c.with_gold else "-"
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(c.failures.items())) or "-"
-        lines.append(f"  {c.name:<{width}}  {c.ok:>5}  {nfail:>6}  {acc:>8}  {kinds}")
-    return "\n".join(lines)
 
 
-def write_jsonl(path: pathlib.Path, verdicts: list[PanelVerdict]) -> None:
-    """One JSON object per item: the vote and every critic's verdict with its evidence."""
-    with path.open("w", encoding="utf-8") as fh:
-        for pv in verdicts:
-            row = {
-                "item_id": pv.item_id,
-                "consensus": pv.consensus,
-                "agreement": pv.agreement,
-                "disagreement": pv.disagreement,
-                "failed": pv.failed,
-                "counts": pv.outcome.counts,
-                "strategy": pv.strategy,
-                "tier": pv.tier,
-                "settled_by": pv.settled_by,
-                "verdicts": [v.to_dict() for v in pv.verdicts],
-            }
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,198 @@
+"""The worker thread of a job: loads the run's snapshot, judges its items through
+`run_panel` with the stored-success cache, and records the outcome and the run's final status.
+Nothing raises out of it: a crash marks the run failed with a sentence."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from judging.agreement import per_item_alpha
+from judging.errors import JuryboxError
+from judging.panel import Panel
+from judging.panel_files import load_panel
+from judging.runner import RunProgress, run_panel
+from judging.runs.job import CriticProgress, Job, KeyLookup
+from judging.runs.writer import LiveVotes, Writer, votes_live
+from judging.verdicts import FailureKind, PanelVerdict
+from storage.calls import CallCacheStore, delete_item_calls, stored_critics, successful_pairs
+from storage.consensus import set_item_alpha, write_consensus
+from storage.datasets import get_item, load_items
+from storage.db import open_db
+from storage.review import ratings_frame
+from storage.runs import get_run, refresh_run_totals, set_run_status
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(
+        self,
+        job: Job,
+        db_path: Any,
+        *,
+        concurrency: int,
+        key_lookup: KeyLookup | None,
+        item_id: str | None,
+        batch_size: int,
+        flush_interval_s: float,
+        previous: tuple[str, str | None] | None = None,
+    ) -> None:
+        self.job = job
+        self.db_path = db_path
+        self.concurrency = concurrency
+        self.key_lookup = key_lookup
+        self.item_id = item_id
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.writer: Writer | None = None
+        # Re-judging one item must not change what the run as a whole is (a cancelled run
+        # stays cancelled): the run gets this status (read before the claim) back at the end.
+        self.previous = previous
+
+    def run(self) -> None:
+        job = self.job
+        db = None
+        final_status = "failed"
+        message: str | None = None
+        try:
+            db = open_db(self.db_path)
+            final_status, message = self._run(db)
+        except BaseException as error:
+            log.exception("run %s failed", job.run_id)
+            final_status = "failed"
+            message = _describe(error)
+        finally:
+            try:
+                if db is None:
+                    db = open_db(self.db_path)
+                if self.previous is not None:
+                    status, earlier_error = self.previous
+                    set_run_status(db, job.run_id, status,
+                                   error=message if final_status == "failed" else earlier_error,
+                                   owner=job.token)
+                else:
+                    set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
+            except BaseException:
+                log.exception("could not record the final status of run %s", job.run_id)
+            finally:
+                if db is not None:
+                    db.close()
+                job._update(status=final_status, error=message,
+                            written=self.writer.written if self.writer else 0)
+                job._done.set()
+
+    def _run(self, db: Any) -> tuple[str, str | None]:
+        job = self.job
+        run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
+        panel = load_panel(run["panel_yaml"])
+        if self.item_id is not None:
+            items = [get_item(db, run["dataset_id"], self.item_id)]
+        else:
+            items = load_items(db, run["dataset_id"])
+        rejudge = job.kind == "rejudge"
+        already_ok = set() if rejudge else successful_pairs(db, job.run_id)
+        n_critics = len(panel.critics)
+        job._update(status="running", total=len(items) * n_critics, items_total=len(items))
+
+        def on_progress(p: RunProgress) -> None:
+            rate = p.ledger.sent_calls / p.elapsed_s if p.elapsed_s > 0 else 0.0
+            remaining = max(0, p.total - p.done - p.calls_saved)
+            eta = remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
+            job._update(
+                status="cancelling" if job.cancel_event.is_set() else "running",
+                total=p.total, items_total=p.items_total, items_done=p.items_done,
+                per_critic={
+                    name: CriticProgress(p.critic_done.get(name, 0), p.critic_failed.get(name, 0))
+                    for name in p.critic_done
+                },
+                calls_per_s=rate, ledger=p.ledger, eta_s=eta,
+                written=self.writer.written if self.writer else 0,
+            )
+
+        cache = None if rejudge else CallCacheStore(self.db_path)
+        self.writer = Writer(
+            self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
+            batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
+            owner=job.token, on_lost=job.cancel,
+        )
+        on_verdict = LiveVotes(panel, self.writer).add if votes_live(panel) else self.writer.add
+        try:
+            try:
+                result = run_panel(
+                    panel, items, concurrency=self.concurrency, on_progress=on_progress,
+                    on_verdict=on_verdict, cancel=job.cancel_event, cache=cache,
+                    key_lookup=self.key_lookup,
+                )
+                self.writer.saved_by_cascade(result.progress.calls_saved)
+            finally:
+                self.writer.close()  # store everything received, even when the run raised
+        finally:
+            if cache is not None:
+                cache.close()
+        if rejudge:
+            # Only now that the new verdicts are safely stored: drop outcomes of critics that
+            # were not called this time (e.g. a later cascade tier no longer needed).
+            called = {v.critic for pv in result.verdicts for v in pv.verdicts
+                      if v.failure != FailureKind.CANCELLED}
+            for old in set(stored_critics(db, job.run_id, self.item_id or "")) - called:
+                delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
+            refresh_run_totals(db, job.run_id)
+        complete = [
+            pv for pv in result.verdicts
+            if not any(v.failure == FailureKind.CANCELLED for v in pv.verdicts)
+        ]
+        _store_consensus(db, job.run_id, panel, complete, whole_run=self.item_id is None)
+        stopped = "; ".join(f"{name}: {reason}" for name, reason in result.stopped_critics.items())
+        if job.cancel_event.is_set() and len(complete) < len(result.verdicts):
+            return "cancelled", None
+        return "done", (f"Critics stopped during the run: {stopped}" if stopped else None)
+
+
+def _store_consensus(
+    db: Any, run_id: int, panel: Panel, verdicts: list[PanelVerdict], *, whole_run: bool
+) -> None:
+
+    write_consensus(db, run_id, verdicts)
+    # Per-item alpha uses the dataset's expected disagreement, so it is recomputed over every
+    # stored item of the run, not just the ones this job judged.
+    try:
+        alphas = _item_alphas(panel, ratings_frame(db, run_id))
+    except Exception:
+        log.exception("per-item alpha for run %s could not be computed", run_id)
+        return
+    if alphas:
+        set_item_alpha(db, run_id, alphas)
+
+
+def _item_alphas(panel: Panel, ratings: Any) -> dict[str, float | None]:
+    if ratings.empty:
+        return {}
+    critics = [c.name for c in panel.critics]
+    valid = ratings[ratings["failure"].isna()].copy()
+    if panel.scale.is_numeric:
+        valid["value"] = valid["score"]
+    else:
+        valid["value"] = valid["label"]
+    item_ids = list(dict.fromkeys(ratings["item_id"]))
+    table = valid.pivot(index="item_id", columns="critic", values="value")  # one row per pair
+    table = table.reindex(index=item_ids, columns=critics)
+    rows = [[None if _missing(v) else v for v in row] for row in table.itertuples(index=False)]
+    order = None if panel.scale.is_numeric else list(panel.scale.labels)
+    level = panel.scale.level
+    alphas = per_item_alpha(rows, level, order=order)
+    return {
+        item_id: (None if math.isnan(a) else float(a)) for item_id, a in zip(item_ids, alphas)
+    }
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _describe(error: BaseException) -> str:
+    """A sentence for the runs table. JuryboxError messages are written for users already."""
+    if isinstance(error, JuryboxError):
+        return str(error)
+    return f"The run stopped on an unexpected error: {type(error).__name__}: {error}"

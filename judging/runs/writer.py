@@ -1,0 +1,215 @@
+"""The writer thread of a job: stores verdicts and decisions in short group commits, adds the
+job's share to the run ledger, and beats the run's heartbeat (its lease)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from judging.errors import JuryboxError
+from judging.ledger import Ledger
+from judging.panel import Panel
+from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
+from judging.voting import DATASET_STRATEGIES, vote
+from storage.calls import write_verdicts
+from storage.consensus import write_consensus
+from storage.db import open_db
+from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
+
+
+class Writer:
+    """Collects verdicts from the call threads; a dedicated thread writes them in batches."""
+
+    def __init__(
+        self,
+        db_path: Any,
+        run_id: int,
+        *,
+        already_ok: set[tuple[str, str]],
+        replace_success: bool,
+        batch_size: int,
+        flush_interval_s: float,
+        owner: str | None = None,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
+        self.db_path = db_path
+        self.run_id = run_id
+        self.owner = owner
+        self.on_lost = on_lost
+        self.already_ok = already_ok
+        self.replace_success = replace_success
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self._pending: list[Verdict] = []
+        self._decided: list[PanelVerdict] = []
+        # This job's share of the run ledger not yet stored (taken with each batch).
+        self._ledger = Ledger()
+        self._first_at: float | None = None
+        self._cond = threading.Condition()
+        self._closing = False
+        self._ledger_taken: Ledger | None = None
+        self.written = 0
+        self.error: BaseException | None = None
+        self.decisions_error: Exception | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"jurybox-writer-{run_id}", daemon=True)
+        self._thread.start()
+
+    def add(self, verdict: Verdict, item: Item) -> None:
+        """`on_verdict` callback: called from call threads, so it only queues."""
+        if self.error is not None:
+            raise RuntimeError(f"storing verdicts failed: {self.error}")
+        if verdict.cached and (str(item.id), verdict.critic) in self.already_ok:
+            return  # this run already holds that success: nothing new, nothing paid
+        with self._cond:
+            # Counted even when not stored: a call cancelled between retries was paid for.
+            self._ledger.add(verdict)
+            if verdict.failure == FailureKind.CANCELLED:
+                return  # not stored: the pair stays open for a resume
+            if not self._pending and not self._decided:
+                self._first_at = time.monotonic()
+            self._pending.append(verdict)
+            if len(self._pending) >= self.batch_size:
+                self._cond.notify()
+
+    def saved_by_cascade(self, calls: int) -> None:
+        """Record calls a cascade did not need (the run learns it at the end of the job)."""
+        with self._cond:
+            self._ledger.calls_saved += calls
+
+    def decided(self, panel_verdict: PanelVerdict) -> None:
+        """Queue an item's provisional decision (after its verdicts were queued by `add`)."""
+        with self._cond:
+            if not self._pending and not self._decided:
+                self._first_at = time.monotonic()
+            self._decided.append(panel_verdict)
+
+    def _take(self) -> tuple[list[Verdict], list[PanelVerdict], bool]:
+        """The next batch: verdicts and decisions swapped out together, so a decision is never
+        written before the verdicts it was made from. Empty on an idle tick. The flag says the
+        writer is closing and nothing is left: decided here, under the lock, because a verdict
+        queued between an idle tick and a look at `_closing` outside it would be lost (seen:
+        a run's every verdict dropped while its last ones arrived just before close)."""
+        waited = False
+        with self._cond:
+            while True:
+                queued = len(self._pending) + len(self._decided)
+                if queued and (
+                    len(self._pending) >= self.batch_size
+                    or self._closing
+                    or time.monotonic() - (self._first_at or 0) >= self.flush_interval_s
+                ):
+                    batch, self._pending = self._pending, []
+                    decided, self._decided = self._decided, []
+                    self._ledger_taken, self._ledger = self._ledger, Ledger()
+                    return batch, decided, False
+                if self._closing or waited:
+                    # The end, or an idle tick that lets the loop send a heartbeat; a ledger
+                    # share without verdicts to store (cancelled calls) is written then.
+                    self._ledger_taken, self._ledger = self._ledger, Ledger()
+                    return [], [], self._closing and not queued
+                waited = True
+                timeout = (
+                    self.flush_interval_s
+                    if not queued
+                    else max(0.0, self.flush_interval_s - (time.monotonic() - (self._first_at or 0)))
+                )
+                self._cond.wait(timeout)
+
+    def _loop(self) -> None:
+        db = open_db(self.db_path, migrate=False)
+        last_totals = last_beat = time.monotonic()
+        try:
+            while True:
+                batch, decided, finished = self._take()
+                if time.monotonic() - last_beat >= 1.0:
+                    if not heartbeat(db, self.run_id, self.owner) and self.on_lost is not None:
+                        # Another job took the run over (this one was silent past its lease):
+                        # stop sending, so no call is paid twice.
+                        self.on_lost()
+                        self.on_lost = None
+                    last_beat = time.monotonic()
+                ledger, self._ledger_taken = self._ledger_taken, None
+                if ledger is not None and not ledger.empty:
+                    add_to_ledger(db, self.run_id, ledger.as_dict())
+                if finished:
+                    break
+                if not batch and not decided:
+                    continue
+                if batch:
+                    write_verdicts(
+                        db, self.run_id, batch, replace_success=self.replace_success,
+                        refresh_totals=False,
+                    )
+                    self.written += len(batch)
+                if decided and self.decisions_error is None:
+                    try:
+                        write_consensus(db, self.run_id, decided)
+                    except Exception as error:  # noqa: BLE001 - reported by close()
+                        # Decisions can be recomputed from verdicts; verdicts are paid for.
+                        # So the verdicts still arriving keep being stored; the job fails at
+                        # the end with this error, and a resume decides again.
+                        self.decisions_error = error
+                if time.monotonic() - last_totals > 2.0:
+                    refresh_run_totals(db, self.run_id)
+                    last_totals = time.monotonic()
+            refresh_run_totals(db, self.run_id)
+        except BaseException as error:  # noqa: BLE001 - reported through add() and close()
+            self.error = error
+        finally:
+            db.close()
+
+    def close(self) -> None:
+        """Write what is left and stop; re-raises a write error."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        if self.decisions_error is not None:
+            raise self.decisions_error
+
+
+def votes_live(panel: Panel) -> bool:
+    """Whether an item can be decided as soon as its last verdict arrives (so Review fills up
+    while the run goes on): not for cascades (the runner decides which tier runs next) nor for
+    dataset-level strategies (they need every item)."""
+    return (
+        len({c.tier for c in panel.critics}) == 1
+        and panel.voting.strategy not in DATASET_STRATEGIES
+    )
+
+
+class LiveVotes:
+    """`on_verdict` wrapper: passes verdicts to the writer and, once an item has every critic's
+    verdict, queues its provisional decision. The run's final decisions overwrite these."""
+
+    def __init__(self, panel: Panel, writer: Writer) -> None:
+        self.panel = panel
+        self.writer = writer
+        self.names = [c.name for c in panel.critics]
+        self.weights = {c.name: c.weight for c in panel.critics}
+        self._open: dict[str, dict[str, Verdict]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, verdict: Verdict, item: Item) -> None:
+        self.writer.add(verdict, item)
+        if verdict.failure == FailureKind.CANCELLED:
+            return
+        with self._lock:
+            got = self._open.setdefault(str(item.id), {})
+            got[verdict.critic] = verdict
+            if len(got) < len(self.names):
+                return
+            del self._open[str(item.id)]
+        verdicts = [got[name] for name in self.names if name in got]
+        try:
+            outcome = vote(verdicts, self.weights, self.panel.voting, self.panel.scale)
+        except JuryboxError:
+            return  # the runner meets the same problem and the run reports it
+        self.writer.decided(
+            PanelVerdict(item_id=str(item.id), outcome=outcome, verdicts=verdicts,
+                         strategy=self.panel.voting.strategy)
+        )

@@ -1,0 +1,191 @@
+"""The house keeps its one-way arrows: no import circle between files, storage sees only the
+leaf types of judging, the domain never reaches up to orchestration or storage, and imports
+inside functions do not hide any of it.
+
+Walks every module of app.py, pages/, judging/ and storage/ with `ast` (imports under
+`if TYPE_CHECKING:` are types only and skipped).
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOPS = ("app.py", "pages", "judging", "storage")
+LEAVES = {"judging.verdicts", "judging.errors"}  # what storage may take from judging
+ORCHESTRATION = "judging.runs"
+
+
+def _modules(root: pathlib.Path) -> dict[str, pathlib.Path]:
+    found = {}
+    for top in TOPS:
+        path = root / top
+        files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+        for file in files:
+            parts = list(file.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = file
+    return found
+
+
+def _resolve(name: str, modules: dict[str, pathlib.Path]) -> str | None:
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+class _Imports(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool, modules: dict[str, pathlib.Path]) -> None:
+        self.module, self.is_package, self.modules = module, is_package, modules
+        self.targets: set[str] = set()
+        self.inside_functions: list[str] = []
+        self._depth = 0
+
+    def visit_If(self, node: ast.If) -> None:
+        if "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def _function(self, node: ast.AST) -> None:
+        self._depth += 1
+        self.generic_visit(node)
+        self._depth -= 1
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def _add(self, target: str | None) -> None:
+        if target is None or target == self.module:
+            return
+        self.targets.add(target)
+        if self._depth:
+            self.inside_functions.append(target)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(_resolve(alias.name, self.modules))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            package = self.module.split(".") if self.is_package else self.module.split(".")[:-1]
+            package = package[: len(package) - (node.level - 1)]
+            base = ".".join(package + ([base] if base else []))
+        for alias in node.names:
+            full = f"{base}.{alias.name}" if base else alias.name
+            self._add(_resolve(full, self.modules) if full in self.modules
+                      else _resolve(base, self.modules))
+
+
+def import_graph(root: pathlib.Path = ROOT) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """(module -> modules it imports, module -> modules it imports inside functions)."""
+    modules = _modules(root)
+    graph, inner = {}, {}
+    for module, path in modules.items():
+        visitor = _Imports(module, path.name == "__init__.py", modules)
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8")))
+        # A package's face re-exporting its own submodules is not a circle of files.
+        graph[module] = {t for t in visitor.targets
+                         if not (path.name == "__init__.py" and t.startswith(module + "."))}
+        if visitor.inside_functions:
+            inner[module] = visitor.inside_functions
+    return graph, inner
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+GRAPH, INNER = import_graph()
+
+
+def test_no_import_circle_between_files() -> None:
+    assert cycles(GRAPH) == [], "import circles: " + "; ".join(
+        " <-> ".join(c) for c in cycles(GRAPH))
+
+
+def test_storage_takes_only_the_leaf_types_from_judging() -> None:
+    wrong = {m: sorted(t for t in targets if t.startswith("judging") and t not in LEAVES)
+             for m, targets in GRAPH.items() if m.startswith("storage")}
+    assert not {m: t for m, t in wrong.items() if t}
+
+
+def test_the_domain_never_reaches_up_to_orchestration_storage_or_pages() -> None:
+    domain = [m for m in GRAPH if m.startswith("judging") and not m.startswith(ORCHESTRATION)]
+    wrong = {m: sorted(t for t in GRAPH[m]
+                       if t.startswith((ORCHESTRATION, "storage", "pages", "app")))
+             for m in domain}
+    assert not {m: t for m, t in wrong.items() if t}
+
+
+def test_importing_the_domain_does_not_load_orchestration() -> None:
+    assert not any(t.startswith(ORCHESTRATION) for t in GRAPH["judging"])
+
+
+def test_no_project_import_hides_inside_a_function() -> None:
+    assert INNER == {}, f"imports inside functions: {INNER}"
+
+
+def test_the_walk_finds_a_circle_when_there_is_one(tmp_path: pathlib.Path) -> None:
+    # The checks above must be able to fail: a made-up house with a circle through a function.
+    (tmp_path / "judging").mkdir()
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "judging" / "__init__.py").write_text("")
+    (tmp_path / "storage" / "__init__.py").write_text("")
+    (tmp_path / "judging" / "a.py").write_text("from judging.b import x\n")
+    (tmp_path / "judging" / "b.py").write_text("def f():\n    from judging.a import y\n")
+    (tmp_path / "storage" / "s.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from judging.a import z\n")
+    graph, inner = import_graph(tmp_path)
+    assert cycles(graph) == [["judging.a", "judging.b"]]
+    assert inner == {"judging.b": ["judging.a"]}
+    assert graph["storage.s"] == set()  # type-only imports are not arrows
+
+
+@pytest.mark.parametrize("module", ["judging", "storage"])
+def test_the_packages_import_cleanly_on_their_own(module: str) -> None:
+    import subprocess
+    import sys
+
+    code = (f"import sys; import {module}; "
+            f"assert not any(m.startswith('judging.runs') for m in sys.modules), "
+            f"sorted(m for m in sys.modules if m.startswith('judging.runs'))")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+def shown(markdown: str) -> str:
+    """The text a reader sees for markdown made with `pages.ui.text.plain` (AppTest gives an
+    alert's or caption's raw markdown): backslash escapes resolved, invisible joiners dropped."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def _clear_streamlit_caches() -> None:

@@ -9,6 +9,7 @@ import pydantic
 import streamlit as st
 
 from judging.errors import JuryboxError
+from pages.ui.text import plain
 
 
 def validation_sentence(error: pydantic.ValidationError) -> str:
@@ -29,9 +30,11 @@ def validation_sentence(error: pydantic.ValidationError) -> str:
 def user_errors(prefix: str | None = None) -> Iterator[None]:
     """Show a `JuryboxError` (or a pydantic validation error) raised inside the block as a sentence.
 
-    Anything else is a bug and propagates: with `client.showErrorDetails = "none"` the user sees a
-    generic message and the traceback stays in the server log. Streamlit's own control-flow
-    exceptions (`st.rerun`, `st.switch_page`) are not caught.
+    The prefix and the message are shown as text (`plain`): both may echo a file name, a column
+    or a value from the data. Anything else is a bug and propagates: with
+    `client.showErrorDetails = "none"` the user sees a generic message and the traceback stays
+    in the server log. Streamlit's own control-flow exceptions (`st.rerun`, `st.switch_page`)
+    are not caught.
 
     Args:
         prefix: an optional short lead-in, e.g. "Import failed".
@@ -39,8 +42,10 @@ def user_errors(prefix: str | None = None) -> Iterator[None]:
     try:
         yield
     except JuryboxError as error:
-        text = str(error)
-        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
+        _show(prefix, str(error))
     except pydantic.ValidationError as error:
-        text = validation_sentence(error)
-        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
+        _show(prefix, validation_sentence(error))
+
+
+def _show(prefix: str | None, text: str) -> None:
+    st.error(plain(f"{prefix}: {text}" if prefix else text), icon=":material/error:")

@@ -8,10 +8,17 @@ from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
-from storage.export import FORMATS, ExportOptions, export_bytes, export_frame, override_history_bytes
+from storage.export import (
+    FORMATS,
+    ExportOptions,
+    export_bytes,
+    export_frame,
+    override_history_bytes,
+)
 from storage.runs import get_run
 
-MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson",
+        "parquet": "application/vnd.apache.parquet"}
 
 ensure_app_shell()
 st.title("Export")
@@ -29,7 +36,8 @@ if run is not None:
         if notice:
             st.warning(notice, icon=":material/science:")
         elif run["simulated"]:
-            st.info("This run's verdicts come from the simulated vendor.", icon=":material/science:")
+            st.info("This run's verdicts come from the simulated vendor.",
+                    icon=":material/science:")
         st.markdown("**For curation, also include**")
         cols = st.columns(3)
         options = ExportOptions(

@@ -57,8 +57,8 @@ def guess_id_column(columns: Sequence[str], sample: Mapping[str, Sequence[Any]])
     Returns:
         By name first (`id`, `key`, `item_id`, ... then any `*_id` such as `review_id`), among
         the columns whose sampled values are present and unique; else the first column whose
-        values look like identifiers (present, unique, short, no spaces, with a digit). A named column with
-        repeated values (`user_id` of a review table) is not an item id and is skipped.
+        values look like identifiers (present, unique, short, no spaces, with a digit). A named
+        column with repeated values (`user_id` of a review table) is not an item id: skipped.
     """
     named = sorted(
         (rank, position, column)

@@ -101,7 +101,9 @@ def _critic_columns(
     return columns
 
 
-def _field_columns(db: sqlite_utils.Database, dataset_id: int, item_ids: pd.Series) -> dict[str, pd.Series]:
+def _field_columns(
+    db: sqlite_utils.Database, dataset_id: int, item_ids: pd.Series
+) -> dict[str, pd.Series]:
     rows = db.execute(
         "SELECT item_id, fields FROM items WHERE dataset_id = ? ORDER BY position", [dataset_id]
     ).fetchall()
@@ -187,7 +189,7 @@ def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes]) -> None:
     elif fmt == "jsonl":
         columns = list(frame.columns)
         for values in frame.itertuples(index=False, name=None):
-            record = {c: _json_safe(v) for c, v in zip(columns, values)}
+            record = {c: _json_safe(v) for c, v in zip(columns, values, strict=True)}
             sink.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
     elif fmt == "parquet":
         import pyarrow as pa  # heavy: only when a Parquet file is asked for

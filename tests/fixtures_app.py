@@ -197,11 +197,21 @@ def chromium_browser() -> Iterator[Any]:
             instance.close()
 
 
+# Actions, waits and `expect` checks give up after this long: generous, because a loaded CI
+# machine draws a page in seconds, not milliseconds (`expect`'s own default is only 5 s).
+BROWSER_TIMEOUT_MS = 30_000
+
+
 @pytest.fixture
 def app_page(chromium_browser: Any) -> Iterator[Any]:
     """A fresh browser page (downloads allowed) with a generous default timeout."""
-    context = chromium_browser.new_context(accept_downloads=True, viewport={"width": 1500, "height": 1000})
-    context.set_default_timeout(30_000)
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
+    context = chromium_browser.new_context(
+        accept_downloads=True, viewport={"width": 1500, "height": 1000}
+    )
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     tab = context.new_page()
     try:
         yield tab

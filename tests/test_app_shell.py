@@ -223,7 +223,9 @@ SIMULATED_SAYS = re.compile(r"simulated critics do not read the items")
 
 
 @pytest.mark.parametrize("page", ["home", "export"])
-def test_simulated_critics_on_own_data_are_called_simulated(app_db: pathlib.Path, page: str) -> None:
+def test_simulated_critics_on_own_data_are_called_simulated(
+    app_db: pathlib.Path, page: str
+) -> None:
     run_id = _own_data_run(app_db)
     at = open_page(page, query={"run": str(run_id)})
     no_exception(at)

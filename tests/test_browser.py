@@ -80,8 +80,11 @@ def test_home_offers_the_demo_run_it_already_has(app_page: Any, app_server: dict
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, "/")
+    open_demo = app_page.get_by_role("button", name=f"Open the demo run #{run_id}")
+    expect(open_demo).to_be_visible()
+    settled(app_page)  # an absence is only worth checking once the page is complete
     expect(app_page.get_by_role("button", name="Try the demo")).to_have_count(0)
-    app_page.get_by_role("button", name=f"Open the demo run #{run_id}").click()
+    open_demo.click()
     app_page.wait_for_url(re.compile(rf"/review\?run={run_id}"))
     expect(app_page.get_by_role("heading", name="Review", exact=True)).to_be_visible()
     assert len(list_runs(open_db(app_server["db"]))) == 1
@@ -115,6 +118,7 @@ def test_override_is_saved_survives_a_reload_and_moves_agreement(
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/agreement?run={run_id}")
     expect(main(app_page).get_by_text("0 items reviewed by humans")).to_be_visible()
+    settled(app_page)
     expect(app_page.get_by_role("heading", name="Each critic against the humans")).to_have_count(0)
 
     goto(app_page, app_server, f"/review?run={run_id}")
@@ -192,6 +196,7 @@ def test_malformed_upload_shows_its_error_and_adds_nothing(
     )
     alert = app_page.get_by_test_id("stAlertContentError").first
     expect(alert).to_contain_text(re.compile(f"broken{JOINER}?\\.csv"))
+    settled(app_page)
     expect(main(app_page)).not_to_contain_text("Traceback")
     assert len(list_datasets(open_db(app_server["db"]))) == before
 
@@ -209,7 +214,9 @@ def test_hostile_names_in_an_upload_stay_text(app_page: Any, app_server: dict[st
         files=[{"name": f"{hostile}.csv", "mimeType": "text/csv", "buffer": body}])
     alert = app_page.get_by_test_id("stAlertContentError").first
     expect(alert).to_contain_text("[win](http:")  # the name, as typed, in the message
-    expect(main(app_page).locator("a[href*='evil'], img[src*='evil'], img[src='x']")).to_have_count(0)
+    settled(app_page)
+    from_data = "a[href*='evil'], img[src*='evil'], img[src='x']"
+    expect(main(app_page).locator(from_data)).to_have_count(0)
     assert dialogs == [] and elsewhere == []
 
 
@@ -284,6 +291,7 @@ def test_a_deep_link_after_a_restart_is_drawn_inside_the_app(
     with running_app(tmp_path / "deep.db") as server:
         app_page.goto(server["url"] + "/datasets?x=1")
         expect(app_page.get_by_role("heading", name="Datasets", exact=True)).to_be_visible()
+        settled(app_page)
         expect(app_page.get_by_role("heading", name="Datasets", exact=True)).to_have_count(1)
         expect(app_page.get_by_test_id("stSidebar").get_by_text("Database")).to_be_visible()
         nav = app_page.get_by_test_id("stSidebarNav")

@@ -33,7 +33,9 @@ def _table(**columns: list[object]) -> tuple[list[str], dict[str, list[object]]]
         (_table(id=["1", None], text=["a b", "c d"]), None),
     ],
 )
-def test_guess_id_column(columns: tuple[list[str], dict[str, list[object]]], expected: str | None) -> None:
+def test_guess_id_column(
+    columns: tuple[list[str], dict[str, list[object]]], expected: str | None
+) -> None:
     names, sample = columns
     assert guess_id_column(names, sample) == expected
 

@@ -7,7 +7,9 @@ session of your app executes the st.navigation command, your app will ignore the
 directory", st.navigation's docs). So the first request after a restart that names a page (a
 deep link such as `/review?run=3&item=X`) runs `pages/review.py` alone; AppTest does so on
 every run, as it resets that mode each time. Streamlit has no setting to turn the legacy mode
-off while the folder is called `pages/`, which the project's layout names.
+off while the folder is called `pages/`, which the project's layout names (Streamlit's own
+advice is to rename the folder; no Streamlit issue tracks a switch, the closest being
+streamlit/streamlit#6018, closed, and the maintainers' note in #10276).
 
 The way round uses public API only. A page that finds the frame not drawn in this script run
 calls app.py's `draw_frame()`, whose `st.navigation` (1) switches the whole process out of the

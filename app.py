@@ -1,21 +1,47 @@
-"""Jurybox's map: page config, navigation over pages/, and the shared sidebar. Nothing else."""
+"""Jurybox's map: page config, navigation over pages/, and the shared sidebar. Nothing else.
+
+`streamlit run app.py` executes this file on every rerun: it draws the frame and runs the page
+the URL names. `pages/ui/shell.py` imports it to draw the same frame around a page that
+Streamlit started without it (the first request after a restart; see there).
+"""
+
+from __future__ import annotations
+
+import pathlib
 
 import streamlit as st
 
 from pages.ui.sidebar import render_sidebar
 
-st.set_page_config(page_title="Jurybox", page_icon=":material/gavel:", layout="wide")
+# Served by this app (a media URL on its own host): a `:material/...:` page icon makes the
+# browser fetch the icon from fonts.gstatic.com on every page load.
+FAVICON = pathlib.Path(__file__).resolve().parent / "static" / "favicon.png"
 
-PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
-    st.Page("pages/datasets.py", title="Datasets", icon=":material/table:"),
-    st.Page("pages/panel.py", title="Panel", icon=":material/groups:"),
-    st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
-    st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
-    st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"),
-    st.Page("pages/export.py", title="Export", icon=":material/download:"),
-]
 
-page = st.navigation(PAGES)
-render_sidebar()
-page.run()
+def app_pages() -> list[st.Page]:
+    """Every page of the app, in navigation order (fresh objects: one set per script run)."""
+    return [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/datasets.py", title="Datasets", icon=":material/table:"),
+        st.Page("pages/panel.py", title="Panel", icon=":material/groups:"),
+        st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
+        st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
+        st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"),
+        st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    ]
+
+
+def draw_frame() -> st.Page:
+    """Page config, navigation and the shared sidebar.
+
+    Returns:
+        The page the URL asks for (the default page for an unknown path).
+    """
+    st.set_page_config(page_title="Jurybox", page_icon=str(FAVICON), layout="wide")
+    page = st.navigation(app_pages())
+    render_sidebar()
+    return page
+
+
+if __name__ == "__main__":  # run by Streamlit; importing this module draws nothing
+    draw_frame().run()

@@ -6,6 +6,8 @@ import streamlit as st
 from pages.ui.errors import user_errors
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
+from pages.ui.text import plain
+from storage.column_guess import guess_id_column
 from storage.datasets import delete_dataset, items_frame, list_datasets, save_dataset
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
@@ -14,6 +16,14 @@ from storage.importing import (
     suggest_columns,
 )
 
+# Rows read for the preview; the id guess checks uniqueness over them (the table shows fewer).
+PREVIEW_ROWS = 200
+SHOWN_ROWS = 20
+# After an import the uploader gets a fresh key (an empty widget), and the page shows what was
+# imported with the next steps until the next upload.
+UPLOADS = "datasets.uploads"
+IMPORTED = "datasets.imported"
+
 ensure_app_shell()
 st.title("Datasets")
 
@@ -21,16 +31,28 @@ st.title("Datasets")
 @st.cache_data(max_entries=4, show_spinner="Reading the file...")
 def _preview(_data: bytes, file_id: str, filename: str) -> tuple[pd.DataFrame, str]:
     # Keyed by the upload's id, not its bytes: hashing a 200 MB file on every rerun is slow.
-    return preview_dataset(_data, filename=filename)
+    return preview_dataset(_data, filename=filename, n=PREVIEW_ROWS)
+
+
+def _next_steps(message: str) -> None:
+    """What was imported, and where to go from here (the newest dataset is preselected there)."""
+    st.success(message, icon=":material/check_circle:")
+    left, right = st.columns(2)
+    left.page_link("pages/panel.py", label="Build a panel for it", icon=":material/groups:")
+    right.page_link("pages/run.py", label="Run a panel on it", icon=":material/play_arrow:")
 
 
 st.subheader("Import a file")
+generation = st.session_state.get(UPLOADS, 0)
 upload = st.file_uploader(
     "CSV, TSV, JSONL, JSON array, Parquet or XLSX",
     type=list(SUPPORTED_EXTENSIONS),
-    key="dataset_upload",
+    key="dataset_upload" if generation == 0 else f"dataset_upload.{generation}",
 )
+if upload is None and IMPORTED in st.session_state:
+    _next_steps(st.session_state[IMPORTED])
 if upload is not None:
+    st.session_state.pop(IMPORTED, None)
     data = upload.getvalue()
     preview = None
     with user_errors(f"{upload.name} cannot be imported"):
@@ -38,17 +60,21 @@ if upload is not None:
     if preview is not None:
         frame, fmt = preview
         columns = [str(c) for c in frame.columns]
-        st.caption(f"Preview of {upload.name} ({fmt}): {len(columns)} columns, first rows.")
+        st.caption(plain(f"Preview of {upload.name} ({fmt}): {len(columns)} columns, first rows."))
         # Dataset text is shown as table cells only, never as HTML.
-        st.dataframe(frame, hide_index=True, height=240)
-        guess = suggest_columns(columns)
+        st.dataframe(frame.head(SHOWN_ROWS), hide_index=True, height=240)
+        sample = {str(c): list(frame[c]) for c in frame.columns}
+        guess_id = guess_id_column(columns, sample)
+        guess_gold = suggest_columns(columns)["gold"]
+        if guess_gold == guess_id:
+            guess_gold = None
         with st.form("mapping"):
             st.markdown("**Column mapping**")
             name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0])
-            guess_id, guess_gold = guess["id"], guess["gold"]
             id_column = st.selectbox(
                 "Item id column", [None, *columns], index=([None, *columns].index(guess_id)),
                 format_func=lambda c: "(generate stable ids)" if c is None else c,
+                help="Guessed from the column names (id, key, *_id) and from unique values.",
             )
             gold_column = st.selectbox(
                 "Gold label column (optional)", [None, *columns],
@@ -69,10 +95,12 @@ if upload is not None:
                         gold_column=gold_column, fields=fields or None,
                     )
                     saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
-                if saved.created:
-                    st.success(f"Imported {len(parsed.items):,} items as dataset #{saved.id}.")
-                else:
-                    st.info(f"This file's content was already imported as dataset #{saved.id}.")
+                message = (f"Imported {len(parsed.items):,} items as dataset #{saved.id}."
+                           if saved.created else
+                           f"This file's content was already imported as dataset #{saved.id}.")
+                st.session_state[IMPORTED] = message
+                st.session_state[UPLOADS] = generation + 1
+                st.rerun()
 
 st.subheader("Saved datasets")
 datasets = list_datasets(db())

@@ -1,15 +1,24 @@
-"""Export: final labels (one column per critic) as CSV, JSONL or Parquet, and the panel YAML."""
+"""Export: final labels (one column per critic) as CSV, JSONL or Parquet, with optional curation
+columns; the override history; the panel YAML."""
 
 import streamlit as st
 
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
+from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
-from storage.export import FORMATS, export_bytes, export_frame
+from storage.export import (
+    FORMATS,
+    ExportOptions,
+    export_bytes,
+    export_frame,
+    override_history_bytes,
+)
 from storage.runs import get_run
 
-MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson",
+        "parquet": "application/vnd.apache.parquet"}
 
 ensure_app_shell()
 st.title("Export")
@@ -19,21 +28,44 @@ if run is not None:
     with user_errors("The export could not be built"):
         st.caption(
             f"{run['n_items']:,} items: the final label (latest override, else the consensus), "
-            "the consensus, agreement, gold, the override note and one label and confidence "
-            "column per critic. CSV cells that a spreadsheet would run as a formula are escaped."
+            "the consensus (and whether a tie decided it), agreement, gold, the latest override "
+            "and, per critic, its label, confidence and failure kind (a failed call has no "
+            "label). CSV cells that a spreadsheet would run as a formula are escaped."
         )
-        if run["simulated"]:
-            st.info("This run's verdicts come from the simulated vendor.", icon=":material/science:")
+        notice = simulated_notice(db(), run)
+        if notice:
+            st.warning(notice, icon=":material/science:")
+        elif run["simulated"]:
+            st.info("This run's verdicts come from the simulated vendor.",
+                    icon=":material/science:")
+        st.markdown("**For curation, also include**")
+        cols = st.columns(3)
+        options = ExportOptions(
+            fields=cols[0].checkbox("The item's fields", key="export_fields",
+                                    help="One `field: <name>` column per field of the item."),
+            reasoning=cols[1].checkbox("Each critic's reasoning", key="export_reasoning",
+                                       help="One `<critic>: reasoning` column per critic."),
+            history=cols[2].checkbox("The full override history", key="export_history",
+                                     help="Every override of the item, oldest first, in "
+                                          "`override_history` (a list in JSONL, JSON text in "
+                                          "CSV and Parquet)."),
+        )
         # Behind a toggle: building the whole export for 100,000 items on every rerun is slow.
         if st.toggle("Show the first rows", key="export_preview"):
-            st.dataframe(export_frame(db(), run_id).head(20), hide_index=True)
+            st.dataframe(export_frame(db(), run_id, options).head(20), hide_index=True)
         fmt = st.radio("Format", FORMATS, horizontal=True, key="export_format")
         # Built when clicked (a callable): a 100k-item Parquet file is not rebuilt on every
         # rerun. The callable may run on another thread, so it opens its own connection.
         st.download_button(
-            f"Download {fmt.upper()}", lambda: export_bytes(db(), run_id, fmt),
+            f"Download {fmt.upper()}", lambda: export_bytes(db(), run_id, fmt, options),
             file_name=f"jurybox-run-{run_id}.{fmt}", mime=MIME[fmt], type="primary",
             icon=":material/download:", key="download_export", on_click="ignore",
+        )
+        st.download_button(
+            "Download the override history (JSONL)", lambda: override_history_bytes(db(), run_id),
+            file_name=f"jurybox-run-{run_id}-overrides.jsonl", mime=MIME["jsonl"],
+            icon=":material/history:", key="download_history", on_click="ignore",
+            help="Every override of the run in the order they were made, one per line.",
         )
         panel_yaml = get_run(db(), run_id)["panel_yaml"]
         st.download_button(

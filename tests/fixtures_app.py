@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+def shown(markdown: str) -> str:
+    """The text a reader sees for markdown made with `pages.ui.text.plain` (AppTest gives an
+    alert's or caption's raw markdown): backslash escapes resolved, invisible joiners dropped."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
 def _clear_streamlit_caches() -> None:
@@ -122,11 +129,18 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60
 
 
 @contextlib.contextmanager
-def running_app(db_path: pathlib.Path) -> Iterator[dict[str, Any]]:
+def running_app(
+    db_path: pathlib.Path, *, address_flag: bool = True
+) -> Iterator[dict[str, Any]]:
     """`streamlit run app.py` on a free 127.0.0.1 port with `db_path` as JURYBOX_DB.
 
+    Args:
+        db_path: the database the app opens.
+        address_flag: pass `--server.address 127.0.0.1`; False leaves the address to
+            `.streamlit/config.toml` (the test of what a bare `streamlit run app.py` binds).
+
     Yields:
-        {"url": base URL, "db": database path, "log": server log path}.
+        {"url": base URL, "db": database path, "log": server log path, "port": the port}.
     """
     log_path = db_path.with_suffix(".log")
     port = free_port()
@@ -135,17 +149,17 @@ def running_app(db_path: pathlib.Path) -> Iterator[dict[str, Any]]:
     for name in [n for n in env if n.endswith("_API_KEY")]:
         env.pop(name)
     with open(log_path, "wb") as log:
+        address = ["--server.address", "127.0.0.1"] if address_flag else []
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py",
-             "--server.headless", "true", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.fileWatcherType", "none",
-             "--browser.gatherUsageStats", "false"],
+             "--server.headless", "true", "--server.port", str(port), *address,
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process)
-        yield {"url": url, "db": db_path, "log": log_path}
+        yield {"url": url, "db": db_path, "log": log_path, "port": port}
     finally:
         process.terminate()
         try:
@@ -183,11 +197,21 @@ def chromium_browser() -> Iterator[Any]:
             instance.close()
 
 
+# Actions, waits and `expect` checks give up after this long: generous, because a loaded CI
+# machine draws a page in seconds, not milliseconds (`expect`'s own default is only 5 s).
+BROWSER_TIMEOUT_MS = 30_000
+
+
 @pytest.fixture
 def app_page(chromium_browser: Any) -> Iterator[Any]:
     """A fresh browser page (downloads allowed) with a generous default timeout."""
-    context = chromium_browser.new_context(accept_downloads=True, viewport={"width": 1500, "height": 1000})
-    context.set_default_timeout(30_000)
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
+    context = chromium_browser.new_context(
+        accept_downloads=True, viewport={"width": 1500, "height": 1000}
+    )
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     tab = context.new_page()
     try:
         yield tab

@@ -13,7 +13,14 @@ import pytest
 from judging.verdicts import Verdict
 from storage.calls import write_verdicts
 from storage.db import StorageError
-from storage.export import escape_cell, export_bytes, export_frame, export_run
+from storage.export import (
+    ExportOptions,
+    escape_cell,
+    export_bytes,
+    export_frame,
+    export_run,
+    override_history_bytes,
+)
 from storage.overrides import add_override, final_labels
 from tests.fixtures_storage import seed_run
 
@@ -62,8 +69,11 @@ def test_csv_is_escaped_and_matches_the_database(db, run, tmp_path):
     assert [by_id[i]["final_label"] for i in final["item_id"]] == list(final["final_label"])
     for item in run.items:
         v = run.verdicts[(item.id, "alpha")]
-        cell = by_id[item.id]["alpha: label"]
-        assert _unescape(cell) == (v.label if v.ok else f"failed: {v.failure}")
+        row = by_id[item.id]
+        # A failure is never a label: its kind sits in its own column, the label cell is empty.
+        assert _unescape(row["alpha: label"]) == (v.label if v.ok else "")
+        assert row["alpha: failure"] == ("" if v.ok else str(v.failure))
+    assert any(not v.ok for v in run.verdicts.values())  # the seed holds failures to check
 
 
 def test_jsonl_round_trip(db, run):
@@ -85,7 +95,7 @@ def test_parquet_round_trip(db, run, tmp_path):
     out = tmp_path / "labels.parquet"
     export_run(db, run.run_id, "parquet", out)
     table = pq.read_table(out)
-    assert table.schema.metadata[b"jurybox_export_version"] == b"1"
+    assert table.schema.metadata[b"jurybox_export_version"] == b"2"
     back = table.to_pandas()
     expected = export_frame(db, run.run_id)
     assert list(back.columns) == list(expected.columns)
@@ -105,3 +115,64 @@ def test_a_planted_key_never_reaches_an_export(db, run, fmt):
                     raw_response="ok")
     write_verdicts(db, run.run_id, [leaky], replace_success=True)
     assert PLANTED_KEY.encode() not in export_bytes(db, run.run_id, fmt)
+
+
+def test_no_failure_text_in_any_label_column(db, run):
+    frame = export_frame(db, run.run_id)
+    labels = frame[[c for c in frame.columns if c.endswith(": label")]]
+    assert not labels.apply(lambda col: col.astype(str).str.startswith("failed")).any().any()
+    failures = frame["alpha: failure"].dropna()
+    assert set(failures) == {"parse_fail"} and len(failures) > 0
+
+
+def test_curation_options_add_fields_reasoning_and_the_whole_history(db, run):
+    add_override(db, run.run_id, "item-000002", "MERGE", "second thoughts", "carla")
+    plain = export_frame(db, run.run_id)
+    assert not [c for c in plain.columns if c.startswith("field: ") or c.endswith(": reasoning")]
+    assert "override_history" not in plain.columns
+
+    full = export_frame(db, run.run_id, ExportOptions(fields=True, reasoning=True, history=True))
+    by_id = full.set_index("item_id")
+    item = run.items[2]
+    assert by_id.loc[item.id, "field: text"] == item.fields["text"]
+    assert by_id.loc[item.id, "field: n"] == item.fields["n"]
+    for (item_id, critic), verdict in run.verdicts.items():
+        reason = by_id.loc[item_id, f"{critic}: reasoning"]
+        assert (reason if isinstance(reason, str) else None) == verdict.reasoning
+    history = by_id.loc[item.id, "override_history"]
+    assert [(h["label"], h["reviewer"]) for h in history] == [("SPLIT", "ann"), ("MERGE", "carla")]
+    assert by_id.loc[item.id, "final_label"] == "MERGE"
+    assert by_id.loc["item-000001", "override_history"] == []
+
+
+def test_history_in_each_format(db, run):
+    add_override(db, run.run_id, "item-000002", "MERGE", "second thoughts", "carla")
+    options = ExportOptions(history=True)
+    records = [json.loads(line) for line in
+               export_bytes(db, run.run_id, "jsonl", options).decode("utf-8").splitlines()]
+    assert [h["label"] for h in records[2]["override_history"]] == ["SPLIT", "MERGE"]
+    rows = list(csv.DictReader(io.StringIO(export_bytes(db, run.run_id, "csv", options).decode())))
+    assert [h["label"] for h in json.loads(rows[2]["override_history"])] == ["SPLIT", "MERGE"]
+    table = pq.read_table(io.BytesIO(export_bytes(db, run.run_id, "parquet", options)))
+    cell = table.column("override_history").to_pylist()[2]
+    assert [h["label"] for h in json.loads(cell)] == ["SPLIT", "MERGE"]
+
+
+def test_fields_and_reasoning_are_escaped_in_csv(db):
+    run = seed_run(db, 6, critics=("alpha",), fail_rate=0.0,
+                   reasoning=lambda i, c: "=HYPERLINK(\"http://evil\")",
+                   text=lambda i: "@SUM(A1:A9)")
+    body = export_bytes(db, run.run_id, "csv", ExportOptions(fields=True, reasoning=True))
+    rows = list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
+    assert rows[0]["field: text"] == "'@SUM(A1:A9)"
+    assert rows[0]["alpha: reasoning"] == "'=HYPERLINK(\"http://evil\")"
+
+
+def test_override_history_file_has_every_decision_in_order(db, run):
+    add_override(db, run.run_id, "item-000002", "MERGE", "second thoughts", "carla")
+    lines = [json.loads(line) for line in
+             override_history_bytes(db, run.run_id).decode("utf-8").splitlines()]
+    assert [(h["item_id"], h["label"]) for h in lines] == [
+        ("item-000002", "SPLIT"), ("item-000005", "KEEP"), ("item-000006", "REJECT"),
+        ("item-000002", "MERGE")]
+    assert lines[0]["note"] == '=HYPERLINK("http://evil","click")'

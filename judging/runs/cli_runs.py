@@ -9,7 +9,7 @@
 
 The database defaults to `$JURYBOX_DB`, else `./jurybox.db` — the same file the app uses, so a
 run started here shows up in the app and the other way round. Every command first marks runs
-whose process died as interrupted. `judging/cli.py` registers these commands.
+whose process died as interrupted. `judging/runs/cli.py` registers these commands.
 """
 
 from __future__ import annotations

@@ -177,8 +177,9 @@ def leave_one_out_bars(report: AgreementReport) -> alt.Chart | None:
             color="#d62728", strokeWidth=2
         ).encode(x="alpha:Q")
         layers = bars + rule
+    # A fixed height, not alt.Step: a stretched chart with a step height logs a Vega warning.
     return layers.properties(title="Leave-one-critic-out alpha (red: the whole panel)",
-                             height=alt.Step(32))
+                             height=32 * len(rows))
 
 
 def dawid_skene_bars(report: AgreementReport) -> alt.Chart | None:
@@ -191,7 +192,7 @@ def dawid_skene_bars(report: AgreementReport) -> alt.Chart | None:
         y=alt.Y("critic:N", title=None, sort=report.critics),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
         tooltip=["critic:N", alt.Tooltip("accuracy:Q", format=".3f")],
-    ).properties(height=alt.Step(32))
+    ).properties(height=32 * len(data))  # fixed, as above
 
 
 def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
@@ -210,7 +211,8 @@ def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
     )
     text = base.mark_text().encode(text="items:Q")
     # No chart title: the x axis names the critic (a title squeezed the plot in a column).
-    return (rect + text).properties(width=alt.Step(48), height=alt.Step(28))
+    # Fixed sizes, not alt.Step: Streamlit fits the chart to its column and Vega warns.
+    return (rect + text).properties(width=48 * len(table.columns), height=28 * len(table.index))
 
 
 def critic_summary_frame(report: AgreementReport) -> pd.DataFrame:

@@ -1,15 +1,51 @@
-""""Try the demo": import the demo dataset, load the demo panel, start its run — one click."""
+""""Try the demo": import the demo dataset, load the demo panel, start its run — one click; and
+recognising the demo's dataset and runs afterwards."""
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from typing import Any
+
+import sqlite_utils
+
 from judging.demo import demo_dataset_path, demo_panel_path
-from judging.panel_files import load_panel
+from judging.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from storage.datasets import save_dataset
+from storage.datasets import list_datasets, save_dataset
 from storage.importing import read_dataset
+from storage.runs import list_runs
 
 DEMO_DATASET_NAME = "Demo: taxonomy candidates"
+
+
+@functools.cache
+def demo_file_hash() -> str:
+    """The sha256 of the demo CSV's bytes: what a dataset imported from it records as its
+    `file_hash`, whatever its name or column mapping."""
+    return hashlib.sha256(demo_dataset_path().read_bytes()).hexdigest()
+
+
+@functools.cache
+def demo_panel_hash() -> str:
+    """The content hash of the demo panel (the version a demo run snapshots)."""
+    return panel_hash(load_panel(demo_panel_path()))
+
+
+def demo_dataset_ids(database: sqlite_utils.Database) -> set[int]:
+    """Ids of the datasets imported from the demo file."""
+    return {d["id"] for d in list_datasets(database) if d.get("file_hash") == demo_file_hash()}
+
+
+def latest_demo_run(database: sqlite_utils.Database) -> dict[str, Any] | None:
+    """The newest run of the demo panel over the demo dataset (as in `list_runs`), or None."""
+    demo_sets = demo_dataset_ids(database)
+    return next(
+        (r for r in list_runs(database)
+         if r["dataset_id"] in demo_sets and r["panel_hash"] == demo_panel_hash()),
+        None,
+    )
 
 
 def start_demo() -> int:

@@ -8,15 +8,18 @@ from contextlib import contextmanager
 import streamlit as st
 
 from judging.runs.messages import EXPECTED, sentence_for
+from pages.ui.text import plain
 
 
 @contextmanager
 def user_errors(prefix: str | None = None) -> Iterator[None]:
     """Show a `JuryboxError` (or a pydantic validation error) raised inside the block as a sentence.
 
-    Anything else is a bug and propagates: with `client.showErrorDetails = "none"` the user sees a
-    generic message and the traceback stays in the server log. Streamlit's own control-flow
-    exceptions (`st.rerun`, `st.switch_page`) are not caught.
+    The prefix and the message are shown as text (`plain`): both may echo a file name, a column
+    or a value from the data. Anything else is a bug and propagates: with
+    `client.showErrorDetails = "none"` the user sees a generic message and the traceback stays
+    in the server log. Streamlit's own control-flow exceptions (`st.rerun`, `st.switch_page`)
+    are not caught.
 
     Args:
         prefix: an optional short lead-in, e.g. "Import failed".
@@ -25,4 +28,5 @@ def user_errors(prefix: str | None = None) -> Iterator[None]:
         yield
     except EXPECTED as error:
         text = sentence_for(error) or str(error)
-        st.error(f"{prefix}: {text}" if prefix else text, icon=":material/error:")
+        # Messages may echo input (a file's column, a URL parameter): shown as text only.
+        st.error(plain(f"{prefix}: {text}" if prefix else text), icon=":material/error:")

@@ -1,42 +1,37 @@
-"""Making sure every page runs inside app.py's navigation and sidebar.
+"""Every page is drawn inside app.py's frame (page config, navigation, sidebar), even when
+Streamlit starts the page without app.py.
 
-Why this exists: Streamlit decides per process whether an app follows the old `pages/` folder
-convention, and starts out assuming it does whenever a `pages/` folder sits next to the main
-script. Until some script run has called `st.navigation`, a request for a deep link (say
-`/review?run=3` as the first request after a restart; AppTest does it on every run) executes
-`pages/review.py` ALONE: no sidebar, and an auto-generated navigation listing `app` and every
-file. app.py marks each run it drives; a page that finds no mark switches the old convention
-off and runs app.py right there, in the same script run, so the page is drawn once, inside the
-shell, and any widget event of this run (a click, an upload) is still delivered.
+Why this exists: with a `pages/` folder next to the entrypoint, Streamlit runs its legacy
+multipage mode until some script run of the process calls `st.navigation` ("As soon as any
+session of your app executes the st.navigation command, your app will ignore the pages/
+directory", st.navigation's docs). So the first request after a restart that names a page (a
+deep link such as `/review?run=3&item=X`) runs `pages/review.py` alone; AppTest does so on
+every run, as it resets that mode each time. Streamlit has no setting to turn the legacy mode
+off while the folder is called `pages/`, which the project's layout names (Streamlit's own
+advice is to rename the folder; no Streamlit issue tracks a switch, the closest being
+streamlit/streamlit#6018, closed, and the maintainers' note in #10276).
+
+The way round uses public API only. A page that finds the frame not drawn in this script run
+calls app.py's `draw_frame()`, whose `st.navigation` (1) switches the whole process out of the
+legacy mode and (2) returns this very page, which is then run inside the frame with
+`StreamlitPage.run()`, exactly as app.py runs it; `st.stop()` ends the bare copy, which has
+drawn nothing. Running the page through `run()` (not just carrying on) matters: widget ids
+depend on the page running, so a click sent by the browser finds its button in both modes.
 """
 
 from __future__ import annotations
 
-import pathlib
-import threading
-
 import streamlit as st
 
-_marks = threading.local()
-APP_PATH = pathlib.Path(__file__).resolve().parents[2] / "app.py"
-
-
-def mark_app_run() -> None:
-    """Called by app.py (through the sidebar) before it runs the page."""
-    _marks.driven_by_app = True
+import app
+from pages.ui.sidebar import take_sidebar_mark
 
 
 def ensure_app_shell() -> None:
-    """First line of every page: if Streamlit ran this page on its own, run app.py around it."""
-    if getattr(_marks, "driven_by_app", False):
-        _marks.driven_by_app = False  # one mark per run: the next run must set it again
+    """First line of every page: unless app.py drew the frame in this run, draw it and run
+    this page inside it (the bare run stops here)."""
+    if take_sidebar_mark():
         return
-    # A private switch, but the one `st.navigation` itself flips (streamlit/commands/
-    # navigation.py); flipping it early only skips the legacy mode we never want.
-    from streamlit.runtime.pages_manager import PagesManager
-
-    PagesManager.uses_pages_directory = False
-    code = compile(APP_PATH.read_text(encoding="utf-8"), str(APP_PATH), "exec")
-    # app.py resolves the same page (page identity is its URL path) and runs it, marked.
-    exec(code, {"__name__": "__main__", "__file__": str(APP_PATH)})  # noqa: S102
-    st.stop()  # the copy Streamlit started on its own draws nothing more
+    page = app.draw_frame()
+    page.run()
+    st.stop()

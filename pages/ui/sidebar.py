@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
-from pages.ui.shell import mark_app_run
 from pages.ui.state import any_real_key, db_path
+
+# Set when the sidebar is drawn, taken back by `pages.ui.shell` as the page starts. Thread-local:
+# a script run happens on one thread (reruns may reuse it, hence the flag is taken, not read).
+_mark = threading.local()
 
 
 def render_sidebar() -> None:
-    """Draw the shared sidebar (database path, simulated-vendor notice); marks the run as
-    driven by app.py (see `pages.ui.shell`)."""
-    mark_app_run()
+    """Draw the shared sidebar (database path, simulated-vendor notice)."""
+    _mark.drawn = True
     with st.sidebar:
         st.caption("Database")
         st.code(str(db_path()), language=None)
@@ -24,3 +28,10 @@ def render_sidebar() -> None:
             )
         st.caption("API keys are read from environment variables or `[jurybox]` secrets only; "
                    "Jurybox never stores them.")
+
+
+def take_sidebar_mark() -> bool:
+    """True if `render_sidebar` ran on this thread since the last call; resets the mark."""
+    drawn = bool(getattr(_mark, "drawn", False))
+    _mark.drawn = False
+    return drawn

@@ -1,0 +1,59 @@
+"""Saying plainly when simulated critics judged data they cannot read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import sqlite_utils
+
+from judging.errors import JuryboxError
+from judging.panel_files import load_panel
+from judging.vendors import PRESETS
+from pages.ui.demo import demo_file_hash
+from storage.datasets import get_dataset
+from storage.runs import get_run
+
+
+def simulated_critics(panel_yaml: str) -> list[str]:
+    """Names of the panel's critics that run on the simulated vendor."""
+    try:
+        panel = load_panel(panel_yaml)
+    except JuryboxError:  # an old snapshot the model no longer reads: say nothing rather than fail
+        return []
+    return [c.name for c in panel.critics if c.vendor in PRESETS and PRESETS[c.vendor].simulated]
+
+
+def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) -> str | None:
+    """The sentence to show next to any figure against the user's gold labels (and the
+    critics' labels themselves) when simulated critics judged data that is not the demo's.
+
+    The simulator knows only the demo dataset's answers; on other data it does not read the
+    items, so its critics' agreement with the user's gold labels is chance, whatever their
+    agreement with each other.
+
+    Args:
+        database: this thread's connection.
+        run: a run as `storage.runs.list_runs` / `get_run` gives it.
+
+    Returns:
+        A plain-text sentence, or None (no simulated critic, or the demo dataset).
+    """
+    panel_yaml = run.get("panel_yaml") or get_run(database, int(run["id"]))["panel_yaml"]
+    names = simulated_critics(panel_yaml)
+    if not names:
+        return None
+    if get_dataset(database, int(run["dataset_id"])).get("file_hash") == demo_file_hash():
+        return None
+    if len(names) == len(run.get("critics") or names):
+        who = "Every critic of this run is simulated"
+    elif len(names) == 1:
+        who = f"Critic {names[0]} is simulated"
+    else:
+        who = "Critics " + ", ".join(names) + " are simulated"
+    return (
+        f"{who}, and simulated critics do not read the items: outside the demo dataset their "
+        "labels come from a hash of each item's text, not from its meaning. Their agreement "
+        "with your gold labels (and with you) is chance, whatever their agreement with each "
+        "other. Use a real vendor to judge this data."
+    )

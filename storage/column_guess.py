@@ -1,0 +1,74 @@
+"""Guess which column of an uploaded table holds the item ids, to pre-fill the mapping form.
+
+A guess only: the import itself checks that ids are present and unique, and says which row
+breaks the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# Names that say "identifier", best first; `*_id` / `*-id` / `* id` / `*Id` (review_id,
+# example-id, itemId) come after them.
+_ID_NAMES = ("id", "key", "item_id", "itemid", "uid", "uuid", "_id", "example_id", "guid")
+_ID_SUFFIX = re.compile(r"(?:[_\- ]id|[a-z]Id|ID)$")
+# Beyond this a value reads as text (a sentence, a description), not as an identifier.
+_MAX_ID_LENGTH = 64
+
+
+def _name_rank(column: str) -> int | None:
+    """How strongly the name alone says "id" (lower is stronger), or None."""
+    lower = column.strip().lower()
+    if lower in _ID_NAMES:
+        return _ID_NAMES.index(lower)
+    if _ID_SUFFIX.search(column.strip()):
+        return len(_ID_NAMES)
+    return None
+
+
+def _texts(values: Sequence[Any]) -> list[str]:
+    return ["" if v is None else str(v).strip() for v in values]
+
+
+def _unique_present(values: Sequence[Any]) -> bool:
+    texts = _texts(values)
+    return bool(texts) and all(texts) and len(set(texts)) == len(texts)
+
+
+def _looks_like_ids(values: Sequence[Any]) -> bool:
+    """Present, unique, short, no spaces and each with a digit (TX-0006, 42, a UUID): a column
+    of unique single words (category names) is data, not an identifier."""
+    return _unique_present(values) and all(
+        len(t) <= _MAX_ID_LENGTH and not any(c.isspace() for c in t)
+        and any(c.isdigit() for c in t)
+        for t in _texts(values)
+    )
+
+
+def guess_id_column(columns: Sequence[str], sample: Mapping[str, Sequence[Any]]) -> str | None:
+    """The column most likely to hold item ids, or None (then the import generates ids).
+
+    Args:
+        columns: the table's columns, in file order.
+        sample: column -> its values in the first rows of the file (the preview).
+
+    Returns:
+        By name first (`id`, `key`, `item_id`, ... then any `*_id` such as `review_id`), among
+        the columns whose sampled values are present and unique; else the first column whose
+        values look like identifiers (present, unique, short, no spaces, with a digit). A named
+        column with repeated values (`user_id` of a review table) is not an item id: skipped.
+    """
+    named = sorted(
+        (rank, position, column)
+        for position, column in enumerate(columns)
+        if (rank := _name_rank(column)) is not None
+    )
+    for _, _, column in named:
+        if _unique_present(sample.get(column, ())):
+            return column
+    for column in columns:
+        if _looks_like_ids(sample.get(column, ())):
+            return column
+    return None

@@ -8,6 +8,9 @@ from pages.ui import charts
 from pages.ui.agreement_data import run_report
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
+from pages.ui.simulated import simulated_notice
+from pages.ui.state import db
+from storage.consensus import tie_count
 
 ensure_app_shell()
 st.title("Agreement")
@@ -19,6 +22,9 @@ if run["ok_calls"] == 0:
     st.stop()
 if run["simulated"]:
     st.caption("Figures of this run come from **simulated** critics.")
+notice = simulated_notice(db(), run)  # next to the figures against the user's gold labels
+if notice:
+    st.warning(notice, icon=":material/smart_toy:")
 
 report = run_report(run)
 a, boot = report.alpha, report.bootstrap
@@ -44,7 +50,8 @@ elif boot.reason:
 reviewed = max((p.n + p.missing for p in report.vs_humans.values()), default=0)
 st.caption(
     f"{a.n_pairable_units:,} of {a.n_units:,} items have two or more valid verdicts; failed "
-    f"verdicts count as missing values, never as a label. {reviewed:,} items reviewed by humans."
+    f"verdicts count as missing values, never as a label. {reviewed:,} item"
+    f"{'' if reviewed == 1 else 's'} reviewed by humans."
 )
 
 left, right = st.columns(2)
@@ -62,6 +69,8 @@ with right:
         st.info(f"No bootstrap distribution: {boot.reason or 'alpha is undefined'}.")
 
 st.subheader("Per critic")
+if notice:
+    st.caption("Agreement with gold and with humans below: " + notice.split(":", 1)[0] + ".")
 chart = charts.critic_agreement_bars(report)
 if chart is not None:
     st.altair_chart(chart, width="stretch")
@@ -72,6 +81,10 @@ if not table.empty:
         "Dawid-Skene accuracy": st.column_config.NumberColumn(format="%.3f"),
         "alpha without it": st.column_config.NumberColumn(format="%.3f"),
     })
+ties = tie_count(db(), int(run["id"]))
+if ties:
+    st.caption(f"{ties:,} item{'s' if ties != 1 else ''} had a tied vote that the panel's tie "
+               "rule decided (tick **tie** in the Review table to see them).")
 if not report.vs_humans:
     st.caption("Agreement with the humans appears once items are overridden on the Review page.")
 

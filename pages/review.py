@@ -9,6 +9,7 @@ from pages.ui.cards import md_escape
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
+from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.overrides import accept_consensus, add_override
 from storage.review import item_detail, item_position, review_table
@@ -24,6 +25,9 @@ critics = list(run["critics"])
 panel = rv.run_panel(get_run(db(), run_id)["panel_yaml"])
 if run["simulated"]:
     st.caption("Verdicts of this run come from the **simulated** vendor.")
+notice = simulated_notice(db(), run)
+if notice:
+    st.warning(notice, icon=":material/smart_toy:")
 if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 

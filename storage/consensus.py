@@ -134,3 +134,9 @@ def load_panel_verdicts(db: sqlite_utils.Database, run_id: int) -> list[PanelVer
             strategy=row["strategy"] or "", tier=row["tier"], settled_by=row["settled_by"],
         ))
     return out
+
+
+def tie_count(db: sqlite_utils.Database, run_id: int) -> int:
+    """How many items of a run had a tied vote that the tie rule decided."""
+    return int(db.execute(
+        "SELECT count(*) FROM consensus WHERE run_id = ? AND tie", [run_id]).fetchone()[0])

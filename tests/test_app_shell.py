@@ -208,7 +208,6 @@ def test_home_can_still_start_a_new_demo_run(demo_db: tuple[pathlib.Path, int]) 
 def _own_data_run(path: pathlib.Path, *, dataset_name: str = "my data") -> int:
     """A pending run of simulated critics over a dataset that is not the demo's."""
     from judging.runs.jobs import prepare_run
-
     from storage.datasets import save_dataset
     from tests.fixtures_storage import make_parsed, tiny_panel
 
@@ -242,9 +241,8 @@ def test_the_demo_run_needs_no_such_notice(demo_db: tuple[pathlib.Path, int], pa
 
 
 def test_simulated_notice_names_only_the_simulated_critics(app_db: pathlib.Path) -> None:
-    from judging.runs.jobs import prepare_run
-
     from judging.critics import Critic
+    from judging.runs.jobs import prepare_run
     from pages.ui.simulated import simulated_notice
     from storage.datasets import save_dataset
     from storage.runs import get_run
@@ -279,3 +277,26 @@ def test_export_options_add_the_curation_columns(demo_db: tuple[pathlib.Path, in
             "override_history"} <= set(columns)
     labels = [b.label for b in at.download_button]
     assert "Download the override history (JSONL)" in labels
+
+
+def test_agreement_and_review_say_simulated_critics_do_not_read_the_users_items(
+    app_db: pathlib.Path,
+) -> None:
+    """Simulated critics on an uploaded CSV: the gold figures sit beside the warning."""
+    from judging.demo import demo_panel_path
+    from judging.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.datasets import save_dataset
+    from storage.importing import read_dataset
+
+    data = app_db.parent / "mine.csv"
+    data.write_text("id,candidate_class,parent,description,example_members,existing_siblings,gold\n"
+                    + "".join(f"m{i},thing {i},p,d,e,s,KEEP\n" for i in range(8)), encoding="utf-8")
+    db = open_db(app_db)
+    dataset = save_dataset(db, read_dataset(data, id_column="id", gold_column="gold"), name="mine")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(demo_panel_path()))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    for page in ("agreement", "review"):
+        at = open_page(page, query={"run": str(run_id)})
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("do not read the items" in shown(w.value) for w in at.warning), page

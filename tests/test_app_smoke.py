@@ -237,7 +237,7 @@ def test_agreement_follows_a_new_override(demo_db: tuple[pathlib.Path, int]) -> 
     add_override(open_db(path), run_id, "TX-0001", "KEEP", "", "ana")
     at.run()
     no_exception(at)
-    assert "1 items reviewed by humans" in all_text(at)
+    assert "1 item reviewed by humans" in all_text(at)
 
 
 def test_export_offers_every_format_and_the_panel(demo_db: tuple[pathlib.Path, int]) -> None:

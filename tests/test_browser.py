@@ -140,7 +140,7 @@ def test_override_is_saved_survives_a_reload_and_moves_agreement(
     expect(app_page.get_by_text("duplicates an existing sibling").first).to_be_attached()
 
     goto(app_page, app_server, f"/agreement?run={run_id}")
-    expect(main(app_page).get_by_text("1 items reviewed by humans")).to_be_visible()
+    expect(main(app_page).get_by_text("1 item reviewed by humans")).to_be_visible()
     expect(app_page.get_by_role("heading", name="Each critic against the humans")).to_be_visible()
 
 

@@ -10,6 +10,7 @@ from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
+from pages.ui.text import plain
 from storage.consensus import tie_count
 
 ensure_app_shell()
@@ -24,7 +25,7 @@ if run["simulated"]:
     st.caption("Figures of this run come from **simulated** critics.")
 notice = simulated_notice(db(), run)  # next to the figures against the user's gold labels
 if notice:
-    st.warning(notice, icon=":material/smart_toy:")
+    st.warning(plain(notice), icon=":material/smart_toy:")
 
 report = run_report(run)
 a, boot = report.alpha, report.bootstrap
@@ -44,9 +45,9 @@ for col, title, stat in ((cols[2], "Fleiss' kappa", report.fleiss),
                          (cols[3], "Percent agreement", report.percent)):
     col.metric(title, _fmt(stat.value if stat else None))
 if a.reason:
-    st.warning(f"Alpha is undefined: {a.reason}")
+    st.warning(f"Alpha is undefined: {plain(a.reason)}")
 elif boot.reason:
-    st.caption(f"No interval: {boot.reason}")
+    st.caption(f"No interval: {plain(boot.reason)}")
 reviewed = max((p.n + p.missing for p in report.vs_humans.values()), default=0)
 st.caption(
     f"{a.n_pairable_units:,} of {a.n_units:,} items have two or more valid verdicts; failed "
@@ -66,7 +67,7 @@ with right:
     if chart is not None:
         st.altair_chart(chart, width="stretch")
     else:
-        st.info(f"No bootstrap distribution: {boot.reason or 'alpha is undefined'}.")
+        st.info(f"No bootstrap distribution: {plain(boot.reason or 'alpha is undefined')}.")
 
 st.subheader("Per critic")
 if notice:
@@ -98,7 +99,7 @@ with right:
     if chart is not None:
         st.altair_chart(chart, width="stretch")
     elif report.dawid_skene_reason:
-        st.caption(f"Dawid-Skene: {report.dawid_skene_reason}.")
+        st.caption(f"Dawid-Skene: {plain(report.dawid_skene_reason)}.")
 
 st.subheader("Between critics")
 chart = charts.kappa_heatmap(report)

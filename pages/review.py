@@ -5,12 +5,12 @@ import math
 import streamlit as st
 
 from pages.ui import review_view as rv
-from pages.ui.cards import md_escape
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
+from pages.ui.text import plain
 from storage.overrides import accept_consensus, add_override
 from storage.review import item_detail, item_position, review_table
 from storage.runs import get_run
@@ -27,7 +27,7 @@ if run["simulated"]:
     st.caption("Verdicts of this run come from the **simulated** vendor.")
 notice = simulated_notice(db(), run)
 if notice:
-    st.warning(notice, icon=":material/smart_toy:")
+    st.warning(plain(notice), icon=":material/smart_toy:")
 if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
@@ -133,7 +133,7 @@ if detail is None:
 # rerun that moves on to the next item).
 if flash_key in st.session_state:
     st.success(st.session_state.pop(flash_key), icon=":material/check:")
-st.subheader(f"Item {md_escape(item_id)}")
+st.subheader(f"Item {plain(item_id)}")
 st.text(rv.consensus_line(detail))
 fields_col, form_col = st.columns([3, 2])
 with fields_col:

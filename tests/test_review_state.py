@@ -127,3 +127,56 @@ def test_a_shared_link_opens_its_item_on_its_page(demo_db: tuple[pathlib.Path, i
     k = f"rv{run_id}."
     assert at.query_params["item"] == far
     assert at.number_input(key=k + "page").value == (len(frame) - 1) // 50 + 1
+
+
+HOSTILE_ID = "[Your session expired](http://evil.test/login)"
+
+
+def _no_live_markdown(markdown: str) -> bool:
+    """True when no link, image or HTML tag can form: every "[", "]", "(", "<" from data is
+    backslash-escaped."""
+    import re
+
+    link = re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", markdown)
+    tag = re.search(r"(?<!\\)<[a-zA-Z]", markdown)
+    # Chromium's markdown still autolinks a backslash-escaped "http\:\/\/": only an
+    # invisible joiner after the colon (pages.ui.text.plain) breaks it.
+    autolink = re.search(r"https?\\?:\\?/", markdown)
+    return link is None and tag is None and autolink is None
+
+
+def test_the_markdown_check_can_fail() -> None:
+    assert not _no_live_markdown("Item [Your session expired](http://evil)")
+    assert not _no_live_markdown("**<b>x</b>**")
+    assert not _no_live_markdown("Item \\[x\\]\\(http\\:\\/\\/evil\\)")  # escapes only
+    from pages.ui.text import plain
+
+    assert _no_live_markdown(f"Item {plain(HOSTILE_ID)}")
+
+
+def test_a_hostile_item_id_in_the_url_and_the_data_is_shown_as_text(
+    app_db: pathlib.Path,
+) -> None:
+    from judging.demo import demo_panel_path
+    from judging.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.datasets import save_dataset
+    from storage.importing import read_dataset
+
+    data = app_db.parent / "hostile.csv"
+    data.write_text(
+        "id,candidate_class,parent,description,example_members,existing_siblings\n"
+        f"\"{HOSTILE_ID}\",**bold** <b>x</b>,![img](http://evil.test/x.png),d,e,s\n"
+        "plain-2,b,p,d,e,s\n", encoding="utf-8")
+    db = open_db(app_db)
+    dataset = save_dataset(db, read_dataset(data, id_column="id"), name="hostile")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(demo_panel_path()))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    for item in (HOSTILE_ID, "[Your session expired](http://evil)"):  # stored, and made up
+        at = open_page("review", query={"run": str(run_id), "item": item})
+        no_exception(at)
+        at.toggle(key=f"rv{run_id}.disagree").set_value(False).run()
+        markdown = [str(e.value) for kind in ("subheader", "markdown", "caption", "info",
+                                              "warning", "error") for e in getattr(at, kind)]
+        assert all(_no_live_markdown(m) for m in markdown), [m for m in markdown
+                                                             if not _no_live_markdown(m)]

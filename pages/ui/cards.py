@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from judging.verdicts import Verdict
+from pages.ui.text import plain
 
 FAILURE_TEXT = {
     "error": "error",
@@ -58,7 +59,7 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
         key: a unique key for the toggle when several cards share a page.
     """
     with st.container(border=True):
-        st.markdown(f"**{md_escape(verdict.critic)}**")
+        st.markdown(f"**{plain(verdict.critic)}**")
         if verdict.ok:
             st.text(verdict_headline(verdict))
         else:
@@ -81,7 +82,7 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
         if verdict.cached:
             facts.append("from cache")
         if facts:
-            st.caption(" · ".join(md_escape(f) for f in facts))
+            st.caption(" · ".join(plain(f) for f in facts))
         if show_raw or st.toggle("Raw request and reply", key=key or f"raw.{verdict.critic}"):
             request = _raw_request(verdict)
             if request is not None:
@@ -92,9 +93,3 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
                     st.code(str(request), language=None, wrap_lines=True)
             st.caption("Reply as received")
             st.code(verdict.raw_response or "(nothing came back)", language=None, wrap_lines=True)
-
-
-def md_escape(text: str) -> str:
-    """Escape markdown so a name or model id is shown literally in `st.markdown`/`st.caption`."""
-    specials = "\\`*_{}[]()<>#+-.!|~$"
-    return "".join("\\" + ch if ch in specials else ch for ch in str(text))

@@ -14,8 +14,9 @@ import streamlit as st
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.verdicts import FailureKind, Verdict
-from pages.ui.cards import md_escape, verdict_card
+from pages.ui.cards import verdict_card
 from pages.ui.state import db
+from pages.ui.text import plain
 from storage.review import item_position, review_labels, review_table
 
 ANY = "(any)"
@@ -84,8 +85,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
         filters.pair = (str(pair[0]), str(pair[1]))
         cols = st.columns([4, 1], vertical_alignment="center")
         cols[0].info(
-            f"Showing the items where **{md_escape(filters.pair[0])}** and "
-            f"**{md_escape(filters.pair[1])}** gave "
+            f"Showing the items where **{plain(filters.pair[0])}** and "
+            f"**{plain(filters.pair[1])}** gave "
             "different verdicts (opened from the Agreement heatmap).",
             icon=":material/filter_alt:",
         )

@@ -106,3 +106,32 @@ def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) 
         (override,) = override_history(open_db(path), run_id, item)
         assert (override["label"], override["note"], override["reviewer"]) == \
             ("MERGE", f"browser note {n}", "carla")
+
+
+def test_a_loaded_panel_survives_the_next_click_and_saves_as_itself(app_page: Any,
+                                                                    app_db: pathlib.Path) -> None:
+    """The browser keeps widget values too: after "Load a panel", the next click once sent the
+    old widgets' values back and the demo panel was saved as "my panel", yes/no."""
+    from judging.demo import demo_panel_path
+    from storage.panels import list_panels
+
+    expect = _expect()
+    with running_app(app_db) as app:
+        app_page.goto(app["url"] + "/panel")
+        main = app_page.get_by_test_id("stMain")
+        expect(main.get_by_label("Name", exact=True).first).to_have_value("my panel")
+        main.get_by_role("button", name="Load a panel").click()
+        app_page.get_by_role("button", name="Load into the editor").click()
+        expect(main.get_by_label("Name", exact=True).first).to_have_value(
+            "Taxonomy curation (demo)")
+        main.get_by_role("button", name="Add critic").click()  # the next click
+        expect(main.get_by_text("critic-5 · simulated")).to_be_visible()
+        expect(main.get_by_label("Name", exact=True).first).to_have_value(
+            "Taxonomy curation (demo)")
+        main.get_by_role("button", name="Save panel").click()
+        expect(main.get_by_text("Saved 'Taxonomy curation (demo)'")).to_be_visible()
+    (saved,) = list_panels(open_db(app_db))
+    panel = load_panel(saved["yaml"])
+    demo = load_panel(demo_panel_path())
+    assert (panel.name, panel.scale, panel.voting) == (demo.name, demo.scale, demo.voting)
+    assert [c.name for c in panel.critics] == [*(c.name for c in demo.critics), "critic-5"]

@@ -747,10 +747,16 @@ class _Handler(BaseHTTPRequestHandler):
         model = str(request["model"])
         key = _request_key(model, request["messages"])
         nth = sim._enter(model, key)
+        left = False
         try:
             reply = sim.simulate(request, nth, key)
             time.sleep(reply.latency_s)  # the "model thinking": sleeps, never burns CPU
             sim._record(key, reply)
+            # Out of flight before the reply goes out: a client that sends its next request as
+            # soon as it reads this one must never find both counted (a limit of 2 read as 3).
+            sim._leave()
+            left = True
             self._send_json(reply.status, reply.body, reply.headers)
         finally:
-            sim._leave()
+            if not left:
+                sim._leave()

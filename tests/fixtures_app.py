@@ -217,3 +217,11 @@ def app_page(chromium_browser: Any) -> Iterator[Any]:
         yield tab
     finally:
         context.close()
+
+
+def settled(page: Any) -> None:
+    """Wait until the script run is over (Streamlit marks the app root for its own tests): no
+    element of the previous run is left on the page, and what it logs late is still logged."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")

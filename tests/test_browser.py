@@ -23,7 +23,7 @@ import pytest
 from playwright.sync_api import expect
 
 from storage.db import open_db
-from tests.fixtures_app import running_app
+from tests.fixtures_app import running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -37,12 +37,6 @@ def goto(page: Any, server: dict[str, Any], path: str) -> None:
     """Open a page of the app and wait until Streamlit has drawn its title."""
     page.goto(server["url"] + path)
     expect(page.get_by_test_id("stHeading").first).to_be_visible()
-
-
-def settled(page: Any) -> None:
-    """Wait until the script run is over (Streamlit marks the app root for its own tests), so
-    what the page logs late is still logged while the page is open."""
-    expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
 
 
 def main(page: Any) -> Any:

@@ -18,7 +18,7 @@ from storage.importing import read_dataset
 from storage.overrides import override_history
 from storage.panels import save_panel
 from storage.runs import get_run
-from tests.fixtures_app import running_app
+from tests.fixtures_app import running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -58,7 +58,7 @@ def test_start_then_cancel_at_once_cancels_that_run(app_page: Any, slow_vendor_a
     app_page.get_by_role("button", name="Start the run").click()
     app_page.wait_for_url(re.compile(r"/run\?run=\d+"))
     run_id = int(re.search(r"run=(\d+)", app_page.url).group(1))
-    app_page.get_by_role("button", name="Cancel").click()
+    app_page.get_by_role("button", name="Cancel").click()  # at once: no wait for the page
     # The page shows the run that was started, and it ends cancelled (not the previous run,
     # not "running" with a Cancel button left over).
     expect(app_page.get_by_text(f"Run #{run_id} · cancelled")).to_be_visible(timeout=60_000)
@@ -86,13 +86,16 @@ def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) 
         app_page.goto(f"{app['url']}/review?run={run_id}")
         main = app_page.get_by_test_id("stMain")
         expect(main.get_by_text("items match").first).to_be_visible()
+        settled(app_page)
         main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
         app_page.get_by_role("option", name="SPLIT", exact=True).click()
         expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
         reviewer = main.get_by_label("Reviewer")
         for n, item in enumerate(expected):
-            # The item panel shows the n-th item of the filtered list (never a stale one).
+            # The item panel shows the n-th item of the filtered list (never a stale one), and
+            # the run that drew it is over (no element of the previous item is left to click).
             expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
+            settled(app_page)
             main.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
             main.get_by_label("Note (why)").fill(f"browser note {n}")
             if n == 0:
@@ -120,12 +123,15 @@ def test_a_loaded_panel_survives_the_next_click_and_saves_as_itself(app_page: An
         app_page.goto(app["url"] + "/panel")
         main = app_page.get_by_test_id("stMain")
         expect(main.get_by_label("Name", exact=True).first).to_have_value("my panel")
+        settled(app_page)
         main.get_by_role("button", name="Load a panel").click()
         app_page.get_by_role("button", name="Load into the editor").click()
         expect(main.get_by_label("Name", exact=True).first).to_have_value(
             "Taxonomy curation (demo)")
+        settled(app_page)
         main.get_by_role("button", name="Add critic").click()  # the next click
         expect(main.get_by_text("critic-5 · simulated")).to_be_visible()
+        settled(app_page)
         expect(main.get_by_label("Name", exact=True).first).to_have_value(
             "Taxonomy curation (demo)")
         main.get_by_role("button", name="Save panel").click()

@@ -344,13 +344,15 @@ def test_panel_limit_caps_requests_in_flight_over_http(simulator_factory: Any) -
 @pytest.mark.timeout(60)
 def test_preset_default_cap_holds_and_a_panel_can_raise_it(simulator_factory: Any) -> None:
     """ollama's preset caps it at 4 in flight (a laptop GPU); a panel's limit replaces that."""
-    sim = simulator_factory(latency_ms=20)
-    sim_panel(sim.base_url, vendor="ollama").judge_many(dataset(30), concurrency=64)
+    # Replies slow enough (150 ms) that the queued calls always pile up to the cap, even on a
+    # loaded machine where threads start late (at 20 ms the peak was sometimes 3).
+    sim = simulator_factory(latency_ms=150)
+    sim_panel(sim.base_url, vendor="ollama").judge_many(dataset(12), concurrency=64)
     assert sim.stats()["peak_in_flight"] == 4
 
     sim.reset_stats()
     raised = sim_panel(sim.base_url, vendor="ollama", limits={"ollama": {"max_concurrency": 6}})
-    raised.judge_many(dataset(30), concurrency=64)
+    raised.judge_many(dataset(12), concurrency=64)
     assert sim.stats()["peak_in_flight"] == 6
 
 

@@ -12,6 +12,7 @@ import pytest
 from judging.errors import DataError
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
+    ImportLimits,
     SUPPORTED_FORMATS,
     ParsedDataset,
     preview_dataset,
@@ -153,9 +154,9 @@ def test_numpy_scalars_and_nan_become_python_values() -> None:
     import numpy as np
     import pandas as pd
 
-    from storage.importing import _plain
+    from storage.readers import plain
 
-    values = _plain({"i": np.int64(3), "f": np.float32(0.5), "nan": np.float64("nan"),
+    values = plain({"i": np.int64(3), "f": np.float32(0.5), "nan": np.float64("nan"),
                      "b": np.bool_(True), "a": np.array([1, 2]), "na": pd.NA, "nat": pd.NaT})
     assert values == {"i": 3, "f": 0.5, "nan": None, "b": True, "a": [1, 2], "na": None,
                       "nat": None}
@@ -338,7 +339,7 @@ BAD: list[tuple[str, str, Any, dict[str, Any], list[str]]] = [
      ["'.txt'", "cannot import", ".csv", ".jsonl", ".xlsx"]),
     ("xls", "a.xls", b"\xd0\xcf\x11\xe0", {}, ["'.xls'", "save the workbook as .xlsx"]),
     ("no-extension", "data", b"id\n1\n", {}, ["no extension", "Supported formats"]),
-    ("too-large", "a.csv", b"id,text\n" + b"1,a\n" * 100, {"max_bytes": 100},
+    ("too-large", "a.csv", b"id,text\n" + b"1,a\n" * 100, {"limits": ImportLimits(max_file_bytes=100)},
      ["408 bytes", "limit of 100 bytes"]),
     ("missing-id-column", "a.csv", b"ID,text\n1,a\n", {"id_column": "id"},
      ["id column 'id'", "did you mean 'ID'", "columns are: ID, text"]),
@@ -379,7 +380,7 @@ def test_many_duplicates_are_summarised() -> None:
 def test_size_limit_is_checked_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.xlsx"
     path.write_bytes(b"not a workbook at all" * 100)  # would fail to parse if it got that far
-    message = _error(path, max_bytes=1024)
+    message = _error(path, limits=ImportLimits(max_file_bytes=1024))
     assert "2.1 KB" in message and "limit of 1.0 KB" in message
 
 

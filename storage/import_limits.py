@@ -9,7 +9,7 @@ The defaults suit a shared server (one import takes at most a few hundred MB); a
 changes them with environment variables, read on every import (`ImportLimits.from_env`):
 
     JURYBOX_MAX_FILE_MB     200        file size, checked before anything is read
-    JURYBOX_MAX_DECODED_MB  512        decoded size (see `Budget.cell`)
+    JURYBOX_MAX_DECODED_MB  256        decoded size (see `Budget.cell`)
     JURYBOX_MAX_ROWS        500000     data rows
     JURYBOX_MAX_COLUMNS     500        columns
     JURYBOX_MAX_CELL_CHARS  1000000    characters in one value (about 250k tokens)
@@ -63,7 +63,7 @@ class ImportLimits:
     """
 
     max_file_bytes: int = 200 * _MB
-    max_decoded_bytes: int = 512 * _MB
+    max_decoded_bytes: int = 256 * _MB
     max_rows: int = 500_000
     max_columns: int = 500
     max_cell_chars: int = 1_000_000
@@ -139,7 +139,7 @@ class Budget:
         self.decoded = 0
 
     def row(self, where: str) -> None:
-        """Count one data row found at `where` ("line 7", "row 3")."""
+        """Count one data row found at `where` ("line 7", "row 3"), its values counted apart."""
         self.rows += 1
         if self.rows > self.limits.max_rows:
             raise DataError(
@@ -148,6 +148,20 @@ class Budget:
                 f"operator to raise {variable_for('max_rows')}."
             )
         self._add(ROW_OVERHEAD, where)
+
+    def record(self, where: str, values: dict[str, Any]) -> None:
+        """Count one data row and its values (`cell` for each, with a fast path for text)."""
+        self.row(where)
+        longest = self.limits.max_cell_chars
+        size = 0
+        for column, value in values.items():
+            if type(value) is str and value.isascii():  # isascii() is O(1) in CPython
+                if len(value) > longest:
+                    raise self.long_cell_error(where, column, len(value))
+                size += len(value) + CELL_OVERHEAD
+            else:
+                self.cell(value, where, column)
+        self._add(size, where)
 
     def columns(self, count: int, where: str) -> None:
         """Check a column count (the header's, or the columns seen so far)."""

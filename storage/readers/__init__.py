@@ -7,12 +7,11 @@ picks the reader; `storage.importing` is the public API on top.
 
 from __future__ import annotations
 
-from judging.errors import DataError
 from storage.import_limits import Budget
 from storage.readers.delimited import read_delimited
 from storage.readers.jsonfiles import read_json, read_jsonl
 from storage.readers.parquet import read_parquet
-from storage.readers.table import Record, Table, plain
+from storage.readers.table import Record, Table, empty_file, plain
 from storage.readers.text import detect_encoding
 from storage.readers.xlsx import read_xlsx
 
@@ -26,7 +25,7 @@ def read_table(raw: bytes, fmt: str, name: str, budget: Budget, *, limit: int | 
         DataError: the file cannot be used as it is; the message names the row or column.
     """
     if not raw or raw.isspace():  # isspace() stops at the first other byte; strip() copies
-        raise DataError(f"{name} is empty: there is nothing to import.")
+        raise empty_file(name)
     if fmt == "parquet":
         return read_parquet(raw, name, budget, limit)
     if fmt == "xlsx":

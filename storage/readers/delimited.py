@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from judging.errors import DataError
 from storage.import_limits import Budget
-from storage.readers.table import Table, clean_header, keep_record, row_values
+from storage.readers.table import Table, clean_header, empty_file, keep_record, row_values
 from storage.readers.text import text_lines
 
 
@@ -83,5 +83,5 @@ def read_delimited(
             'Quote values that contain quotes and write a quote inside a value as "".'
         ) from None
     if header is None:
-        raise DataError(f"{name} is empty: there is nothing to import.")
+        raise empty_file(name)
     return Table([c for c in header if c is not None], records, encoding)

@@ -20,7 +20,15 @@ from typing import Any
 
 from judging.errors import DataError
 from storage.import_limits import Budget, variable_for
-from storage.readers.table import Record, Table, check_named, json_kind, keep_record, short
+from storage.readers.table import (
+    Record,
+    Table,
+    check_named,
+    empty_file,
+    json_kind,
+    keep_record,
+    short,
+)
 from storage.readers.text import text_lines
 
 
@@ -111,7 +119,8 @@ def _depth(value: Any) -> int:
 def _record(
     value: dict[str, Any], name: str, where: str, columns: dict[str, None], budget: Budget
 ) -> Record:
-    if _depth(value) > budget.limits.max_depth:
+    nested = any(type(v) in (dict, list) for v in value.values())  # the common case: flat
+    if nested and _depth(value) > budget.limits.max_depth:
         raise DataError(
             f"{name}, {where}: a value is nested more than {budget.limits.max_depth} levels "
             f"deep (the limit). Flatten it, or ask the operator to raise "
@@ -149,18 +158,18 @@ def read_jsonl(raw: bytes, name: str, encoding: str, budget: Budget, limit: int 
                 hint = " The file looks like one JSON document: name it .json instead."
             raise DataError(
                 f"{name}, line {number}: invalid JSON ({exc.msg} at column {exc.colno}). "
-                f"Each line must be one complete JSON object.{hint}"
+                f"Fix that line: each line must be one complete JSON object.{hint}"
             ) from None
         if not isinstance(value, dict):
             raise DataError(
                 f"{name}, line {number}: expected a JSON object like {{\"text\": ...}} but "
-                f"found {json_kind(value)}. Each line must be one JSON object."
+                f"found {json_kind(value)}. Fix that line: each line must be one JSON object."
             )
         records.append(_record(value, name, where, columns, budget))
         if limit is not None and len(records) >= limit:
             break
     if not records:
-        raise DataError(f"{name} is empty: there is nothing to import.")
+        raise empty_file(name)
     return Table(list(columns), records, encoding)
 
 
@@ -262,7 +271,7 @@ def read_json(raw: bytes, name: str, encoding: str, budget: Budget, limit: int |
         scan.pos += 1
         first = scan.peek()
     if first is None:
-        raise DataError(f"{name} is empty: there is nothing to import.")
+        raise empty_file(name)
 
     def invalid(exc: json.JSONDecodeError, hint: str = "") -> DataError:
         line, column = scan.where(exc.pos)
@@ -323,7 +332,10 @@ def read_json(raw: bytes, name: str, encoding: str, budget: Budget, limit: int |
             "array). A .json file holds one array: remove what follows it."
         )
     if not records:
-        raise DataError(f"{name} holds an empty array: there are no rows to import.")
+        raise DataError(
+            f"{name} holds an empty array: there are no rows to import. Put one object per "
+            "row in the array."
+        )
     return Table(list(columns), records, encoding)
 
 

@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 # pandas stores a non-default index as "__index_level_N__" columns: not data.
 _PANDAS_INDEX = re.compile(r"__index_level_\d+__")
-# Rows per batch: small, so one batch of the widest rows allowed stays a few MB.
-_BATCH_ROWS = 256
+# Rows per batch. A batch is measured before it is decoded, so its size is bounded by the
+# budget left, not by this; larger batches only make the per-batch cost negligible.
+_BATCH_ROWS = 4096
 
 
 def _refuse(name: str, exc: BaseException) -> DataError:
@@ -48,34 +49,68 @@ def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Ta
             thrift_container_size_limit=1_000_000,
         )
         schema = parquet.schema_arrow
+        names = [n for n in schema.names if not _PANDAS_INDEX.fullmatch(n)]
+        if not names:
+            raise DataError(f"{name} has no columns: there is nothing to import.")
+        budget.columns(len(names), "in its schema")
+        for column in names:
+            check_named(column, name, "in the schema")
+        check_unique(names, name, "in the Parquet schema")
+        _check_footer(parquet, schema, names, name, budget)
+        dictionaries = _dictionary_columns(parquet, schema, names)
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
+        # ValueError includes UnicodeDecodeError: a damaged footer's names are not UTF-8.
+        if "too deeply nested" in str(exc):
+            raise DataError(
+                f"{name}: its columns nest too deeply to read (more than 100 levels). Flatten "
+                "the nested columns and write the file again."
+            ) from None
         raise _refuse(name, exc) from None
-    names = [n for n in schema.names if not _PANDAS_INDEX.fullmatch(n)]
-    if not names:
-        raise DataError(f"{name} has no columns: there is nothing to import.")
-    budget.columns(len(names), "in its schema")
-    for column in names:
-        check_named(column, name, "in the schema")
-    check_unique(names, name, "in the Parquet schema")
-    _check_footer(parquet, schema, names, name, budget)
-
-    strings = [n for n in names if _is_text(schema.field(n).type)]
     records: list[Record] = []
     try:
-        # Re-opened with string columns as dictionaries: see the module docstring.
-        parquet = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=strings or None)
+        # Re-opened with dictionary-encoded text columns read as dictionaries: a dictionary of
+        # one large value referenced by every row stays one value until it is measured.
+        parquet = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=dictionaries or None)
         batches = parquet.iter_batches(batch_size=_BATCH_ROWS, columns=names, use_threads=False)
         for batch in batches:
             _measure(batch, len(records), name, budget)
-            for row in batch.to_pylist():
+            # Measured: now expand the dictionaries in Arrow (fast), then make Python values.
+            batch = pa.RecordBatch.from_arrays(
+                [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c
+                 for c in batch.columns],
+                names=batch.schema.names,
+            )
+            try:
+                rows = batch.to_pylist()
+            except (ValueError, OverflowError) as exc:
+                first, last = len(records) + 1, len(records) + batch.num_rows
+                raise DataError(
+                    f"{name}, rows {first:,} to {last:,}: a value cannot be represented in "
+                    f"Python ({first_line(exc)}); dates must fall in the years 1 to 9999. Fix "
+                    "the value, or store the column as text."
+                ) from None
+            for row in rows:
                 where = f"row {len(records) + 1}"
                 records.append(keep_record(budget, where, plain_dict(row)))
                 if limit is not None and len(records) >= limit:
                     return Table(names, records, None)
-    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
-        # OverflowError/ValueError: a date or time Python cannot represent (year 10000).
+    except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
         raise _refuse(name, exc) from None
     return Table(names, records, None)
+
+
+def _dictionary_columns(parquet: Any, schema: pa.Schema, names: list[str]) -> list[str]:
+    """The text columns stored dictionary-encoded somewhere in the file. Reading the others as
+    dictionaries would only cost a copy: their decoded size is bounded by the footer check."""
+    metadata = parquet.metadata
+    encoded: set[str] = set()
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for leaf in range(row_group.num_columns):
+            chunk = row_group.column(leaf)
+            if chunk.has_dictionary_page:
+                encoded.add(chunk.path_in_schema)
+    return [n for n in names if n in encoded and _is_text(schema.field(n).type)]
 
 
 def _is_text(kind: pa.DataType) -> bool:
@@ -120,12 +155,24 @@ def _check_footer(
     # Every value is stored at least once in a page, so the pages' decompressed size is a
     # floor on what the file decodes to; leaf values (list elements too) cost a cell each.
     unpacked = leaves = 0
+    # The most bytes one value within the cell limit can take in a chunk: 4 bytes a character
+    # in UTF-8, stored at most 4 times (dictionary page, data page, a page's min and max
+    # statistics), plus headers. A chunk holding more per value has a value past the limit.
+    longest_possible = 16 * limits.max_cell_chars + 1024
     for group in range(metadata.num_row_groups):
         row_group = metadata.row_group(group)
         for leaf in range(row_group.num_columns):
             chunk = row_group.column(leaf)
             unpacked += chunk.total_uncompressed_size
             leaves += chunk.num_values
+            if chunk.total_uncompressed_size > max(chunk.num_values, 1) * longest_possible:
+                raise DataError(
+                    f"{name}, row group {group + 1}, column {chunk.path_in_schema!r}: its "
+                    f"{chunk.num_values:,} value(s) take {human_size(chunk.total_uncompressed_size)}"
+                    f", so at least one is longer than the limit of {limits.max_cell_chars:,} "
+                    f"characters for one value. Shorten or split that text, or ask the operator "
+                    f"to raise {variable_for('max_cell_chars')}."
+                )
     if unpacked > limits.max_decoded_bytes or leaves * 8 > limits.max_decoded_bytes:
         raise DataError(
             f"{name} decompresses to {human_size(max(unpacked, leaves * 8))} "

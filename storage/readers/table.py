@@ -31,11 +31,17 @@ class Table:
     encoding: str | None
 
 
+def empty_file(name: str) -> DataError:
+    """The error for a file with nothing in it."""
+    return DataError(
+        f"{name} is empty: there is nothing to import. Check that you chose the right file: "
+        "it needs a header and at least one row."
+    )
+
+
 def keep_record(budget: Budget, where: str, values: dict[str, Any]) -> Record:
     """Count a data row and its values against the import's limits, then keep it."""
-    budget.row(where)
-    for column, value in values.items():
-        budget.cell(value, where, column)
+    budget.record(where, values)
     return Record(where, values)
 
 

@@ -110,8 +110,9 @@ _CP1252_ALIEN_WORD = re.compile(
     b"(?<!" + _WORD + b")" + _byte_class(r"[^\x00-\x7f\W\d_]") + b"{2,}(?!" + _WORD + b")"
 )
 #  - characters Western text almost never uses but Shift-JIS lead bytes produce constantly
-#    (0x82, 0x83, 0x86-0x89, 0x8B, 0x98, 0x9B).
-_CP1252_UNLIKELY = re.compile(rb"[\x82\x83\x86-\x89\x8b\x98\x9b]")
+#    (0x82, 0x83, 0x86-0x89, 0x8B, 0x98, 0x9B), and a UTF-16 surrogate encoded as if it were
+#    UTF-8 ("í" + two symbols: a broken UTF-8 encoder, never Western text).
+_CP1252_UNLIKELY = re.compile(rb"[\x82\x83\x86-\x89\x8b\x98\x9b]|\xed[\xa0-\xbf][\x80-\xbf]")
 
 
 def _looks_like_cp1252(raw: bytes) -> bool:

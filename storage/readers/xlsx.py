@@ -25,7 +25,7 @@ from typing import Any
 from xml.parsers import expat
 
 from judging.errors import DataError
-from storage.import_limits import Budget, human_size
+from storage.import_limits import CELL_OVERHEAD, Budget, human_size
 from storage.readers.table import (
     Record,
     Table,
@@ -87,6 +87,7 @@ def read_xlsx(raw: bytes, name: str, budget: Budget, limit: int | None) -> Table
         if book.shared_strings:
             strings = _SharedStrings(budget)
             book.parse(book.shared_strings, strings, budget, "shared strings")
+            strings.flush()
             sheet.shared = strings.strings
         try:
             book.parse(book.sheet, sheet, budget, "worksheet")
@@ -246,8 +247,15 @@ class _Book:
         return dates, durations
 
 
+_LOCAL_NAMES: dict[str, str] = {}
+
+
 def _local(name: str) -> str:
-    return name.rpartition("}")[2]
+    """'{namespace}row' -> 'row' (expat joins them with "}"); cached: it runs per element."""
+    local = _LOCAL_NAMES.get(name)
+    if local is None:
+        local = _LOCAL_NAMES[name] = name.rpartition("}")[2]
+    return local
 
 
 class _Elements:
@@ -286,6 +294,8 @@ class _SharedStrings:
         self.chars = 0
         self.in_text = False
         self.phonetic = 0
+        # Strings and their size not yet counted in the budget: counted 1,000 at a time.
+        self.pending = self.unflushed = 0
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
         tag = _local(name)
@@ -305,13 +315,22 @@ class _SharedStrings:
         elif tag == "si" and self.parts is not None:
             if self.chars > self.budget.limits.max_cell_chars:
                 self.strings.append(_TOO_LONG)
-                size = 0
             else:
                 text = "".join(self.parts)
                 self.strings.append(text)
-                size = len(text) if text.isascii() else len(text.encode("utf-8"))
-            self.budget.text(size, f"shared string {len(self.strings):,}")
+                self.pending += len(text) if text.isascii() else len(text.encode("utf-8"))
             self.parts = None
+            self.unflushed += 1
+            if self.unflushed == 1000:
+                self.flush()
+
+    def flush(self) -> None:
+        """Count the strings read since the last flush against the budget."""
+        if self.unflushed:
+            # `text` adds one string's overhead itself.
+            overhead = (self.unflushed - 1) * CELL_OVERHEAD
+            self.budget.text(self.pending + overhead, f"shared string {len(self.strings):,}")
+        self.pending = self.unflushed = 0
 
     def data(self, text: str) -> None:
         if self.in_text and self.parts is not None:
@@ -474,9 +493,10 @@ class _Sheet:
         text = "".join(self.text) if self.text is not None else None
         kind = self.kind
         if self.formula is not None and (not self.has_value or (not text and kind != "str")):
-            formula = "=" + "".join(self.formula)
+            formula = "".join(self.formula)
+            formula = formula if len(formula) <= 60 else formula[:57] + "..."
             raise DataError(
-                f"{self.name}, {self._at()}: the cell holds a formula ({short(formula, 60)}) "
+                f"{self.name}, {self._at()}: the cell holds a formula (={formula}) "
                 "but no saved result, so its value is unknown (it would import as empty). "
                 "Open the file in Excel or LibreOffice and save it, which stores the results, "
                 "or export the sheet as CSV."

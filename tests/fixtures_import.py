@@ -72,8 +72,8 @@ def xlsx_bytes(
     date1904: bool = False,
     extra: dict[str, bytes] | None = None,
 ) -> bytes:
-    """A minimal workbook written part by part, as Excel lays it out (shared strings, styles),
-    so tests can put exactly the XML they mean in it.
+    """A minimal workbook written part by part, as Excel lays it out (an XML declaration on
+    each part, shared strings, styles), so tests can put exactly the XML they mean in it.
 
     Args:
         sheet_data: the worksheet's <sheetData> children (bytes), or a function that writes the
@@ -118,6 +118,9 @@ def xlsx_bytes(
     if styles is not None:
         parts["xl/styles.xml"] = styles
     parts.update(extra or {})
+    declaration = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\r\n'  # as Excel
+    parts = {path: declaration + part if isinstance(part, bytes) and part.startswith(b"<")
+             and not part.startswith(b"<?") else part for path, part in parts.items()}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for path, content in parts.items():

@@ -7,7 +7,9 @@ imported with values other than the ones stated, or imported when it must be ref
 unclear error. Bombs (a small file that decodes to far more) are also measured: the peak of
 Python allocations (tracemalloc) plus Arrow's own allocations.
 
-    .venv/bin/python -m tests.hostile_imports      # the figures, one line per case and a total
+    .venv/bin/python -m tests.hostile_imports         # the figures, one line per case and a total
+    .venv/bin/python -m tests.hostile_imports --rss   # also each bomb's peak resident memory,
+                                                      # imported alone in a fresh process
 
 `tests/test_import_hostile.py` runs the same cases under pytest.
 """
@@ -73,12 +75,14 @@ class Outcome:
     parsed: ParsedDataset | None = None
     python_peak: int = 0
     arrow_peak: int = 0
+    child_peak: int = 0  # Parquet: how far the resident memory of the reader's child rose
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
     @property
     def peak(self) -> int:
-        return self.python_peak + self.arrow_peak
+        """The worst of the server's peak (Python + Arrow) and the Parquet child's."""
+        return max(self.python_peak + self.arrow_peak, self.child_peak)
 
 
 # --------------------------------------------------------------------------------- builders
@@ -169,6 +173,23 @@ def _xlsx_inline_bomb() -> bytes:
 def _xlsx_attribute_bomb() -> bytes:
     head = MAIN + b'<sheetData><row r="1"><c r="A1" t="'
     return xlsx_bytes(repeat_writer(head, b"z" * MB, 50, b'"/></row></sheetData></worksheet>'))
+
+
+def _xlsx_markup_bomb(opening: bytes, closing: bytes) -> Callable[[], bytes]:
+    # 150 MB in one comment or processing instruction, with ">" all through it (so it is no
+    # long tag): expat would hold all of it.
+    def make() -> bytes:
+        head = MAIN + b"<sheetData>" + sheet_rows(HEADER) + opening
+        return xlsx_bytes(repeat_writer(head, b"a>" * (MB // 2), 150,
+                                        closing + b"</sheetData></worksheet>"))
+
+    return _once(make)
+
+
+def _xlsx_nesting_bomb() -> bytes:
+    # 50 million open elements: 150 MB of XML, a few hundred KB zipped.
+    return xlsx_bytes(repeat_writer(MAIN + b"<sheetData>", b"<x>" * (MB // 3), 150,
+                                    b"</sheetData></worksheet>"))
 
 
 def _xlsx_many_shared_strings() -> bytes:
@@ -275,6 +296,45 @@ def _parquet_duplicate_names() -> Any:
     import pyarrow as pa
 
     return pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"])
+
+
+# A Parquet file (found by fuzzing: one byte changed in a pandas-written file) whose footer
+# makes pyarrow 26 abort the whole process from `RowGroupMetaData.column(1)`: "terminate
+# called after throwing an instance of 'parquet::ParquetException'". zlib, then base64.
+_ABORTING_PARQUET = (
+    "eNqtV0tsG1UUfeNf7DRu49Bxx5AiY1qrSGnxN4mLSzN24x+J27iKfxSiGY8/k3jGrj2O7USVWCFUsUAVC8QCsaiQaMuv"
+    "VKyADUJCCDaVkFhWCNggoW7YsOK+N7bzcVIlEqOc92buve+ee95PzhU25aZ19Dta+qZmgQ7SaAKhH6jjGoQQ59IbkBvg"
+    "AXgBPr1B59dQp9A0fMwAZsEQ0FKMzu0yjSA3wAPwAnwAP2AaMAOYNY2YIuDdF0HPjBZzembVLkAjepYOTkFJ47SBNkxO"
+    "ozMaLsBoOJfFAhGTVVxikNKb7G+xNwNnPv7+/U3Xj/G738z+9fNLCBTdNtI/DRTd0s2ZIVyxf/e13WV3XHdM2Tu0Bblf"
+    "hlQe3Hhx48ONHzfTuJnBzSxuAmYLOmq5g9yWu7YJyz3AJ4BPAZ8BPgd8AbgP+NI2EXoAOQ/R2D2BfkXDks2k5H4AY96h"
+    "4GAT8UhLvzmYiMcUQmYKUWYj0gC0AB1ADzAARgBGgAkwCjgCGAOYAUcBxwDjAAtgAvAU4DiABlgBJwAMwAZ4GvCM2Ric"
+    "ROpzstfvVskY+x7G2HtBVnRmD+uB9b67W++yntL9clE/Ylz+46LpBHpsHh/75+LdOxSF/jUzOjRnGtdp5kwunR4amAAG"
+    "xDMgmgGx4yDWDmIZEMqAUAaEMiCSAZEMiGTQJOAk4FmAHeLtEP8cvDvMzCnH3DJ5np8blt33DAS+gWUPWw8iG9HHaQYn"
+    "R2pyimIoPIukJwlGT6kJIDlN62xVP2IMzUKlKHH0KKLHTmsYjSicRgt4ueDzPKNTih2lb9CBn5IRPYr7EvDhnkfWoG3S"
+    "ds2JJukxmx8Zxm04Ca2xBq0f6ay3tc77Gqdx58m1TcESIVqDSx6HLmj9kLIZbE4UBJrtiQg9SfWnyXpL53zP4LynPciR"
+    "GGZ4YNjBoOsxUDJJ/5Xe+kjr/N3k/HbkcHtxiOiF7SyjfZZSn+VvrfOh2fnBkcMt/ZNZkO20AQEJT0jy1tedbx8LDq2+"
+    "DQJJjq3B1oc2a9BptP52DBgYQ52TBa7JvKvfdIiyUOysFGrVliQ3Heftr742ZXeonyvEV9xlJZ+bDpmTivDmEAVYCEdJ"
+    "LFaFlZ02lWRF6daJscavFgsKdsgtqd4d2JtKAxulosIJnMKBSW5Vqzem7FsceG8Ms/St/x+PPEwi78Egysq0b5hgYH4S"
+    "RWmYorQHRala4/Yk2eZ4Eg0/TMPvQcPXatVhjr51NwHeA5yiNES+pZBdsXkD74pGkVNqDfzpqIp8g2t0cZJ6l2s0am2c"
+    "Z73YaIo1GVs90+dc59yOG1ulbHN6z7mxDzFjbCp1OXNeva+YX0dfJE/5EsuyS6z6vMKyPjZUZiMsW2bDZWILhXb427if"
+    "H/gX22H1u5+F+OO4D5EeB4XXcBfCnsQSxIdm4lK1lY+mfVlPcp2PpRVeXhQviyE+e7Vdjks9WzVQ56VUtRhNb8RXa+WM"
+    "29WMhxOrvKfj5jN+1eZtirwUUfJX49Pgq+fDcRwjcZl0Mx8JtHIZdxXHAd9aXITccqgCOSsFd8BVzIZ6voDISelVQR3b"
+    "EjLudjG9zS8nXQWR+JR8NlXJRyOuHOaL+t18tBNYCGM9/gqfWQYNrCiALmG/OmTQE1sSF8KsWIhGYA4iG1lvyl+IqmN5"
+    "T+J6PpN0kVolyJ8N+bf7C95UV/W5q0I0spaDenBeXk43+RjMT2zHfLTU2Hw9n+msZT1bNfKqnnYu44ccyZIQq7b7c8jL"
+    "S57kfnMB6yZcyrkOUYO0Xw35/WuQ+GigssUzPA95qbOeyw7qPNC65MT99kZ83/XISYF1ft+5SKzznjYZy2fSrlwmVRGi"
+    "83gfQ2ynWUqT/VoRYqkul0m4hd4+LnrVfVyQ0hAf6BJbN9GEmG4um/Cr+yTkh/cu7y2Q/IKU7hY81XVYN5ifeDcp+toL"
+    "q/Ni6eqOPe3JZxMbXCbQIjlWF1uLV32duOxSDzI+irFeLBzTED6vSewJL+M2S17755tl01fgesCfSzlysiNbh5wdvEbj"
+    "OPM8vkmKg/hFEhTdMz6H64BBObUe/JTDa3g8TsRWiKVA6t0aSV55El9mL5F7pcCGB261Mk+fP7W0Jz9JEiPnj3xv4PgO"
+    "Ga3W02YXe+L7g0IRtYjcrnoINZdZIvlD/fuPPBcuIMZe5xrXW0XlbKFeP0subHvvQrarV7XtGvwg3P6HkqMIXYF/I/8D"
+    "YY9vXQ=="
+)
+
+
+def _aborting_parquet() -> bytes:
+    import base64
+    import zlib
+
+    return zlib.decompress(base64.b64decode(_ABORTING_PARQUET))
 
 
 def _deep(opening: str, closing: str, levels: int, inner: str = "1") -> str:
@@ -451,6 +511,24 @@ CASES: list[Case] = [
     Case("xlsx-endless-attribute", "attr.xlsx", _once(_xlsx_attribute_bomb),
          Refuse(("attr.xlsx: the workbook is damaged", "tag longer than 1 MB", "save it again")),
          bomb=True),
+    Case("xlsx-150mb-comment", "comment.xlsx", _xlsx_markup_bomb(b"<!--", b"-->"),
+         Refuse(("comment.xlsx: the workbook is damaged", "xml comment or processing instruction",
+                 "save it again")), bomb=True),
+    Case("xlsx-150mb-processing-instruction", "pi.xlsx", _xlsx_markup_bomb(b"<?x ", b"?>"),
+         Refuse(("pi.xlsx: the workbook is damaged", "processing instruction")), bomb=True),
+    Case("xlsx-endless-nesting", "nest.xlsx", _once(_xlsx_nesting_bomb),
+         Refuse(("nest.xlsx: the workbook is damaged", "nests more than 256 elements deep")),
+         bomb=True),
+    Case("xlsx-cdata-and-entities", "cdata.xlsx",
+         lambda: xlsx_bytes(sheet_rows(HEADER, [num("A2", "1"), '<c r="B2" t="inlineStr"><is><t>'
+                                               '<![CDATA[a<b & c]]> &amp; &#x1F600;</t></is></c>'])),
+         Accept(["id", "text"], [{"id": 1, "text": "a<b & c & 😀"}])),
+    Case("xlsx-bom-and-declaration", "bom.xlsx",
+         lambda: xlsx_bytes(b"", extra={"xl/worksheets/sheet1.xml": b'\xef\xbb\xbf<?xml version="1.0"'
+                                        b' encoding="UTF-8"?>\r\n' + MAIN + b"<sheetData>"
+                                        + sheet_rows(HEADER, [num("A2", "5")])
+                                        + b"</sheetData></worksheet>"}),
+         Accept(["id", "text"], [{"id": 5, "text": None}])),
     Case("xlsx-million-shared-strings", "sst.xlsx", _once(_xlsx_many_shared_strings),
          Refuse(("sst.xlsx decodes to more than 32.0 MB", "shared string", "JURYBOX_MAX_DECODED_MB")),
          limits=ImportLimits(max_decoded_bytes=32 * MB), bomb=True),
@@ -462,7 +540,7 @@ CASES: list[Case] = [
     Case("xlsx-malformed-sheet-xml", "broken.xlsx",
          lambda: xlsx_bytes(sheet_rows(HEADER) + b'<row r="2"><c r="A2"><v>1</v></row>'),
          Refuse(("broken.xlsx: the workbook is damaged", "not well-formed XML", "mismatched tag",
-                 "line 1", "column", "save it again"))),
+                 "line 2, column 231", "save it again"))),
     Case("xlsx-doctype-entities", "laughs.xlsx",
          lambda: xlsx_bytes(b"", extra={"xl/worksheets/sheet1.xml":
                                         b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa">'
@@ -559,6 +637,8 @@ CASES: list[Case] = [
          limits=ImportLimits(max_depth=16)),
     Case("parquet-year-11476", "future.parquet", parquet(_parquet_far_future),
          Refuse(("future.parquet, rows 1 to 1", "years 1 to 9999", "store the column as text"))),
+    Case("parquet-footer-that-aborts-pyarrow", "abort.parquet", _aborting_parquet,
+         Refuse(("abort.parquet could not be read as a Parquet file", "export it again"))),
     Case("parquet-nested-values", "nested.parquet", parquet(_parquet_nested),
          Accept(["id", "tags", "meta"], [{"id": 1, "tags": ["a", "b"], "meta": {"k": 1, "v": "x"}},
                                          {"id": 2, "tags": [], "meta": None}])),
@@ -622,10 +702,28 @@ def run_case(case: Case, db: Any = None, *, measure: bool | None = None) -> Outc
                 tracemalloc.stop()
                 outcome.arrow_peak = arrow_peak()
     outcome.seconds = time.perf_counter() - started
+    if measure and case.filename.endswith(".parquet"):
+        outcome.child_peak = _child_growth(content, case.limits or ImportLimits())
     outcome.problems = _judge(outcome)
     if db is not None and outcome.kind != "traceback":
         outcome.problems += _stored(outcome, db)
     return outcome
+
+
+def _child_growth(content: bytes, limits: ImportLimits) -> int:
+    """Run the Parquet reader's child alone, as the import does, and return how far its
+    resident memory rose (the import's own run does not report it)."""
+    import subprocess
+    import sys
+
+    from storage.readers import parquet_arrow
+
+    options = {"max_decoded_bytes": limits.max_decoded_bytes, "max_rows": limits.max_rows,
+               "max_columns": limits.max_columns, "max_cell_chars": limits.max_cell_chars,
+               "limit": None}
+    child = subprocess.run([sys.executable, parquet_arrow.__file__, json.dumps(options)],
+                           input=content, capture_output=True, check=False)
+    return int(json.loads(child.stdout).get("grew", 0)) if child.returncode == 0 else 0
 
 
 def _stored(outcome: Outcome, db: Any) -> list[str]:
@@ -699,12 +797,71 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
     }
 
 
+def _resident() -> tuple[int, int]:
+    """(resident, peak resident) bytes of this process, from /proc (Linux)."""
+    fields = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            fields[key] = value
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
+
+
+def rss_peak(case: Case) -> int | None:
+    """How far the resident memory of a fresh process rises while it imports the case's file
+    (None where Linux's /proc/self/clear_refs cannot reset the peak). Unlike tracemalloc, this
+    sees every allocation: zlib, expat, Arrow."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/{case.filename}"
+        with open(path, "wb") as handle:
+            handle.write(case.make())
+        child = subprocess.run(
+            [sys.executable, "-m", "tests.hostile_imports", "--rss-child", case.id, path],
+            capture_output=True, text=True, check=False,
+        )
+    lines = child.stdout.strip().splitlines()
+    return int(lines[-1]) if child.returncode == 0 and lines and lines[-1].isdigit() else None
+
+
+def _rss_child(case_id: str, path: str) -> None:
+    case = next(c for c in CASES if c.id == case_id)
+    with open(path, "rb") as handle:
+        content = handle.read()  # read before the peak is reset: the file is not the import
+    read_dataset(b"id\n1\n", filename="warm.csv")  # load the readers' modules first
+    if case.filename.endswith(".parquet"):
+        import pyarrow.parquet  # noqa: F401 - imported lazily by the reader: not its memory
+    if case.filename.endswith(".xlsx"):
+        import openpyxl.styles.numbers  # noqa: F401
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")  # reset the peak resident size to the current one
+    except OSError:
+        return
+    before, _ = _resident()
+    try:
+        read_dataset(content, filename=case.filename, limits=case.limits)
+    except DataError:
+        pass
+    _, peak = _resident()
+    print(peak - before)
+
+
 def main() -> None:
+    import sys
     import tempfile
 
     from storage.db import open_db
 
+    if sys.argv[1:2] == ["--rss-child"]:
+        _rss_child(sys.argv[2], sys.argv[3])
+        return
+    with_rss = "--rss" in sys.argv[1:]
     outcomes = []
+    rss: dict[str, int | None] = {}
     for case in CASES:
         with tempfile.TemporaryDirectory() as folder:
             db = open_db(f"{folder}/hostile.db")
@@ -714,9 +871,20 @@ def main() -> None:
                 db.close()
         outcomes.append(outcome)
         peak = f" peak {outcome.peak / MB:6.1f} MB" if case.bomb else ""
+        if outcome.child_peak:
+            peak += f" (child {outcome.child_peak / MB:.1f} MB)"
+        if case.bomb and with_rss:
+            rss[case.id] = rss_peak(case)
+            grown = rss[case.id]
+            peak += f", resident +{grown / MB:6.1f} MB" if grown is not None else ", resident ?"
         verdict = "; ".join(outcome.problems) or "ok"
         print(f"{case.id:40s} {outcome.kind:9s} {outcome.seconds:6.2f} s{peak}  {verdict}")
-    print("hostile imports:", json.dumps(summary(outcomes)))
+    figures = summary(outcomes)
+    if rss and any(v is not None for v in rss.values()):
+        worst = max((k for k in rss if rss[k] is not None), key=lambda k: rss[k] or 0)
+        figures["worst_bomb_resident"] = worst
+        figures["worst_bomb_resident_mb"] = round((rss[worst] or 0) / MB, 1)
+    print("hostile imports:", json.dumps(figures))
 
 
 if __name__ == "__main__":

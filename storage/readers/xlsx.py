@@ -45,6 +45,9 @@ _MAX_SMALL_PART = 32 * 1024**2
 # The longest tag (from "<" to ">") a part may have. Tags are short; expat holds a whole tag
 # in memory, so an endless attribute would otherwise be held whole.
 _MAX_TAG = 1024**2
+# Workbook XML nests about 6 deep; expat keeps every open element, so an endless nesting
+# (a few hundred KB zipped) would otherwise take gigabytes.
+_MAX_NESTING = 256
 # XML is verbose, but a sheet decoding to the import limit needs no more than 4 times it.
 _XML_PER_DECODED_BYTE = 4
 _EXCEL_ROWS, _EXCEL_COLUMNS = 1_048_576, 16_384
@@ -85,7 +88,7 @@ def read_xlsx(raw: bytes, name: str, budget: Budget, limit: int | None) -> Table
         book = _Book(archive, name)
         sheet = _Sheet(name, budget, book, limit)
         if book.shared_strings:
-            strings = _SharedStrings(budget)
+            strings = _SharedStrings(budget, name)
             book.parse(book.shared_strings, strings, budget, "shared strings")
             strings.flush()
             sheet.shared = strings.strings
@@ -127,8 +130,8 @@ class _Book:
         self.archive = archive
         self.name = name
         self.names = {n.lower(): n for n in archive.namelist()}
-        root = {a.get("Type", ""): a.get("Target", "") for _, tag, a in self._small("_rels/.rels")
-                if tag == "Relationship"}
+        root = {a.get("Type", ""): a.get("Target", "")
+                for _, tag, a in self._small("_rels/.rels", {"Relationship"})}
         workbook = next(
             (self._resolve("", t) for kind, t in root.items() if kind.endswith("/officeDocument")),
             "xl/workbook.xml",
@@ -136,10 +139,10 @@ class _Book:
         folder = posixpath.dirname(workbook)
         rels_path = posixpath.join(folder, "_rels", posixpath.basename(workbook) + ".rels")
         rels = {a.get("Id", ""): (a.get("Type", ""), self._resolve(folder, a.get("Target", "")))
-                for _, tag, a in self._small(rels_path) if tag == "Relationship"}
+                for _, tag, a in self._small(rels_path, {"Relationship"})}
         sheets: list[tuple[str, str]] = []
         self.date1904 = False
-        for parent, tag, attrs in self._small(workbook):
+        for parent, tag, attrs in self._small(workbook, {"workbookPr", "sheet"}):
             if tag == "workbookPr":
                 self.date1904 = attrs.get("date1904", "").lower() in ("1", "true")
             elif tag == "sheet" and parent == "sheets":
@@ -190,6 +193,7 @@ class _Book:
         parser.EndElementHandler = handler.end
         parser.CharacterDataHandler = handler.data
         tag = -1  # bytes of the tag still open at the end of the last chunk, -1: none open
+        offset, tail = 0, b""
         try:
             for chunk in self._stream(info):
                 opened, closed = chunk.rfind(b"<"), chunk.rfind(b">")
@@ -201,6 +205,8 @@ class _Book:
                     tag += len(chunk)
                 if tag > _MAX_TAG:
                     raise _damaged(self.name, f"{path!r} has a tag longer than 1 MB")
+                self._no_comments(tail + chunk, offset - len(tail), path)
+                tail, offset = chunk[-3:], offset + len(chunk)
                 parser.Parse(chunk, False)
             parser.Parse(b"", True)
         except expat.ExpatError as exc:
@@ -210,13 +216,28 @@ class _Book:
                 f"column {exc.offset + 1}"
             ) from None
 
+    def _no_comments(self, window: bytes, start: int, path: str) -> None:
+        """Refuse XML comments and processing instructions (but the XML declaration at the
+        start): workbooks never hold them, and expat holds each one whole in memory, so an
+        endless one (a few hundred KB zipped) would take as much memory as it unzips to."""
+        for marker in (b"<!--", b"<?"):
+            at = window.find(marker)
+            while at >= 0:
+                if marker == b"<!--" or start + at > 3:  # 3: after a byte-order mark
+                    raise _damaged(
+                        self.name, f"{path!r} holds an XML comment or processing instruction, "
+                        "which workbooks never do"
+                    )
+                at = window.find(marker, at + 1)
+
     def _no_doctype(self, *_: Any) -> None:
         # Workbooks never declare a DOCTYPE; one can define entities that expand without bound.
         raise _damaged(self.name, "its XML declares a DOCTYPE, which workbooks never do")
 
-    def _small(self, path: str) -> list[tuple[str, str, dict[str, str]]]:
-        """Every element of a small part as (parent, tag, attributes), names without namespaces."""
-        collector = _Elements()
+    def _small(self, path: str, tags: set[str]) -> list[tuple[str, str, dict[str, str]]]:
+        """The elements of a small part named in `tags`, as (parent, tag, attributes), names
+        without namespaces."""
+        collector = _Elements(tags, self.name, path)
         self.parse(path, collector, None, path)
         return collector.elements
 
@@ -229,7 +250,7 @@ class _Book:
         custom: dict[int, str] = {}
         formats: list[int] = []
         try:
-            for parent, tag, attrs in self._small(path):
+            for parent, tag, attrs in self._small(path, {"numFmt", "xf"}):
                 if tag == "numFmt":
                     custom[int(attrs.get("numFmtId", "0"))] = attrs.get("formatCode", "")
                 elif tag == "xf" and parent == "cellXfs":
@@ -250,27 +271,48 @@ class _Book:
 _LOCAL_NAMES: dict[str, str] = {}
 
 
+def _nested_too_deep(name: str) -> DataError:
+    return _damaged(name, f"its XML nests more than {_MAX_NESTING} elements deep")
+
+
 def _local(name: str) -> str:
     """'{namespace}row' -> 'row' (expat joins them with "}"); cached: it runs per element."""
     local = _LOCAL_NAMES.get(name)
     if local is None:
-        local = _LOCAL_NAMES[name] = name.rpartition("}")[2]
+        local = name.rpartition("}")[2]
+        if len(_LOCAL_NAMES) < 1000:  # a file of a million made-up names must not fill it
+            _LOCAL_NAMES[name] = local
     return local
 
 
 class _Elements:
-    """expat handler collecting (parent, tag, attributes) of every element."""
+    """expat handler collecting (parent, tag, attributes) of the elements named in `tags`."""
 
-    def __init__(self) -> None:
+    # Excel allows 64,000 cell formats; more kept elements than this is not a workbook.
+    most = 100_000
+
+    def __init__(self, tags: set[str], name: str, path: str) -> None:
+        self.tags = tags
+        self.name = name
+        self.path = path
         self.elements: list[tuple[str, str, dict[str, str]]] = []
         self.stack: list[str] = [""]
+        self.depth = 0
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise _nested_too_deep(self.name)
         tag = _local(name)
-        self.elements.append((self.stack[-1], tag, {_local(k): v for k, v in attrs.items()}))
+        if tag in self.tags:
+            if len(self.elements) >= self.most:
+                raise _damaged(self.name, f"{self.path!r} has more than {self.most:,} <{tag}>")
+            attributes = {_local(k): v for k, v in attrs.items()}
+            self.elements.append((self.stack[-1], tag, attributes))
         self.stack.append(tag)
 
     def end(self, name: str) -> None:
+        self.depth -= 1
         self.stack.pop()
 
     def data(self, text: str) -> None:
@@ -287,8 +329,10 @@ _TOO_LONG = _TooLong()
 class _SharedStrings:
     """expat handler for sharedStrings.xml: each <si>'s text (phonetic runs left out)."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, name: str) -> None:
         self.budget = budget
+        self.name = name
+        self.depth = 0
         self.strings: list[str | _TooLong] = []
         self.parts: list[str] | None = None
         self.chars = 0
@@ -298,6 +342,9 @@ class _SharedStrings:
         self.pending = self.unflushed = 0
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise _nested_too_deep(self.name)
         tag = _local(name)
         if tag == "si":
             self.parts, self.chars = [], 0
@@ -307,6 +354,7 @@ class _SharedStrings:
             self.in_text = True
 
     def end(self, name: str) -> None:
+        self.depth -= 1
         tag = _local(name)
         if tag == "t":
             self.in_text = False
@@ -371,6 +419,7 @@ class _Sheet:
         self.name = name
         self.budget = budget
         self.book = book
+        self.depth = 0
         self.limit = limit
         self.epoch = MAC_EPOCH if book.date1904 else WINDOWS_EPOCH
         self.shared: list[str | _TooLong] = []
@@ -406,6 +455,9 @@ class _Sheet:
     # -- expat handlers
 
     def start(self, name: str, attrs: dict[str, str]) -> None:
+        self.depth += 1
+        if self.depth > _MAX_NESTING:
+            raise _nested_too_deep(self.name)
         tag = _local(name)
         if not self.in_cell:
             if tag == "c" and self.cells is not None:
@@ -438,6 +490,7 @@ class _Sheet:
             self.text.append(text)
 
     def end(self, name: str) -> None:
+        self.depth -= 1
         tag = _local(name)
         if tag in ("v", "t", "f"):
             self.collect = None

@@ -113,13 +113,12 @@ def human_size(n: int) -> str:
     """512 -> '512 bytes', 2_300_000 -> '2.2 MB'."""
     if n < 1024:
         return f"{n} bytes"
-    size = float(n)
-    unit = "KB"
-    for unit in ("KB", "MB", "GB", "TB"):
-        size /= 1024
+    size = n / 1024
+    for unit in ("KB", "MB", "GB"):
         if size < 1024:
-            break
-    return f"{size:.1f} {unit}"
+            return f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TB"
 
 
 class Budget:

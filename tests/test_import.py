@@ -12,8 +12,8 @@ import pytest
 from judging.errors import DataError
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
-    ImportLimits,
     SUPPORTED_FORMATS,
+    ImportLimits,
     ParsedDataset,
     preview_dataset,
     read_dataset,

@@ -121,7 +121,7 @@ def _probe(raw: bytes, name: str, budget: Budget, limit: int | None) -> dict[str
                 "the nested columns and write the file again."
             )
         raise _refuse(name, result["error"])
-    return result["footer"]  # type: ignore[no-any-return]
+    return result["footer"]
 
 
 def _depth(kind: Any) -> int:

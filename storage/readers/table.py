@@ -52,8 +52,9 @@ def keep_record(budget: Budget, where: str, values: dict[str, Any]) -> Record:
 def clean_header(cells: Sequence[str], *, name: str, where: str, budget: Budget) -> list[str | None]:
     """Strip names (" text" would not match the placeholder {text}); None marks an unnamed
     column, which is dropped as long as it holds no value (spreadsheets leave such columns)."""
-    budget.columns(len(cells), where)
     header: list[str | None] = [c.strip() or None for c in cells]
+    # Unnamed columns do not count: spreadsheets leave hundreds of empty ones at the right.
+    budget.columns(sum(c is not None for c in header), where)
     for position, column in enumerate(header, start=1):
         if column is not None and len(column) > budget.limits.max_cell_chars:
             raise budget.long_cell_error(f"{where}, column {position}", None, len(column))

@@ -25,7 +25,7 @@ from typing import Any
 
 from judging.errors import ConfigError, DataError
 
-__all__ = ["LIMIT_VARIABLES", "Budget", "ImportLimits", "human_size"]
+__all__ = ["LIMIT_VARIABLES", "Budget", "ImportLimits", "human_size", "variable_for"]
 
 _MB = 1024**2
 
@@ -56,7 +56,7 @@ class ImportLimits:
             number or a boolean 8) plus 64 bytes, every row 256 bytes; an XLSX's shared-string
             table counts too. This bounds the memory an import takes.
         max_rows: data rows (the header is not a row).
-        max_columns: columns (named or not).
+        max_columns: named columns (spreadsheets leave unnamed, empty ones at the right).
         max_cell_chars: characters in one value; a nested JSON value counts all the text inside
             it. One line of a text file (or one JSON record) may hold at most four times this.
         max_depth: how deeply JSON values may nest (`{"a": [1]}` is depth 2).
@@ -142,8 +142,8 @@ class Budget:
         self.rows += 1
         if self.rows > self.limits.max_rows:
             raise DataError(
-                f"{self.name} has more than {self.limits.max_rows:,} data rows (the limit), "
-                f"{where} is row {self.rows:,}. Split the file into smaller ones, or ask the "
+                f"{self.name} has more than {self.limits.max_rows:,} data rows, the limit "
+                f"({where} is row {self.rows:,}). Split the file into smaller ones, or ask the "
                 f"operator to raise {variable_for('max_rows')}."
             )
         self._add(ROW_OVERHEAD, where)

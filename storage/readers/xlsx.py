@@ -1,11 +1,13 @@
 """XLSX: the first worksheet, streamed from the zip through expat, one cell at a time.
 
-Not openpyxl's reader, for three reasons measured on hostile files: it loads the whole
-shared-string table before the first row (a 154 KB workbook held a 150 MB string and took 1 GB),
-it cannot tell a formula without a saved result from an empty cell (both read as None, a silent
-change), and damaged sheet XML escapes it as a bare parser exception. Here every text is
-counted while it streams and refused at the limit before it is held; a formula cell without
-a result is refused with what to do; damaged XML is a sentence naming the part, line and column.
+Not openpyxl's reader, for three reasons seen on hostile files (issue 9): it loads the whole
+shared-string table before the first row (a 154 KB workbook held a 150 MB string and took
+1 GB), it cannot tell a formula without a saved result from an empty cell (both read as None:
+a silent change), and damaged sheet XML escapes it as a bare parser exception. Here every
+text is counted while it streams and refused at the limit before it is held; a formula cell
+without a result is refused with what to do; damaged XML is a sentence naming the part, line
+and column. What expat itself would hold whole is refused before it is fed: a tag longer than
+1 MB, nesting deeper than 256, comments and processing instructions, a DOCTYPE (entities).
 
 Values follow openpyxl (whose date helpers are used): numbers are int or float, cells formatted
 as dates become ISO 8601 text, booleans are bool, error cells keep their text ("#N/A").
@@ -179,7 +181,8 @@ class _Book:
         info = self._info(path)
         if budget is None:
             if info.file_size > _MAX_SMALL_PART:
-                raise _damaged(self.name, f"its part {path!r} is {human_size(info.file_size)}")
+                raise _damaged(self.name, f"its part {path!r} unzips to "
+                               f"{human_size(info.file_size)}, far more than workbooks have")
         elif info.file_size > _XML_PER_DECODED_BYTE * budget.limits.max_decoded_bytes:
             raise DataError(
                 f"{self.name}: its {what} ({path}) unzips to {human_size(info.file_size)} of "

@@ -13,6 +13,7 @@ from judging.errors import DataError
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
     SUPPORTED_FORMATS,
+    ImportLimits,
     ParsedDataset,
     preview_dataset,
     read_dataset,
@@ -153,9 +154,9 @@ def test_numpy_scalars_and_nan_become_python_values() -> None:
     import numpy as np
     import pandas as pd
 
-    from storage.importing import _plain
+    from storage.readers import plain
 
-    values = _plain({"i": np.int64(3), "f": np.float32(0.5), "nan": np.float64("nan"),
+    values = plain({"i": np.int64(3), "f": np.float32(0.5), "nan": np.float64("nan"),
                      "b": np.bool_(True), "a": np.array([1, 2]), "na": pd.NA, "nat": pd.NaT})
     assert values == {"i": 3, "f": 0.5, "nan": None, "b": True, "a": [1, 2], "na": None,
                       "nat": None}
@@ -338,7 +339,7 @@ BAD: list[tuple[str, str, Any, dict[str, Any], list[str]]] = [
      ["'.txt'", "cannot import", ".csv", ".jsonl", ".xlsx"]),
     ("xls", "a.xls", b"\xd0\xcf\x11\xe0", {}, ["'.xls'", "save the workbook as .xlsx"]),
     ("no-extension", "data", b"id\n1\n", {}, ["no extension", "Supported formats"]),
-    ("too-large", "a.csv", b"id,text\n" + b"1,a\n" * 100, {"max_bytes": 100},
+    ("too-large", "a.csv", b"id,text\n" + b"1,a\n" * 100, {"limits": ImportLimits(max_file_bytes=100)},
      ["408 bytes", "limit of 100 bytes"]),
     ("missing-id-column", "a.csv", b"ID,text\n1,a\n", {"id_column": "id"},
      ["id column 'id'", "did you mean 'ID'", "columns are: ID, text"]),
@@ -379,7 +380,7 @@ def test_many_duplicates_are_summarised() -> None:
 def test_size_limit_is_checked_before_parsing(tmp_path: Path) -> None:
     path = tmp_path / "big.xlsx"
     path.write_bytes(b"not a workbook at all" * 100)  # would fail to parse if it got that far
-    message = _error(path, max_bytes=1024)
+    message = _error(path, limits=ImportLimits(max_file_bytes=1024))
     assert "2.1 KB" in message and "limit of 1.0 KB" in message
 
 
@@ -446,3 +447,41 @@ def test_suggest_columns(columns: list[str], expected: dict[str, str | None]) ->
 def test_write_dataset_fixture(write_dataset: Any) -> None:
     path = write_dataset(ROWS, name="fixture.jsonl")
     assert read_dataset(path, id_column="id").n_rows == 3
+
+
+# ------------------------------------------------------------- XLSX: the same values as openpyxl
+
+
+@pytest.mark.parametrize("mac_epoch", [False, True], ids=["1900", "1904"])
+def test_xlsx_values_match_openpyxl(tmp_path: Path, mac_epoch: bool) -> None:
+    """The streaming reader gives what openpyxl's own reader gives (the reader it replaced)."""
+    import datetime as dt
+
+    import openpyxl
+    from openpyxl.utils.datetime import CALENDAR_MAC_1904
+
+    from storage.readers import plain
+
+    rows = [
+        ["id", "when", "day", "clock", "flag", "ratio", "big", "text"],
+        [1, dt.datetime(2024, 2, 29, 13, 45, 30), dt.date(1904, 1, 2), dt.time(6, 30),
+         True, 0.1, 2**62, "  spaced  "],
+        [-2, dt.datetime(1900, 3, 1), dt.date(2099, 12, 31), dt.time(0, 0, 1),
+         False, -1.5e-10, 10**15, "naïve\nnewline ✓"],
+        [3.25, None, None, None, None, None, None, ""],
+    ]
+    book = openpyxl.Workbook()
+    if mac_epoch:
+        book.epoch = CALENDAR_MAC_1904
+    for row in rows:
+        book.active.append(row)
+    path = tmp_path / "typed.xlsx"
+    book.save(path)
+
+    reference = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    expected = [[plain(v) for v in row] for row in reference.active.iter_rows(values_only=True)]
+    reference.close()
+    data = read_dataset(path)
+    assert data.columns == expected[0]
+    got = [[item.fields[c] for c in data.columns] for item in data.items]
+    assert got == expected[1:]

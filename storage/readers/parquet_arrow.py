@@ -1,0 +1,254 @@
+"""The Arrow half of reading a Parquet file: it imports nothing but pyarrow and the standard
+library, so that it can also run alone, as a script, in a child process.
+
+Why a child process: pyarrow's footer accessors (`FileMetaData.row_group(i)`,
+`RowGroupMetaData.column(i)`) call C++ that throws on a damaged footer, through bindings that
+cannot catch it, so the process aborts ("terminate called after throwing an instance of
+'parquet::ParquetException'"; found by fuzzing, pyarrow 26). In the app that process is the
+shared server. So `storage.readers.parquet` first runs `probe` here in a child process: it
+reads the footer and decodes every batch the import would decode, exactly as the import
+will, and reports what the footer says. Only a file that a child survived is read in the
+server process, and the server process never touches the footer accessors itself.
+
+    python parquet_arrow.py '{"max_decoded_bytes": ..., "max_cell_chars": ..., "limit": null}' < FILE
+
+prints one JSON object: {"footer": {...}, "grew": bytes}, with "error" too when Arrow raised
+an error (not a crash) after reading the footer, or {"error": "..."} when it could not read
+the footer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+# pandas stores a non-default index as "__index_level_N__" columns: not data.
+PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+# Rows per batch. A batch is measured before it is decoded, so its size is bounded by the
+# budget left, not by this; larger batches only make the per-batch cost negligible.
+BATCH_ROWS = 4096
+# The footer is bounded too: a 100 MB "string" in the metadata is not a dataset.
+FOOTER_LIMITS = {"thrift_string_size_limit": 16 * 1024**2, "thrift_container_size_limit": 1_000_000}
+
+
+def open_file(raw: bytes, read_dictionary: list[str] | None = None) -> Any:
+    """A `pyarrow.parquet.ParquetFile` over the bytes, with the footer limits."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(pa.BufferReader(raw), read_dictionary=read_dictionary, **FOOTER_LIMITS)
+
+
+def data_columns(parquet: Any) -> list[str]:
+    """Every top-level column but a pandas index."""
+    return [n for n in parquet.schema_arrow.names if not PANDAS_INDEX.fullmatch(n)]
+
+
+def footer(parquet: Any) -> dict[str, Any]:
+    """What the footer says: rows, and per column chunk (row group, column path, decompressed
+    bytes, values, whether it has a dictionary page). May abort the process on a damaged
+    footer: call it in a child process only (`probe`)."""
+    metadata = parquet.metadata
+    chunks = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for leaf in range(row_group.num_columns):
+            chunk = row_group.column(leaf)
+            chunks.append([group, chunk.path_in_schema, chunk.total_uncompressed_size,
+                           chunk.num_values, chunk.has_dictionary_page])
+    return {"num_rows": metadata.num_rows, "chunks": chunks}
+
+
+def longest_possible(max_cell_chars: int) -> int:
+    """The most bytes one value within the cell limit can take in a column chunk: 4 bytes a
+    character in UTF-8, stored at most 4 times (dictionary page, data page, a page's min and
+    max statistics), plus headers. A chunk holding more per value has a value past the limit."""
+    return 16 * max_cell_chars + 1024
+
+
+def oversized_chunk(facts: dict[str, Any], max_cell_chars: int) -> list[Any] | None:
+    """The first column chunk whose bytes prove a value longer than the cell limit, or None."""
+    most = longest_possible(max_cell_chars)
+    for chunk in facts["chunks"]:
+        if chunk[2] > max(chunk[3], 1) * most:
+            return chunk
+    return None
+
+
+def is_text(kind: Any) -> bool:
+    """A string or binary type (the ones that can be read as dictionaries)."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or pa.types.is_binary(kind) or pa.types.is_large_binary(kind))
+
+
+def dictionary_columns(parquet: Any, names: list[str], facts: dict[str, Any]) -> list[str]:
+    """The text columns stored dictionary-encoded somewhere in the file: read as dictionaries,
+    a dictionary of one large value referenced by every row stays one value until measured.
+    (Reading the other columns as dictionaries would only cost a copy: their decoded size is
+    bounded by the footer check.)"""
+    encoded = {path for _, path, _, _, has_dictionary in facts["chunks"] if has_dictionary}
+    wanted = set(names)
+    columns = [f.name for f in parquet.schema_arrow  # by field, not by name: names may repeat
+               if f.name in wanted and f.name in encoded and is_text(f.type)]
+    return list(dict.fromkeys(columns))
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A batch's decoded size in bytes (text and binary values counted once per row, other
+    columns by their Arrow buffers), and its first over-long value if any."""
+
+    size: int
+    long_row: int | None = None  # index in the batch
+    long_column: str | None = None
+    long_chars: int | None = None
+
+
+def measure(batch: Any, max_cell_chars: int) -> Measure:
+    """Measure a batch in Arrow, before any of it is decoded or becomes Python."""
+    import pyarrow.compute as pc
+
+    total = 0
+    for column, array in zip(batch.schema.names, batch.columns):
+        lengths = _byte_lengths(array)
+        if lengths is None:
+            total += array.nbytes
+            continue
+        # Characters <= bytes: a column whose longest value in bytes is within the limit needs
+        # no closer look; otherwise count characters to be exact.
+        longest = pc.max(lengths).as_py() or 0
+        if longest > max_cell_chars:
+            chars = _char_lengths(array) if _is_string(array) else lengths
+            index = pc.index(pc.greater(chars, max_cell_chars), True).as_py()
+            if index >= 0:
+                return Measure(total, index, column, pc.max(chars).as_py())
+        total += pc.sum(lengths).as_py() or 0
+    return Measure(total)
+
+
+def decode(batch: Any) -> Any:
+    """The batch with its dictionaries expanded (in Arrow: fast), ready for `to_pylist`."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in batch.columns],
+        names=batch.schema.names,
+    )
+
+
+def batches(parquet: Any, names: list[str]) -> Iterator[Any]:
+    """The file's batches, as read (dictionaries not yet expanded)."""
+    return parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False)
+
+
+def _is_string(array: Any) -> bool:
+    import pyarrow as pa
+
+    kind = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _char_lengths(array: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(array.type):
+        return pc.take(pc.utf8_length(array.dictionary), array.indices)
+    return pc.utf8_length(array)
+
+
+def _byte_lengths(array: Any) -> Any:
+    """Byte length of each value of a text column (a dictionary column's values looked up
+    through its indices), or None for other columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(array.type):
+        if not is_text(array.type.value_type):
+            return None
+        return pc.take(pc.binary_length(array.dictionary), array.indices)
+    if is_text(array.type):
+        return pc.binary_length(array)
+    return None
+
+
+# ------------------------------------------------------------------------------ the child
+
+
+def probe(raw: bytes, options: dict[str, Any]) -> dict[str, Any]:
+    """Do every Arrow step of the import (stopping where the import would), in this process.
+
+    Args:
+        options: max_decoded_bytes, max_cell_chars, max_rows, max_columns, and limit (the
+            rows wanted, or None for all).
+
+    Returns:
+        {"footer": what `footer` says} or {"error": the first line of what Arrow raised}.
+    """
+    import pyarrow as pa
+
+    try:
+        parquet = open_file(raw)
+        names = data_columns(parquet)
+        facts = footer(parquet)
+    except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
+        return {"error": _first_line(exc)}
+    try:
+        unpacked = sum(chunk[2] for chunk in facts["chunks"])
+        leaves = sum(chunk[3] for chunk in facts["chunks"])
+        if (facts["num_rows"] > options["max_rows"]
+                or max(unpacked, 8 * leaves) > options["max_decoded_bytes"]
+                or len(names) > options["max_columns"]
+                or oversized_chunk(facts, options["max_cell_chars"]) is not None):
+            return {"footer": facts}  # the import refuses it from the footer: nothing to try
+        wanted = options["limit"]
+        parquet = open_file(raw, dictionary_columns(parquet, names, facts) or None)
+        seen = decoded = 0
+        for batch in batches(parquet, names):
+            size = measure(batch, options["max_cell_chars"])
+            decoded += size.size
+            if size.long_row is not None or decoded > options["max_decoded_bytes"]:
+                break  # the import stops here too
+            decode(batch).to_pylist()  # what the import does next, to the last step
+            seen += batch.num_rows
+            if wanted is not None and seen >= wanted:
+                break
+    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
+        # Raised, not crashed: the import meets it at the same step and says what it means.
+        return {"footer": facts, "error": _first_line(exc)}
+    return {"footer": facts}
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:200]
+
+
+def _resident_peak() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def main() -> None:
+    options = json.loads(sys.argv[1])
+    raw = sys.stdin.buffer.read()
+    import pyarrow.compute  # noqa: F401 - loaded before measuring: not the file's cost
+    import pyarrow.parquet  # noqa: F401
+
+    start = _resident_peak()
+    result = probe(raw, options)
+    result["grew"] = max(0, _resident_peak() - start)
+    sys.stdout.write(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -19,7 +19,7 @@ import pytest
 from storage.db import open_db
 from storage.overrides import override_history
 from storage.review import review_table
-from tests.fixtures_app import BROWSER_TIMEOUT_MS, running_app
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, running_app, settled
 from tests.fixtures_hostile import CRITICS, IMAGE, ITEM_IDS, LABELS, NOTE, REVIEWER, URL_ITEM
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -43,12 +43,6 @@ def as_shown(text: str) -> re.Pattern[str]:
     """
     # "/" escaped too: Playwright writes the pattern into a selector between slashes.
     return re.compile("\\u2060?".join(re.escape(ch).replace("/", "\\/") for ch in text))
-
-
-def settled(page: Any) -> None:
-    """Wait until Streamlit's script run is over."""
-    _expect()(page.get_by_test_id("stApp")).to_have_attribute(
-        "data-test-script-state", "notRunning")
 
 
 class Watch:
@@ -131,10 +125,11 @@ def test_hostile_data_stays_text_on_every_page(app_page: Any, hostile_app: Any) 
         expect(main.get_by_text(as_shown(name), exact=True).first).to_be_visible()
     toggles = main.get_by_text("Raw request and reply", exact=True)
     for n in range(len(CRITICS)):
+        settled(app_page)  # act only once the script run is over (no stale element to click)
         toggles.nth(n).click()
         expect(main.get_by_text("Raw exchange of", exact=False)).to_have_count(n + 1)
     expect(main.get_by_text(as_shown(f"The item fits {LABELS[0]} best.")).first).to_be_visible()
-    no_links_from_data(app_page, url)
+    no_links_from_data(app_page, url)  # (waits for the script run to be over)
     # A decision with hostile label, note and reviewer: confirmed as text.
     main.get_by_test_id("stRadio").get_by_text(as_shown(LABELS[1])).click()
     main.get_by_label("Note (why)").fill(NOTE)
@@ -186,6 +181,7 @@ def test_search_and_filter_move_the_panel_and_the_tick_and_saves_walk_the_list(
         expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
         ticked = main.get_by_test_id("stDataFrame").locator("tr[aria-selected='true'] td")
         expect(ticked.first).to_have_text(item)
+        settled(app_page)  # the next action meets this run's elements, not the previous one's
 
     with running_app(path) as app:
         app_page.goto(f"{app['url']}/review?run={run_id}")
@@ -245,6 +241,7 @@ def test_the_review_table_fits_1400_px_with_four_critics_and_the_raw_reply_is_fo
         page_1400.wait_for_function("el => el.scrollWidth <= el.clientWidth",
                                     arg=scroller.element_handle())
 
+        settled(page_1400)
         main.get_by_text("Raw request and reply", exact=True).first.click()
         # The innermost block holding a text is its bordered container.
         exchange = main.get_by_test_id("stVerticalBlock").filter(
@@ -279,6 +276,8 @@ def test_a_loaded_hostile_panel_stays_text_on_the_panel_page(
     watch = Watch(app_page, url)
     app_page.goto(url + "/panel")
     main = app_page.get_by_test_id("stMain")
+    expect(main.get_by_label("Name", exact=True).first).to_have_value("my panel")
+    settled(app_page)
     main.get_by_role("button", name="Load a panel").click()
     app_page.get_by_test_id("stPopoverBody").get_by_test_id("stSelectbox").click()
     app_page.get_by_role("option", name=as_shown(f"{IMAGE} panel")).click()

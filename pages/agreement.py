@@ -4,14 +4,18 @@ import math
 
 import streamlit as st
 
+from judging.panel_files import load_panel
+from judging.voting import tie_rule_text
 from pages.ui import charts
 from pages.ui.agreement_data import run_report
+from pages.ui.review_view import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
 from pages.ui.text import plain
-from storage.consensus import tie_count
+from storage.review import tie_breaks
+from storage.runs import get_run
 
 ensure_app_shell()
 st.title("Agreement")
@@ -54,6 +58,17 @@ st.caption(
     f"verdicts count as missing values, never as a label. {reviewed:,} item"
     f"{'' if reviewed == 1 else 's'} reviewed by humans."
 )
+breaks = tie_breaks(db(), int(run["id"]))
+if breaks:  # a tie is the panel's rule speaking, not the critics: say so, and how it went
+    tied = sum(breaks.values())
+    panel = load_panel(get_run(db(), int(run["id"]))["panel_yaml"])
+    how = ", ".join(f"{label} for {n:,}" for label, n in breaks.items())
+    text_col, link_col = st.columns([3, 1], vertical_alignment="center")
+    text_col.caption(plain(
+        f"{tied:,} item{'' if tied == 1 else 's'} had a tied vote, decided by the panel's tie "
+        f"rule, not by a majority: {how}. {tie_rule_text(panel.voting, panel.scale) or ''}"))
+    link_col.page_link("pages/review.py", label="Review the tied items", icon=":material/balance:",
+                       query_params={RUN_PARAM: str(run["id"]), TIES_PARAM: "1"})
 
 left, right = st.columns(2)
 with left:
@@ -71,7 +86,8 @@ with right:
 
 st.subheader("Per critic")
 if notice:
-    st.caption("Agreement with gold and with humans below: " + notice.split(":", 1)[0] + ".")
+    st.caption("Agreement with gold and with humans below: " + plain(notice.split(":", 1)[0])
+               + ".")
 chart = charts.critic_agreement_bars(report)
 if chart is not None:
     st.altair_chart(chart, width="stretch")
@@ -82,10 +98,6 @@ if not table.empty:
         "Dawid-Skene accuracy": st.column_config.NumberColumn(format="%.3f"),
         "alpha without it": st.column_config.NumberColumn(format="%.3f"),
     })
-ties = tie_count(db(), int(run["id"]))
-if ties:
-    st.caption(f"{ties:,} item{'s' if ties != 1 else ''} had a tied vote that the panel's tie "
-               "rule decided (tick **tie** in the Review table to see them).")
 if not report.vs_humans:
     st.caption("Agreement with the humans appears once items are overridden on the Review page.")
 
@@ -104,7 +116,7 @@ with right:
 st.subheader("Between critics")
 chart = charts.kappa_heatmap(report)
 if chart is None:
-    st.caption(report.kappa_reason or "No pairwise kappa.")
+    st.caption(plain(report.kappa_reason or "No pairwise kappa."))
 else:
     chart_key = f"kappa.{run['id']}"
 

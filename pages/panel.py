@@ -13,6 +13,7 @@ from pages.ui.errors import user_errors
 from pages.ui.judge import judge_one
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
+from pages.ui.text import plain
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
@@ -119,7 +120,7 @@ elif draft["critics"]:
             messages = critic.build_messages(item.fields, scale)
         except PlaceholderError as error:
             # The panel may be right and this dataset the wrong one: a hint, not a failure.
-            st.warning(f"This prompt does not fit dataset #{dataset_id}: {error}")
+            st.warning(f"This prompt does not fit dataset #{dataset_id}: {plain(str(error))}")
         for message in messages:
             st.caption(message["role"])
             # Plain text in a code block: item text is never interpreted as markdown or HTML.
@@ -140,11 +141,11 @@ if panel is not None:
     st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
     tie_rule = tie_rule_text(panel.voting, panel.scale)
     if tie_rule:
-        st.info(tie_rule, icon=":material/balance:")
+        st.info(plain(tie_rule), icon=":material/balance:")
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
-        st.success(f"Saved {panel.name!r} as version {version}. Pick it on the Run page.")
+        st.success(f"Saved {plain(repr(panel.name))} as version {version}. Pick it on the Run page.")
     download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
                                  mime="application/x-yaml", icon=":material/download:")
 

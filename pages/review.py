@@ -64,7 +64,7 @@ if goto_key in st.session_state:  # a save moved on to an item of another page
     st.session_state[page_key] = st.session_state.pop(goto_key)
 st.session_state[page_key] = min(max(1, int(st.session_state.get(page_key) or 1)), pages)
 page = int(page_col.number_input("Page", 1, pages, key=page_key))
-count_col.caption(f"{total:,} items match · page {page} of {pages}")
+count_col.caption(f"{rv.count_of(total, 'item matches', 'items match')} · page {page} of {pages}")
 frame, _ = review_table(db(), run_id, limit=page_size, offset=(page - 1) * page_size,
                         **filters.kwargs)
 
@@ -75,38 +75,18 @@ if st.session_state.get(item_key) not in page_ids:
     st.session_state[item_key] = page_ids[0] if page_ids else None
 current = st.session_state[item_key]
 
-critic_cols = list(frame.attrs.get("critic_columns", {c: c for c in critics}).values())
-# The item's text comes second: at the far right it was cut off on a laptop screen.
-shown = ["item_id", "preview", "consensus", "tie", "final_label", *critic_cols, "agreement",
-         "item_alpha", "failed", "overridden"]
+shown, column_config = rv.table_columns(frame)
 # The table's key names the open item, so its tick is drawn on that row: a save that moves on,
 # or a filter, never leaves the old row ticked.
 selection = st.dataframe(
-    frame[[c for c in shown if c in frame.columns]],
+    frame[shown],
     hide_index=True,
     height=min(38 + 35 * len(frame), 420),
     on_select="rerun",
     selection_mode="single-row",
     selection_default={"selection": {"rows": [page_ids.index(current)] if current else []}},
     key=f"{k}table.{page}.{hash(signature)}.{current}",
-    column_config={
-        "item_id": st.column_config.TextColumn("item id", pinned=True),
-        "preview": st.column_config.TextColumn("item", width="medium"),
-        "tie": st.column_config.CheckboxColumn(
-            "tie", help="The critics' vote was tied: the panel's tie rule chose the consensus "
-            "(the item's note says how)"),
-        "final_label": st.column_config.TextColumn(
-            "final label", help="The latest override, else the consensus"),
-        "agreement": st.column_config.ProgressColumn(
-            "agreement", min_value=0.0, max_value=1.0, format="%.2f", width="small",
-            help="Share of the critics' votes that went to the consensus"),
-        "item_alpha": st.column_config.NumberColumn(
-            "per-item alpha", format="%.2f", width="small",
-            help="1 - D_o(item) / D_e(dataset): 1 is full agreement, below 0 worse than chance"),
-        "failed": st.column_config.NumberColumn(
-            "failed", width="small", help="Critics without a verdict"),
-        "overridden": st.column_config.CheckboxColumn("overridden", width="small"),
-    },
+    column_config=column_config,
 )
 st.caption("Tick a row to open that item below; saving a decision moves on to the next item "
            "of this list.")
@@ -133,7 +113,8 @@ if detail is None:
 # rerun that moves on to the next item).
 if flash_key in st.session_state:
     st.success(st.session_state.pop(flash_key), icon=":material/check:")
-st.subheader(f"Item {plain(item_id)}")
+# No anchor: its slug would be made of the item id (data) and add a link to the page.
+st.subheader(f"Item {plain(item_id)}", anchor=False)
 st.text(rv.consensus_line(detail))
 fields_col, form_col = st.columns([3, 2])
 with fields_col:
@@ -159,7 +140,8 @@ with form_col:
             final = detail.get("final_label")
             label = st.radio("Label", options, horizontal=True,
                              index=options.index(final) if final in options else 0,
-                             key=f"{k}label.{item_id}")
+                             format_func=plain,  # option labels are markdown: a scale's
+                             key=f"{k}label.{item_id}")  # labels are data
         note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=80)
         reviewer = st.text_input("Reviewer", key=reviewer_key)
         saved = st.form_submit_button("Save and go to the next item", type="primary")
@@ -169,8 +151,8 @@ with form_col:
             add_override(db(), run_id, item_id, label, note, reviewer)
             st.session_state["reviewer"] = reviewer.strip()
             if following is None:
-                st.session_state[flash_key] = (f"Saved {label} for {item_id}: that was the "
-                                               "last item of this list.")
+                st.session_state[flash_key] = (f"Saved {plain(label)} for {plain(item_id)}: "
+                                               "that was the last item of this list.")
             else:
                 # The saved item may have left the list (e.g. "Overridden: not yet"): find
                 # the next one where it sits now.
@@ -178,7 +160,7 @@ with form_col:
                 st.session_state[item_key] = following
                 if position is not None:
                     st.session_state[goto_key] = position // page_size + 1
-                st.session_state[flash_key] = f"Saved {label} for {item_id}."
+                st.session_state[flash_key] = f"Saved {plain(label)} for {plain(item_id)}."
             st.rerun()
 
 st.markdown("**Critics**")
@@ -190,7 +172,7 @@ if st.button("Re-judge this item with every critic", icon=":material/refresh:",
     with user_errors("The item was not re-judged"):
         job = registry().rejudge_item(str(db_path()), run_id, str(item_id),
                                       key_lookup=worker_key_lookup())
-        with st.spinner(f"Asking every critic about {item_id} again…"):
+        with st.spinner(f"Asking every critic about {plain(item_id)} again…"):
             job.wait(timeout=max(c.timeout_s for c in panel.critics) * 4)
         st.rerun()
 
@@ -202,17 +184,18 @@ if detail["overrides"]:
         hide_index=True,
     )
 
-with st.popover(f"Accept the consensus for all {total:,} filtered items",
+with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}",
                 icon=":material/done_all:"):
     st.write("Each item's consensus label is recorded as an override by the reviewer below. "
              "Items whose vote abstained are skipped.")
     bulk_reviewer = st.text_input("Reviewer", value=st.session_state.get("reviewer", ""),
                                   key=k + "bulk_reviewer")
-    sure = st.checkbox(f"Yes, accept the consensus for {total:,} items", key=k + "bulk_sure")
+    sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
+                       key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
         with user_errors("Nothing was accepted"):
             ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
             added = accept_consensus(db(), run_id, ids, bulk_reviewer)
             st.session_state["reviewer"] = bulk_reviewer.strip()
-            st.session_state[flash_key] = f"Accepted the consensus for {added:,} items."
+            st.session_state[flash_key] = f"Accepted the consensus for {rv.count_of(added, 'item')}."
             st.rerun()

@@ -84,6 +84,7 @@ def _filtered(
     overridden: bool | None,
     search: str | None,
     critic_pair: tuple[str, str] | None,
+    ties_only: bool,
     sort: str,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
@@ -97,6 +98,8 @@ def _filtered(
     params: dict[str, Any] = {"run": run_id, "ds": dataset_id}
     if disagreements_only:
         where.append("c.disagreement = 1")
+    if ties_only:
+        where.append("c.tie = 1")
     if consensus_label is not None:
         where.append("c.consensus = :consensus_label")
         params["consensus_label"] = str(consensus_label)
@@ -170,6 +173,7 @@ def review_table(
     overridden: bool | None = None,
     search: str | None = None,
     critic_pair: tuple[str, str] | None = None,
+    ties_only: bool = False,
     sort: str = "contested",
     limit: int | None = 50,
     offset: int = 0,
@@ -192,6 +196,7 @@ def review_table(
             critic's reasoning.
         critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
             two differ (the Agreement heatmap's cell).
+        ties_only: only items whose vote was tied (the panel's tie rule chose, or abstained).
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -212,7 +217,8 @@ def review_table(
     filter_sql, where_sql, params = _filtered(
         run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
-        overridden=overridden, search=search, critic_pair=critic_pair, sort=sort,
+        overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
+        sort=sort,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -272,7 +278,7 @@ def item_position(
     args: dict[str, Any] = {
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
-        "critic_pair": None, "sort": "contested",
+        "critic_pair": None, "ties_only": False, "sort": "contested",
     }
     unknown = set(filters) - set(args)
     if unknown:
@@ -441,4 +447,17 @@ def gold_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
             "SELECT item_id, gold FROM items WHERE dataset_id = ? AND gold IS NOT NULL",
             [dataset_id],
         )
+    }
+
+
+def tie_breaks(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
+    """How a run's tied votes were decided: consensus label -> items, most first.
+
+    A tie rule that abstains leaves no label: those items count under "(abstained)".
+    """
+    return {
+        str(label) if label is not None else "(abstained)": int(n)
+        for label, n in db.execute(
+            "SELECT consensus, count(*) FROM consensus WHERE run_id = ? AND tie"
+            " GROUP BY consensus ORDER BY count(*) DESC, consensus", [run_id])
     }

@@ -40,23 +40,87 @@ def verdict_headline(verdict: Verdict) -> str:
     return text
 
 
-def _raw_request(verdict: Verdict) -> Any:
-    request = verdict.raw_request
-    if isinstance(request, str):
+# A raw reply or request taller than this scrolls inside its code block.
+RAW_HEIGHT_PX = 360
+_RAW_SCROLL_LINES = 16
+
+
+def _parsed(raw: Any) -> Any:
+    """`raw` as JSON data when it is JSON text (or already data), else the text itself."""
+    if isinstance(raw, str):
         try:
-            return json.loads(request)
+            return json.loads(raw)
         except ValueError:
-            return request
-    return request
+            return raw
+    return raw
 
 
-def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = None) -> None:
+def _model_text(reply: Any) -> str | None:
+    """The text the model wrote (`choices[0].message.content`) in a chat-completions reply."""
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return content if isinstance(content, str) and content.strip() else None
+
+
+def _code_block(value: Any) -> None:
+    """JSON data pretty-printed, other text as is; a tall block scrolls at a fixed height.
+
+    `st.code` shows text, never markdown or HTML: a reply could hold markup meant to fool the
+    reviewer.
+    """
+    if isinstance(value, (dict, list)):
+        text, language = json.dumps(value, indent=2, ensure_ascii=False), "json"
+    else:
+        text, language = str(value), None
+    tall = text.count("\n") >= _RAW_SCROLL_LINES or len(text) > 80 * _RAW_SCROLL_LINES
+    st.code(text, language=language, wrap_lines=True,
+            height=RAW_HEIGHT_PX if tall else "content")
+
+
+def raw_exchange(verdict: Verdict) -> None:
+    """What was sent to the vendor and what came back, formatted: the model's text, the reply
+    as pretty JSON and the request, each in a scrollable code block.
+
+    Meant for a wide container (below the critics' cards, not inside one): a raw reply is a
+    long JSON document.
+    """
+    reply = _parsed(verdict.raw_response)
+    request = _parsed(verdict.raw_request)
+    tabs = st.tabs(["Reply as received", "Request (the API key is never stored)"])
+    with tabs[0]:
+        if reply is None or reply == "":
+            st.caption("Nothing came back.")
+        else:
+            said = _model_text(reply)
+            if said is not None:
+                answer = _parsed(said) if said.lstrip().startswith(("{", "[")) else said
+                st.caption("The model's answer (JSON, formatted)" if answer is not said
+                           else "The model's text")
+                _code_block(answer)
+                st.caption("The whole reply")
+            _code_block(reply)
+    with tabs[1]:
+        if request is None:
+            st.caption("No request was kept for this call.")
+        else:
+            _code_block(request)
+
+
+def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = None) -> bool:
     """Draw one verdict in a bordered container.
 
     Args:
         verdict: the verdict to show.
-        show_raw: show the raw request and reply at once (otherwise behind a toggle).
+        show_raw: show the raw request and reply in the card at once (for a card as wide as the
+            page). Otherwise the card has a "Raw request and reply" toggle and the caller draws
+            `raw_exchange` where there is room for it.
         key: a unique key for the toggle when several cards share a page.
+
+    Returns:
+        True when the reviewer asked for the raw exchange (the toggle is on) and it is not
+        drawn in the card.
     """
     with st.container(border=True):
         st.markdown(f"**{plain(verdict.critic)}**")
@@ -83,13 +147,7 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
             facts.append("from cache")
         if facts:
             st.caption(" · ".join(plain(f) for f in facts))
-        if show_raw or st.toggle("Raw request and reply", key=key or f"raw.{verdict.critic}"):
-            request = _raw_request(verdict)
-            if request is not None:
-                st.caption("Request (the API key is never stored)")
-                if isinstance(request, (dict, list)):
-                    st.json(request, expanded=False)
-                else:
-                    st.code(str(request), language=None, wrap_lines=True)
-            st.caption("Reply as received")
-            st.code(verdict.raw_response or "(nothing came back)", language=None, wrap_lines=True)
+        if show_raw:
+            raw_exchange(verdict)
+            return False
+        return bool(st.toggle("Raw request and reply", key=key or f"raw.{verdict.critic}"))

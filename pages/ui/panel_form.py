@@ -26,6 +26,7 @@ from judging.scales import Scale
 from judging.vendors import PRESETS
 from judging.voting import VotingConfig, strategy_help, strategy_names
 from pages.ui.model_form import field_widget, model_editor
+from pages.ui.text import plain
 
 DRAFT_KEY = "panel_draft"
 _uids = itertools.count(1)
@@ -180,7 +181,8 @@ def critic_title(draft: dict[str, Any], index: int) -> str:
     critic = draft["critics"][index]
     latest = {f: st.session_state.get(widget_key(draft, f"critics.{index}.{f}"), critic.get(f))
               for f in ("name", "vendor", "model")}
-    return f"{latest['name'] or '(no name)'} · {latest['vendor']} · {latest['model'] or '?'}"
+    # An expander's label is markdown: a critic's name from a file is shown as text.
+    return plain(f"{latest['name'] or '(no name)'} · {latest['vendor']} · {latest['model'] or '?'}")
 
 
 def critic_editor(draft: dict[str, Any], index: int) -> str | None:

@@ -14,7 +14,7 @@ import streamlit as st
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.verdicts import FailureKind, Verdict
-from pages.ui.cards import verdict_card
+from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
 from pages.ui.text import plain
 from storage.review import item_position, review_labels, review_table
@@ -31,6 +31,7 @@ SORT_LABELS = {
 }
 # Query parameters the Agreement page sets to open a set of items here.
 PAIR_PARAMS = ("critic_a", "critic_b")
+TIES_PARAM = "ties"  # "1": only the items whose vote was tied
 
 
 @dataclass
@@ -99,6 +100,17 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
     disagreements = row[0].toggle(
         "Disagreements only", value=filters.pair is None, key=k + "disagree"
     )
+    ties_key = k + "ties"
+    if ties_key not in st.session_state:  # a link from Agreement opens the tied items
+        st.session_state[ties_key] = params.get(TIES_PARAM) == "1"
+    ties = row[0].toggle("Tied votes only", key=ties_key,
+                         help="Items whose critics' vote was tied: the panel's tie rule chose "
+                         "the consensus (or abstained)")
+    # Mirrored in the URL, so a shared link opens the same list.
+    if ties and params.get(TIES_PARAM) != "1":
+        st.query_params[TIES_PARAM] = "1"
+    elif not ties and TIES_PARAM in params:
+        del st.query_params[TIES_PARAM]
     consensus = row[1].selectbox("Consensus", [ANY, *labels["consensus"]], key=k + "consensus")
     critic = row[2].selectbox("Critic", [ANY, *critics], key=k + "critic")
     critic_values = labels["critics"].get(critic, []) if critic != ANY else []
@@ -125,6 +137,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
     )
 
     kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
+    if ties:
+        kwargs["ties_only"] = True
     if consensus != ANY:
         kwargs["consensus_label"] = consensus
     if critic != ANY and critic_value != ANY:
@@ -143,6 +157,72 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
         kwargs["critic_pair"] = filters.pair  # filtered in SQL, like every other filter
     filters.kwargs = kwargs
     return filters
+
+
+def count_of(n: int, singular: str, plural: str | None = None) -> str:
+    """"1 item", "2 items", "1,200 items" ("1 item matches" / "3 items match" with `plural`)."""
+    if plural is None:
+        plural = singular + "s"
+    return f"{n:,} {singular if n == 1 else plural}"
+
+
+# Column widths in pixels. With four critics the whole table fits the main column of a
+# 1,400 px wide window (about 940 px beside the sidebar): at natural widths the per-item alpha,
+# failed and overridden columns were cut off at the right.
+_LONG_TEXT, _LONG_WIDTH = 14, 110
+
+
+def _fit(header: str, values: Any) -> int | None:
+    """The width of a column of labels: Streamlit's own fit to the text (None) while every text
+    is short, else a fixed width, so a long critic name or label does not push the figures out
+    of view (its cells clip; the item's panel shows it whole)."""
+    longest = max([len(header), *(len(str(v)) for v in values if v is not None)])
+    return None if longest <= _LONG_TEXT else _LONG_WIDTH
+
+
+def table_columns(frame: Any) -> tuple[list[str], dict[str, Any]]:
+    """The review table's columns in the order shown, and their Streamlit column config.
+
+    The item id (pinned) and the item's text come first (at the far right the text was cut off
+    on a laptop screen), then what sums up the row — consensus, tie flag, final label,
+    agreement, per-item alpha, failed, overridden — and last one column per critic: a panel of
+    any size, or critics with long names, scroll the critics' columns, never the figures out
+    of view.
+
+    Args:
+        frame: a page of `storage.review.review_table` (its `attrs["critic_columns"]` names
+            the critics' columns).
+    """
+    critic_cols = list(frame.attrs.get("critic_columns", {}).values())
+    shown = ["item_id", "preview", "consensus", "tie", "final_label", "agreement",
+             "item_alpha", "failed", "overridden", *critic_cols]
+    config: dict[str, Any] = {
+        "item_id": st.column_config.TextColumn(
+            "item id", pinned=True, width=_fit("item id", frame["item_id"])),
+        "preview": st.column_config.TextColumn("item", width=96),
+        "consensus": st.column_config.TextColumn(
+            "consensus", width=_fit("consensus", frame["consensus"])),
+        "tie": st.column_config.CheckboxColumn(
+            "tie", width=44, help="The critics' vote was tied: the panel's tie rule chose the "
+            "consensus (the item's note below the table says how)"),
+        "final_label": st.column_config.TextColumn(
+            "final label", width=_fit("final label", frame["final_label"]),
+            help="The latest override, else the consensus"),
+        "agreement": st.column_config.ProgressColumn(
+            "agreement", min_value=0.0, max_value=1.0, format="%.2f", width=76,
+            help="Share of the critics' votes that went to the consensus"),
+        "item_alpha": st.column_config.NumberColumn(
+            "alpha", format="%.2f", width=56,
+            help="Per-item alpha, 1 - D_o(item) / D_e(dataset): 1 is full agreement, below 0 "
+            "worse than chance"),
+        "failed": st.column_config.NumberColumn(
+            "failed", width=56, help="Critics without a verdict"),
+        "overridden": st.column_config.CheckboxColumn(
+            "overridden", width=80, help="A reviewer recorded a decision for this item"),
+    }
+    for column in critic_cols:
+        config[column] = st.column_config.TextColumn(column, width=_fit(column, frame[column]))
+    return [c for c in shown if c in frame.columns], config
 
 
 def verdict_from_row(row: dict[str, Any]) -> Verdict:
@@ -175,7 +255,7 @@ def item_fields(detail: dict[str, Any]) -> None:
     """The item's fields as plain text (never markdown or HTML), plus its gold label."""
     with st.container(border=True):
         for name, value in detail["fields"].items():
-            st.caption(str(name))
+            st.caption(plain(name))  # a column name is data
             st.text(value if isinstance(value, str) else str(value))
         if detail.get("gold") is not None:
             st.caption("gold label")
@@ -183,9 +263,13 @@ def item_fields(detail: dict[str, Any]) -> None:
 
 
 def consensus_line(detail: dict[str, Any]) -> str:
-    """"Consensus KEEP · agreement 0.50 · alpha 0.12 · 1 failed · final MERGE (override)"."""
+    """"consensus KEEP · agreement 0.50 · per-item alpha 0.12 · 1 failed · final MERGE (override)",
+    as plain text (show it with `st.text`), with a tie marked and the vote's note (how a tie was
+    broken, which critics were left out)."""
     c = detail.get("consensus") or {}
     parts = [f"consensus {c.get('consensus') if c.get('consensus') is not None else '(none)'}"]
+    if c.get("tie"):  # the tie rule chose, not a majority: the note below says how
+        parts[0] += " (tied vote: the panel's tie rule decided)"
     if c.get("agreement") is not None:
         parts.append(f"agreement {c['agreement']:.2f}")
     if c.get("item_alpha") is not None:
@@ -208,9 +292,17 @@ def critic_cards(detail: dict[str, Any], *, per_row: int = 4) -> None:
         return
     for start in range(0, len(verdicts), per_row):
         chunk = verdicts[start : start + per_row]
+        wanted = []
         for column, verdict in zip(st.columns(len(chunk)), chunk):
             with column:
-                verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}")
+                if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}"):
+                    wanted.append(verdict)
+        # A raw exchange is a long JSON document: drawn under the row of cards, at full width,
+        # not squeezed into a card.
+        for verdict in wanted:
+            with st.container(border=True):
+                st.markdown(f"**Raw exchange of {plain(verdict.critic)}**")
+                raw_exchange(verdict)
 
 
 def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:

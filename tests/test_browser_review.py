@@ -1,0 +1,282 @@
+"""Browser tests of Review and Agreement: data is text on every page (issue 9 part 6); a search
+and a filter move the item panel and the table's tick together, and saves walk the filtered
+list; the review table fits 1,400 px with four critics; a raw reply is formatted and scrolls
+(issue 14 items 1, 3, 4, 12).
+
+Every check waits for what it checks (Playwright's `expect`, or `wait_for_function` for a
+geometry), and absences are checked once Streamlit's script run is over.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from storage.db import open_db
+from storage.overrides import override_history
+from storage.review import review_table
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, running_app, settled
+from tests.fixtures_hostile import CRITICS, IMAGE, ITEM_IDS, LABELS, NOTE, REVIEWER, URL_ITEM
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+# What data could turn into besides a link: an image or a frame loading from the hostile host.
+FROM_DATA = "img[src*='evil'], iframe, [src*='evil']"
+
+
+def _expect() -> Any:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
+    return expect
+
+
+def as_shown(text: str) -> re.Pattern[str]:
+    """A pattern for `text` as the page shows it: exactly, give or take invisible joiners.
+
+    The joiner is written as the escape `\\u2060` (Python and JavaScript regexes both read
+    it): Playwright's selector parser refuses the raw character.
+    """
+    # "/" escaped too: Playwright writes the pattern into a selector between slashes.
+    return re.compile("\\u2060?".join(re.escape(ch).replace("/", "\\/") for ch in text))
+
+
+class Watch:
+    """What a page does that data must never make it do: dialogs, requests to other hosts,
+    console errors and warnings (Vega's included)."""
+
+    # Streamlit's frontend, loaded at a page's URL, first probes `/<page>/_stcore/health` and
+    # `host-config` (404) before the root (see tests/test_browser.py): the only errors allowed.
+    PROBE = re.compile(r"/[a-z_]+/_stcore/(health|host-config)$")
+
+    def __init__(self, page: Any, origin: str) -> None:
+        self.dialogs: list[str] = []
+        self.elsewhere: list[str] = []
+        self.console: list[str] = []
+        self.origin = origin
+        page.on("dialog", self._dialog)
+        page.on("request", self._request)
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _request(self, request: Any) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in ("data", "blob", "about"):
+            return
+        if f"{parts.scheme}://{parts.netloc}" != self.origin:
+            self.elsewhere.append(request.url)
+
+    def _console(self, message: Any) -> None:
+        if message.type not in ("error", "warning"):
+            return
+        where = urlsplit(message.location.get("url") or "").path
+        if "Failed to load resource" in message.text and self.PROBE.search(where):
+            return
+        self.console.append(f"{message.type}: {message.text}")
+
+
+def no_links_from_data(page: Any, origin: str, *, timeout_ms: float | None = None) -> None:
+    """No link made from data: every link on the page goes to the app itself, and none has a
+    path or an anchor made of the hostile strings (a heading's anchor is its text's slug).
+
+    The app's own links may carry data in their query string, percent-encoded (Agreement's
+    "Review where they differ" names two critics): that is a parameter, not a link from data.
+    """
+    expect = _expect()
+    settled(page)
+    expect(page.locator(FROM_DATA)).to_have_count(0, timeout=timeout_ms)
+    hrefs = page.locator("a[href]").evaluate_all("links => links.map(a => a.href)")
+    made_from_data = []
+    for href in hrefs:
+        parts = urlsplit(href)
+        if f"{parts.scheme}://{parts.netloc}" != origin or "evil" in parts.path + parts.fragment:
+            made_from_data.append(href)
+    assert made_from_data == []
+
+
+@pytest.fixture
+def hostile_app(hostile_db: tuple[pathlib.Path, int]) -> Any:
+    path, run_id = hostile_db
+    with running_app(path) as app:
+        yield {**app, "run": run_id}
+
+
+def test_hostile_data_stays_text_on_every_page(app_page: Any, hostile_app: Any) -> None:
+    expect = _expect()
+    url, run_id = hostile_app["url"], hostile_app["run"]
+    watch = Watch(app_page, url)
+    main = app_page.get_by_test_id("stMain")
+    frame, _ = review_table(open_db(hostile_app["db"]), run_id, sort="item", limit=None)
+    tied = str(frame.loc[frame["tie"], "item_id"].iloc[0])
+
+    # Review: a tied item (its note names hostile labels), every critic's card and raw reply.
+    app_page.goto(f"{url}/review?run={run_id}&item={quote(tied)}")
+    expect(main.get_by_role("heading", name=as_shown(f"Item {tied}"))).to_be_visible()
+    expect(main.get_by_text(as_shown("(tied vote: the panel's tie rule decided)"))).to_be_visible()
+    for name, _ in CRITICS:
+        expect(main.get_by_text(as_shown(name), exact=True).first).to_be_visible()
+    toggles = main.get_by_text("Raw request and reply", exact=True)
+    for n in range(len(CRITICS)):
+        settled(app_page)  # act only once the script run is over (no stale element to click)
+        toggles.nth(n).click()
+        expect(main.get_by_text("Raw exchange of", exact=False)).to_have_count(n + 1)
+    expect(main.get_by_text(as_shown(f"The item fits {LABELS[0]} best.")).first).to_be_visible()
+    no_links_from_data(app_page, url)  # (waits for the script run to be over)
+    # A decision with hostile label, note and reviewer: confirmed as text.
+    main.get_by_test_id("stRadio").get_by_text(as_shown(LABELS[1])).click()
+    main.get_by_label("Note (why)").fill(NOTE)
+    main.get_by_label("Reviewer").fill(REVIEWER)
+    main.get_by_role("button", name="Save and go to the next item").click()
+    expect(main.get_by_text(as_shown(f"Saved {LABELS[1]} for {tied}."))).to_be_visible()
+    no_links_from_data(app_page, url)
+    assert override_history(open_db(hostile_app["db"]), run_id, tied)[-1]["note"] == NOTE
+
+    # The link of issue 9 (an item that does not exist) and a hostile item id that does.
+    for item in (URL_ITEM, ITEM_IDS[0]):
+        app_page.goto(f"{url}/review?run={run_id}&item={quote(item)}")
+        expect(main.get_by_text("items match")).to_be_visible()
+        no_links_from_data(app_page, url)
+
+    # Agreement (charts, tie counts, the heatmap's critic menus), then every other page.
+    app_page.goto(f"{url}/agreement?run={run_id}")
+    expect(main.get_by_text(re.compile("had a tied vote"))).to_be_visible()
+    expect(main.get_by_test_id("stVegaLiteChart").first).to_be_visible()
+    no_links_from_data(app_page, url)
+    for path, heading in (("/", "Jurybox"), (f"/export?run={run_id}", "Export"),
+                          ("/datasets", "Datasets"), ("/panel", "Panel"),
+                          (f"/run?run={run_id}", "Run")):
+        app_page.goto(url + path)
+        expect(app_page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+        no_links_from_data(app_page, url)
+
+    assert (watch.dialogs, watch.elsewhere, watch.console) == ([], [], [])
+
+
+def test_search_and_filter_move_the_panel_and_the_tick_and_saves_walk_the_list(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    expect = _expect()
+    path, run_id = demo_db
+    db = open_db(path)
+    first = str(review_table(db, run_id, disagreements_only=True, limit=1)[0]["item_id"][0])
+    searched, _ = review_table(db, run_id, disagreements_only=True, search="with", limit=None)
+    wanted, total = review_table(db, run_id, disagreements_only=True, search="with",
+                                 consensus_label="SPLIT", limit=None)
+    split_only, _ = review_table(db, run_id, disagreements_only=True, consensus_label="SPLIT",
+                                 limit=None)
+    walk = [str(i) for i in wanted["item_id"]]
+    assert first not in set(searched["item_id"]) and len(walk) >= 4
+    assert walk[:4] != [str(i) for i in split_only["item_id"][:4]], "the search must matter"
+
+    def open_item_is(item: str) -> None:
+        # The item panel and the table's ticked row show the same item.
+        expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
+        ticked = main.get_by_test_id("stDataFrame").locator("tr[aria-selected='true'] td")
+        expect(ticked.first).to_have_text(item)
+        settled(app_page)  # the next action meets this run's elements, not the previous one's
+
+    with running_app(path) as app:
+        app_page.goto(f"{app['url']}/review?run={run_id}")
+        main = app_page.get_by_test_id("stMain")
+        open_item_is(first)
+        main.get_by_label("Search items and reasons").fill("with")
+        main.get_by_label("Search items and reasons").press("Enter")
+        open_item_is(str(searched["item_id"].iloc[0]))  # no longer the item that did not match
+        main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
+        app_page.get_by_role("option", name="SPLIT", exact=True).click()
+        expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
+        open_item_is(walk[0])
+        reviewer = main.get_by_label("Reviewer")
+        for n, item in enumerate(walk[:3]):
+            open_item_is(item)
+            main.get_by_test_id("stRadio").get_by_text("KEEP", exact=True).click()
+            main.get_by_label("Note (why)").fill(f"walk {n}")
+            if n == 0:
+                reviewer.fill("dana")
+            expect(reviewer).to_have_value("dana")
+            main.get_by_role("button", name="Save and go to the next item").click()
+            expect(main.get_by_text(f"Saved KEEP for {item}.")).to_be_visible()
+        open_item_is(walk[3])
+    for n, item in enumerate(walk[:3]):
+        (saved,) = override_history(open_db(path), run_id, item)
+        assert (saved["label"], saved["note"], saved["reviewer"]) == ("KEEP", f"walk {n}", "dana")
+
+
+@pytest.fixture
+def page_1400(chromium_browser: Any) -> Any:
+    """A page of a 1,400 x 1,000 px window (a laptop), the width of issue 14's report."""
+    _expect()
+    context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def test_the_review_table_fits_1400_px_with_four_critics_and_the_raw_reply_is_formatted(
+    page_1400: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    expect = _expect()
+    path, run_id = demo_db
+    with running_app(path) as app:
+        page_1400.goto(f"{app['url']}/review?run={run_id}")
+        main = page_1400.get_by_test_id("stMain")
+        table = main.get_by_test_id("stDataFrame")
+        for column in ("alpha", "failed", "overridden", "careful", "flaky"):
+            # (The grid draws on a canvas; its table for screen readers names the columns.)
+            expect(table.get_by_role("columnheader", name=column, exact=True,
+                                     include_hidden=True)).to_have_count(1)
+        # Nothing to scroll sideways: every column, the figures included, is in view.
+        scroller = table.locator(".dvn-scroller").first
+        scroller.wait_for()
+        page_1400.wait_for_function("el => el.scrollWidth <= el.clientWidth",
+                                    arg=scroller.element_handle())
+
+        settled(page_1400)
+        main.get_by_text("Raw request and reply", exact=True).first.click()
+        # The innermost block holding a text is its bordered container.
+        exchange = main.get_by_test_id("stVerticalBlock").filter(
+            has=page_1400.get_by_text("Raw exchange of careful")).last
+        expect(exchange).to_be_visible()
+        reply = exchange.get_by_test_id("stCode").filter(has_text='"choices"')
+        # Pretty JSON, one key per line (not one long line) ...
+        expect(reply).to_contain_text(re.compile(r'\{\s*\n\s+"id": "chatcmpl'))
+        # ... as wide as the page, not a card's width, and scrolling at a fixed height.
+        card = main.get_by_test_id("stVerticalBlock").filter(
+            has=page_1400.get_by_text(re.compile(r"^simulated / sim-careful"))).last
+        page_1400.wait_for_function(
+            "([code, card]) => code.getBoundingClientRect().width"
+            " > 3 * card.getBoundingClientRect().width",
+            arg=[reply.element_handle(), card.element_handle()])
+        page_1400.wait_for_function(
+            "code => { const pre = code.querySelector('pre');"
+            " return pre && pre.scrollHeight > pre.clientHeight + 20 }",
+            arg=reply.element_handle())
+
+
+def test_a_loaded_hostile_panel_stays_text_on_the_panel_page(
+    app_page: Any, hostile_app: Any,
+) -> None:
+    expect = _expect()
+    url = hostile_app["url"]
+    watch = Watch(app_page, url)
+    app_page.goto(url + "/panel")
+    main = app_page.get_by_test_id("stMain")
+    expect(main.get_by_label("Name", exact=True).first).to_have_value("my panel")
+    settled(app_page)
+    main.get_by_role("button", name="Load a panel").click()
+    app_page.get_by_test_id("stPopoverBody").get_by_test_id("stSelectbox").click()
+    app_page.get_by_role("option", name=as_shown(f"{IMAGE} panel")).click()
+    app_page.get_by_role("button", name="Load into the editor").click()
+    expect(main.get_by_label("Name", exact=True).first).to_have_value(f"{IMAGE} panel")
+    no_links_from_data(app_page, url, timeout_ms=2_000)  # expected to fail: fail fast
+    assert (watch.dialogs, watch.elsewhere) == ([], [])

@@ -476,6 +476,8 @@ CASES: list[Case] = [
          text(json.dumps({f"k{i}": i for i in range(300)}) + "\n"
               + json.dumps({f"j{i}": i for i in range(300)}) + "\n"),
          Refuse(("keys.jsonl has 501 columns", "by line 2", "limit of 500"))),
+    Case("jsonl-empty-objects", "hollow.jsonl", jsonl("{}", "{}"),
+         Refuse(("hollow.jsonl has rows but no columns", "check that you chose"))),
     Case("jsonl-utf16-bom", "wide.jsonl", text('{"id": 1, "text": "ü"}\n', "utf-16"),
          Accept(["id", "text"], [{"id": 1, "text": "ü"}])),
     # ---- JSON (one array)
@@ -528,6 +530,12 @@ CASES: list[Case] = [
     Case("xlsx-bom-and-declaration", "bom.xlsx",
          lambda: xlsx_bytes(b"", extra={"xl/worksheets/sheet1.xml": b'\xef\xbb\xbf<?xml version="1.0"'
                                         b' encoding="UTF-8"?>\r\n' + MAIN + b"<sheetData>"
+                                        + sheet_rows(HEADER, [num("A2", "5")])
+                                        + b"</sheetData></worksheet>"}),
+         Accept(["id", "text"], [{"id": 5, "text": None}])),
+    Case("xlsx-made-up-encoding", "wtf.xlsx",
+         lambda: xlsx_bytes(b"", extra={"xl/worksheets/sheet1.xml": b'<?xml version="1.0" encoding='
+                                        b'"WTF-8"?>' + MAIN + b"<sheetData>"
                                         + sheet_rows(HEADER, [num("A2", "5")])
                                         + b"</sheetData></worksheet>"}),
          Accept(["id", "text"], [{"id": 5, "text": None}])),
@@ -661,6 +669,9 @@ CASES: list[Case] = [
 # ---------------------------------------------------------------------------------- running
 
 
+_POOLS: list[Any] = []
+
+
 @contextmanager
 def _arrow_peak() -> Iterator[Callable[[], int]]:
     """Arrow's allocations (invisible to tracemalloc), through a pool of their own."""
@@ -671,11 +682,12 @@ def _arrow_peak() -> Iterator[Callable[[], int]]:
         return
     original = pa.default_memory_pool()
     pool = pa.proxy_memory_pool(original)
+    _POOLS.append(pool)  # never freed: a buffer Arrow keeps (a cache) may still point to it
     pa.set_memory_pool(pool)
     try:
         yield pool.max_memory
     finally:
-        pa.set_memory_pool(original)  # before `pool` goes: nothing allocated in it outlives it
+        pa.set_memory_pool(original)
 
 
 def run_case(case: Case, db: Any = None, *, measure: bool | None = None) -> Outcome:

@@ -46,6 +46,26 @@ def test_hostile_file(case: Case, db: sqlite_utils.Database) -> None:
         assert outcome.peak < MEMORY_BOUND
 
 
+def test_a_parquet_file_too_big_for_the_childs_memory_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page that needs more memory than the child may use (a 256 MB value needs about
+    1.5 GB against 1.1 GB) is refused before the server reads it: shown with a small cap."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from storage.readers import parquet as reader
+
+    monkeypatch.setattr(reader, "_child_memory", lambda max_decoded_bytes: 8 * 1024**2)
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"text": ["x" * 10 * 1024**2] + ["s"] * 100}), buffer)
+    with pytest.raises(DataError) as info:
+        read_dataset(buffer.getvalue(), filename="big.parquet")
+    message = str(info.value)
+    assert message.startswith("big.parquet needs more than 8.0 MB of memory to read even one row")
+    assert "refused before the server read it" in message and "Shorten" in message
+
+
 def test_a_failure_while_saving_leaves_no_partial_dataset(db: sqlite_utils.Database) -> None:
     parsed = make_parsed(3000)
     # Item 2500 cannot be written (SQLite text cannot hold a lone surrogate, which is why the

@@ -150,6 +150,11 @@ def read_dataset(
     raw, name = _load(source, filename, limits.max_file_bytes)
     fmt = _format_of(name)
     table = read_table(raw, fmt, name, Budget(limits, name), limit=None)
+    if not table.columns:
+        raise DataError(
+            f"{name} has rows but no columns (every object is empty): there is nothing to "
+            "judge. Check that you chose the right file."
+        )
     if not table.records:
         cols = ", ".join(table.columns)
         raise DataError(

@@ -3,13 +3,11 @@ Python values.
 
 A Parquet file says in its footer how many rows it has and how large its column chunks are
 once decompressed, so a row bomb (3 million rows in 3.8 MB) or a chunk bomb is refused from
-the footer alone. What the footer cannot say, the batches measure: dictionary-encoded text
-columns are read as dictionaries (one large value referenced by every row stays one value),
-and every batch's decoded size and longest value are computed in Arrow before any Python
-string exists.
-
-The footer is read, and every batch first decoded, in a child process (see
-`storage.readers.parquet_arrow`): a damaged footer can abort the process that reads it.
+the footer alone. What the footer cannot say, decoding finds out: a child process with capped
+memory decodes every batch once and measures it (see `storage.readers.parquet_arrow`, which
+also explains why the footer is only ever read there), so a file that decodes past the limit
+is refused before the server holds any of it, and the server reads in batches the child
+proved small. Each batch is measured again before it becomes Python values.
 """
 
 from __future__ import annotations
@@ -39,6 +37,14 @@ from storage.readers.table import (
 _PROBE_SECONDS = 600
 
 
+def _child_memory(max_decoded_bytes: int) -> int:
+    """What the child may allocate beyond the file. Arrow reads a page whole and takes about
+    four times its size to decode it, and writers put large values in large pages (pyarrow
+    checks its 1 MB page size only every 1,024 values): a file of 1,000 values of 100 KB has
+    100 MB pages. A page is at most the decompressed file, itself at most the decoded limit."""
+    return 128 * 1024**2 + 4 * max_decoded_bytes
+
+
 def _refuse(name: str, detail: str) -> DataError:
     return DataError(
         f"{name} could not be read as a Parquet file ({detail}). Check that it is a complete "
@@ -51,7 +57,8 @@ def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Ta
     # pyarrow takes a second to import: only Parquet files pay for it.
     import pyarrow as pa
 
-    facts = _probe(raw, name, budget, limit)
+    probed = _probe(raw, name, budget, limit)
+    facts = probed["footer"]
     try:
         parquet = arrow.open_file(raw)
         schema = parquet.schema_arrow
@@ -65,11 +72,26 @@ def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Ta
         check_named(column, name, "in the schema")
     check_unique(names, name, "in the Parquet schema")
     _check_footer(facts, schema, names, name, budget)
+    if probed.get("memory"):
+        raise DataError(
+            f"{name} needs more than {human_size(_child_memory(budget.limits.max_decoded_bytes))} "
+            "of memory to read even one row (a value far longer than the limit for one value, "
+            "or very large pages), so it was refused before the server read it. Shorten the "
+            "long values, or write the file again with smaller pages."
+        )
+    if probed.get("long"):
+        row, column, chars = probed["long"]
+        raise budget.long_cell_error(f"row {row + 1:,}", column, chars)
+    if probed.get("over"):
+        raise DataError(
+            f"{name} decodes to more than {human_size(budget.limits.max_decoded_bytes)} (the "
+            "limit for one import), found out before the server read it. Split it into smaller "
+            f"files, or ask the operator to raise {variable_for('max_decoded_bytes')}."
+        )
 
     records: list[Record] = []
     try:
-        parquet = arrow.open_file(raw, arrow.dictionary_columns(parquet, names, facts) or None)
-        for batch in arrow.batches(parquet, names):
+        for batch in arrow.batches(parquet, names, probed["rows"]):
             _check_batch(batch, len(records), name, budget)
             try:
                 rows = arrow.decode(batch).to_pylist()
@@ -91,11 +113,12 @@ def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Ta
 
 
 def _probe(raw: bytes, name: str, budget: Budget, limit: int | None) -> dict[str, Any]:
-    """Read the footer and decode the file once in a child process; return the footer."""
+    """Read the footer and decode the file once in a child process; return what it found
+    (see `parquet_arrow.probe`)."""
     limits = budget.limits
     options = {"max_decoded_bytes": limits.max_decoded_bytes, "max_rows": limits.max_rows,
                "max_columns": limits.max_columns, "max_cell_chars": limits.max_cell_chars,
-               "limit": limit}
+               "limit": limit, "memory": _child_memory(limits.max_decoded_bytes)}
     try:
         child = subprocess.run(
             [sys.executable, str(Path(arrow.__file__)), json.dumps(options)],
@@ -121,7 +144,7 @@ def _probe(raw: bytes, name: str, budget: Budget, limit: int | None) -> dict[str
                 "the nested columns and write the file again."
             )
         raise _refuse(name, result["error"])
-    return result["footer"]
+    return result
 
 
 def _depth(kind: Any) -> int:

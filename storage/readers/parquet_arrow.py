@@ -5,21 +5,25 @@ Why a child process: pyarrow's footer accessors (`FileMetaData.row_group(i)`,
 `RowGroupMetaData.column(i)`) call C++ that throws on a damaged footer, through bindings that
 cannot catch it, so the process aborts ("terminate called after throwing an instance of
 'parquet::ParquetException'"; found by fuzzing, pyarrow 26). In the app that process is the
-shared server. So `storage.readers.parquet` first runs `probe` here in a child process: it
-reads the footer and decodes every batch the import would decode, exactly as the import
-will, and reports what the footer says. Only a file that a child survived is read in the
-server process, and the server process never touches the footer accessors itself.
+shared server. And what a file decodes to is only known by decoding it: one dictionary value
+of 900 KB referenced by 200,000 rows is 180 GB, and reading one row of a page holding a 100 MB
+value makes Arrow allocate about 600 MB. So `storage.readers.parquet` first runs `probe` here
+in a child process whose memory is capped: it reads the footer, finds a batch size whose
+batches fit in that memory (quartering it until they do), and decodes every batch once in
+Arrow, measuring each, exactly as the import will. A file past a limit (too large decoded, a
+value too long) is refused from what the child found, before the server reads any of it;
+otherwise the server reads a file a child survived, in batches the child proved to fit, and
+never touches the footer accessors itself.
 
-    python parquet_arrow.py '{"max_decoded_bytes": ..., "max_cell_chars": ..., "limit": null}' < FILE
+    python parquet_arrow.py '{"max_decoded_bytes": ..., "max_cell_chars": ..., ...}' < FILE
 
-prints one JSON object: {"footer": {...}, "grew": bytes}, with "error" too when Arrow raised
-an error (not a crash) after reading the footer, or {"error": "..."} when it could not read
-the footer.
+prints one JSON object, see `probe` (and "grew": how far the child's resident memory rose).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -28,19 +32,20 @@ from typing import Any
 
 # pandas stores a non-default index as "__index_level_N__" columns: not data.
 PANDAS_INDEX = re.compile(r"__index_level_\d+__")
-# Rows per batch. A batch is measured before it is decoded, so its size is bounded by the
-# budget left, not by this; larger batches only make the per-batch cost negligible.
+# Rows per batch to start with: about 8 MB of decompressed data (from the footer's average),
+# at most 4,096 rows. The child halves it while a batch does not fit in its memory.
+BATCH_BYTES = 8 * 1024**2
 BATCH_ROWS = 4096
 # The footer is bounded too: a 100 MB "string" in the metadata is not a dataset.
 FOOTER_LIMITS = {"thrift_string_size_limit": 16 * 1024**2, "thrift_container_size_limit": 1_000_000}
 
 
-def open_file(raw: bytes, read_dictionary: list[str] | None = None) -> Any:
+def open_file(raw: bytes) -> Any:
     """A `pyarrow.parquet.ParquetFile` over the bytes, with the footer limits."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(pa.BufferReader(raw), read_dictionary=read_dictionary, **FOOTER_LIMITS)
+    return pq.ParquetFile(pa.BufferReader(raw), **FOOTER_LIMITS)
 
 
 def data_columns(parquet: Any) -> list[str]:
@@ -87,18 +92,6 @@ def is_text(kind: Any) -> bool:
                 or pa.types.is_binary(kind) or pa.types.is_large_binary(kind))
 
 
-def dictionary_columns(parquet: Any, names: list[str], facts: dict[str, Any]) -> list[str]:
-    """The text columns stored dictionary-encoded somewhere in the file: read as dictionaries,
-    a dictionary of one large value referenced by every row stays one value until measured.
-    (Reading the other columns as dictionaries would only cost a copy: their decoded size is
-    bounded by the footer check.)"""
-    encoded = {path for _, path, _, _, has_dictionary in facts["chunks"] if has_dictionary}
-    wanted = set(names)
-    columns = [f.name for f in parquet.schema_arrow  # by field, not by name: names may repeat
-               if f.name in wanted and f.name in encoded and is_text(f.type)]
-    return list(dict.fromkeys(columns))
-
-
 @dataclass(frozen=True)
 class Measure:
     """A batch's decoded size in bytes (text and binary values counted once per row, other
@@ -111,7 +104,7 @@ class Measure:
 
 
 def measure(batch: Any, max_cell_chars: int) -> Measure:
-    """Measure a batch in Arrow, before any of it is decoded or becomes Python."""
+    """Measure a batch in Arrow, before its dictionaries are expanded or it becomes Python."""
     import pyarrow.compute as pc
 
     total = 0
@@ -142,9 +135,17 @@ def decode(batch: Any) -> Any:
     )
 
 
-def batches(parquet: Any, names: list[str]) -> Iterator[Any]:
-    """The file's batches, as read (dictionaries not yet expanded)."""
-    return parquet.iter_batches(batch_size=BATCH_ROWS, columns=names, use_threads=False)
+def batch_rows(facts: dict[str, Any]) -> int:
+    """Rows per batch for this file (see `BATCH_BYTES`)."""
+    unpacked = sum(chunk[2] for chunk in facts["chunks"])
+    per_row = unpacked / max(facts["num_rows"], 1)
+    return max(1, min(BATCH_ROWS, int(BATCH_BYTES / max(per_row, 1))))
+
+
+def batches(parquet: Any, names: list[str], rows: int) -> Iterator[Any]:
+    """The file's batches of `rows` rows, as read (a column the file's Arrow schema declares
+    as dictionary-encoded, such as a pandas categorical, arrives as a dictionary)."""
+    return parquet.iter_batches(batch_size=rows, columns=names, use_threads=False)
 
 
 def _is_string(array: Any) -> bool:
@@ -186,10 +187,15 @@ def probe(raw: bytes, options: dict[str, Any]) -> dict[str, Any]:
 
     Args:
         options: max_decoded_bytes, max_cell_chars, max_rows, max_columns, and limit (the
-            rows wanted, or None for all).
+            rows wanted, or None for all); `main` also reads memory (see there).
 
     Returns:
-        {"footer": what `footer` says} or {"error": the first line of what Arrow raised}.
+        {"error": what Arrow raised} when the footer cannot be read; else {"footer": what
+        `footer` says, "rows": the batch size to read with, "decoded": the bytes measured,
+        "over": True if that passed max_decoded_bytes, "long": [row, column, characters] of
+        the first value past max_cell_chars}, with "error" too if Arrow raised an
+        error after the footer (the import meets it at the same step and says what it
+        means), and "memory": True if even one row at a time did not fit in the memory.
     """
     import pyarrow as pa
 
@@ -199,30 +205,43 @@ def probe(raw: bytes, options: dict[str, Any]) -> dict[str, Any]:
         facts = footer(parquet)
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
         return {"error": _first_line(exc)}
-    try:
-        unpacked = sum(chunk[2] for chunk in facts["chunks"])
-        leaves = sum(chunk[3] for chunk in facts["chunks"])
-        if (facts["num_rows"] > options["max_rows"]
-                or max(unpacked, 8 * leaves) > options["max_decoded_bytes"]
-                or len(names) > options["max_columns"]
-                or oversized_chunk(facts, options["max_cell_chars"]) is not None):
-            return {"footer": facts}  # the import refuses it from the footer: nothing to try
-        wanted = options["limit"]
-        parquet = open_file(raw, dictionary_columns(parquet, names, facts) or None)
-        seen = decoded = 0
-        for batch in batches(parquet, names):
-            size = measure(batch, options["max_cell_chars"])
-            decoded += size.size
-            if size.long_row is not None or decoded > options["max_decoded_bytes"]:
-                break  # the import stops here too
-            decode(batch).to_pylist()  # what the import does next, to the last step
-            seen += batch.num_rows
-            if wanted is not None and seen >= wanted:
-                break
-    except (pa.ArrowException, OSError, ValueError, OverflowError, MemoryError) as exc:
-        # Raised, not crashed: the import meets it at the same step and says what it means.
-        return {"footer": facts, "error": _first_line(exc)}
-    return {"footer": facts}
+    result: dict[str, Any] = {"footer": facts, "rows": batch_rows(facts)}
+    unpacked = sum(chunk[2] for chunk in facts["chunks"])
+    leaves = sum(chunk[3] for chunk in facts["chunks"])
+    if (facts["num_rows"] > options["max_rows"]
+            or max(unpacked, 8 * leaves) > options["max_decoded_bytes"]
+            or len(names) > options["max_columns"]
+            or oversized_chunk(facts, options["max_cell_chars"]) is not None):
+        return result  # the import refuses it from the footer: nothing to try
+    while True:
+        try:
+            result.update(_decode_all(raw, names, result["rows"], options))
+            return result
+        except MemoryError as exc:  # ArrowMemoryError too: past the memory this child may use
+            if result["rows"] == 1:
+                return {**result, "error": _first_line(exc), "memory": True}
+            result["rows"] = max(1, result["rows"] // 4)
+        except (pa.ArrowException, OSError, ValueError, OverflowError) as exc:
+            return {**result, "error": _first_line(exc)}
+
+
+def _decode_all(raw: bytes, names: list[str], rows: int, options: dict[str, Any]) -> dict[str, Any]:
+    """Read and measure every batch as the import will (stopping where it would)."""
+    wanted = options["limit"]
+    seen = decoded = 0
+    for batch in batches(open_file(raw), names, rows):
+        size = measure(batch, options["max_cell_chars"])
+        decoded += size.size
+        if size.long_row is not None:  # the import refuses this value without reading it
+            return {"decoded": decoded, "over": False,
+                    "long": [seen + size.long_row, size.long_column, size.long_chars]}
+        if decoded > options["max_decoded_bytes"]:
+            return {"decoded": decoded, "over": True}
+        decode(batch)
+        seen += batch.num_rows
+        if wanted is not None and seen >= wanted:
+            break
+    return {"decoded": decoded, "over": False}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -230,23 +249,45 @@ def _first_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:200]
 
 
-def _resident_peak() -> int:
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+def _status(key: str) -> int:
+    """A /proc/self/status figure in bytes (0 where there is no /proc)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
 
 
+def _cap_memory(allowed: int) -> None:
+    """Let this process allocate at most `allowed` more bytes of data, so that a file whose
+    pages need more (one huge value hidden among small ones: Arrow takes about six times the
+    value to read its page) fails here with a MemoryError instead of taking the machine's
+    memory. Arrow uses the system allocator here (see `main`), which the limit applies to."""
+    try:
+        import resource
+
+        used = _status("VmData")
+        if used:
+            resource.setrlimit(resource.RLIMIT_DATA, (used + allowed, used + allowed))
+    except (ImportError, ValueError, OSError):  # not Linux: run without the cap
+        pass
+
+
 def main() -> None:
+    # Before pyarrow loads: its own allocator reserves memory the data limit would count.
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     options = json.loads(sys.argv[1])
     raw = sys.stdin.buffer.read()
     import pyarrow.compute  # noqa: F401 - loaded before measuring: not the file's cost
     import pyarrow.parquet  # noqa: F401
 
-    start = _resident_peak()
+    start = _status("VmHWM")
+    _cap_memory(options["memory"])
     result = probe(raw, options)
-    result["grew"] = max(0, _resident_peak() - start)
+    result["grew"] = max(0, _status("VmHWM") - start)
     sys.stdout.write(json.dumps(result))
 
 

@@ -190,7 +190,10 @@ class _Book:
                 f"{human_size(budget.limits.max_decoded_bytes)} allows. Split the workbook, or "
                 "export the sheet as CSV."
             )
-        parser = expat.ParserCreate(namespace_separator="}")
+        # UTF-8 whatever the XML declaration says (a UTF-16 part still reads by its
+        # byte-order mark): expat would otherwise look the declared name up among Python's
+        # codecs, where "rot13" or "zlib" are not text encodings and "WTF-8" is none at all.
+        parser = expat.ParserCreate("utf-8", namespace_separator="}")
         parser.StartDoctypeDeclHandler = self._no_doctype
         parser.StartElementHandler = handler.start
         parser.EndElementHandler = handler.end

@@ -128,6 +128,58 @@ class Ledger:
 LEDGER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Ledger))
 
 
+class LedgerTotals:
+    """The run-wide figures of a progress snapshot, read from its `ledger` (never counted apart).
+
+    Mixed into `judging.runner.RunProgress` and `judging.runs.job.JobProgress`, which both
+    carry a `ledger: Ledger` field.
+    """
+
+    __slots__ = ()
+    ledger: Ledger
+
+    @property
+    def done(self) -> int:
+        """Calls finished (successes and failures, cached and cancelled included)."""
+        return self.ledger.calls
+
+    @property
+    def failed(self) -> int:
+        """Calls that gave no verdict (any failure kind, cancelled included)."""
+        return self.ledger.failed
+
+    @property
+    def cached(self) -> int:
+        """Calls served from stored successes (no request sent, nothing paid)."""
+        return self.ledger.cache_hits
+
+    @property
+    def cancelled(self) -> int:
+        return self.ledger.cancelled
+
+    @property
+    def calls_saved(self) -> int:
+        return self.ledger.calls_saved
+
+    @property
+    def tokens_in(self) -> int:
+        return self.ledger.tokens_in
+
+    @property
+    def tokens_out(self) -> int:
+        return self.ledger.tokens_out
+
+    @property
+    def cost_usd(self) -> float:
+        """The known cost of the calls sent (cache hits are never paid)."""
+        return self.ledger.cost_usd
+
+    @property
+    def cost_unknown(self) -> int:
+        """Sent calls whose price is unknown (their cost is not in `cost_usd`)."""
+        return self.ledger.unpriced_calls
+
+
 def format_usd(amount: float) -> str:
     """"$0.0123"; a cost too small for four decimals reads "< $0.0001", never "$0.0000"."""
     if 0 < amount < 0.00005:

@@ -40,7 +40,7 @@ from judging.calls import (
 from judging.cascade import Tier, decide, plan_tiers, rejected
 from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.ledger import Ledger
+from judging.ledger import Ledger, LedgerTotals
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import DATASET_STRATEGIES, VotingConfig, vote
@@ -53,7 +53,7 @@ OnProgress = Callable[["RunProgress"], None]
 
 
 @dataclass(slots=True)
-class RunProgress:
+class RunProgress(LedgerTotals):
     """A snapshot of a run, handed to `on_progress` (a copy: safe to keep).
 
     Attributes:
@@ -75,46 +75,14 @@ class RunProgress:
     ledger: Ledger = field(default_factory=Ledger)
     elapsed_s: float = 0.0
 
-    @property
-    def done(self) -> int:
-        """Calls finished (successes and failures, cached and cancelled included)."""
-        return self.ledger.calls
 
-    @property
-    def failed(self) -> int:
-        """Calls that gave no verdict (any `FailureKind`, cancelled included)."""
-        return self.ledger.failed
 
-    @property
-    def cached(self) -> int:
-        """Calls served from the cache (no request, no cost this run)."""
-        return self.ledger.cache_hits
 
-    @property
-    def cancelled(self) -> int:
-        return self.ledger.cancelled
 
-    @property
-    def calls_saved(self) -> int:
-        return self.ledger.calls_saved
 
-    @property
-    def tokens_in(self) -> int:
-        return self.ledger.tokens_in
 
-    @property
-    def tokens_out(self) -> int:
-        return self.ledger.tokens_out
 
-    @property
-    def cost_usd(self) -> float:
-        """The known cost of calls sent in this run (cache hits are never paid)."""
-        return self.ledger.cost_usd
 
-    @property
-    def cost_unknown(self) -> int:
-        """Sent calls whose price is unknown (their cost is not in `cost_usd`)."""
-        return self.ledger.unpriced_calls
 
     @property
     def calls_per_second(self) -> float:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judging.ledger import Ledger
+from judging.ledger import Ledger, LedgerTotals
 
 JobKind = Literal["start", "resume", "rerun_failures", "rejudge"]
 KeyLookup = Callable[[str], "str | None"]
@@ -28,7 +28,7 @@ class CriticProgress:
 
 
 @dataclass(frozen=True, slots=True)
-class JobProgress:
+class JobProgress(LedgerTotals):
     """A consistent snapshot of a job (safe to keep; it never changes).
 
     Attributes:
@@ -62,40 +62,13 @@ class JobProgress:
     elapsed_s: float = 0.0
     error: str | None = None
 
-    @property
-    def done(self) -> int:
-        """Calls finished (cache hits and failures included)."""
-        return self.ledger.calls
 
-    @property
-    def failed(self) -> int:
-        """Calls that gave no verdict (cancelled ones included)."""
-        return self.ledger.failed
 
-    @property
-    def cached(self) -> int:
-        """Calls served from stored successes (no request sent, nothing paid)."""
-        return self.ledger.cache_hits
 
-    @property
-    def calls_saved(self) -> int:
-        return self.ledger.calls_saved
 
-    @property
-    def tokens_in(self) -> int:
-        return self.ledger.tokens_in
 
-    @property
-    def tokens_out(self) -> int:
-        return self.ledger.tokens_out
 
-    @property
-    def cost_usd(self) -> float:
-        return self.ledger.cost_usd
 
-    @property
-    def cost_unknown(self) -> int:
-        return self.ledger.unpriced_calls
 
     @property
     def fraction(self) -> float:

@@ -69,9 +69,14 @@ pf.scale_editor(draft)
 st.subheader("Critics")
 action = None
 for index in range(len(draft["critics"])):
-    # Keyed: the editor stays open while its critic is renamed, and others keep their state.
-    with st.expander(pf.critic_title(draft, index), key=pf.open_editor_key(draft, index),
-                     expanded=len(draft["critics"]) <= 2):
+    # Keyed but untracked: the browser keeps each editor open or closed as the user left it,
+    # also across renames (the block's identity is its key, not its label). `expanded` only
+    # decides how an editor first appears (open for a short panel, and for a critic just added
+    # or duplicated) and never changes afterwards: a changed value would be applied again.
+    starts_open = st.session_state.setdefault(pf.open_editor_key(draft, index),
+                                              len(draft["critics"]) <= 2)
+    with st.expander(pf.critic_title(draft, index), key=pf.editor_key(draft, index),
+                     expanded=starts_open):
         asked = pf.critic_editor(draft, index)
         if asked is not None:
             action = (asked, index)
@@ -145,7 +150,8 @@ if panel is not None:
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
-        st.success(f"Saved {plain(repr(panel.name))} as version {version}. Pick it on the Run page.")
+        st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
+        st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:")
     download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
                                  mime="application/x-yaml", icon=":material/download:")
 

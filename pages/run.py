@@ -33,7 +33,12 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
         except (JuryboxError, pydantic.ValidationError):
             # An unfinished draft is simply not offered; the Panel page says what is wrong.
             draft_panel = None
-    choices = (["draft"] if draft_panel is not None else []) + list(panels)
+    # The draft is offered as "unsaved" only while it is: once saved, it is that saved panel
+    # (one panel, one name), preselected as the one the user just built.
+    draft_hash = panel_hash(draft_panel) if draft_panel is not None else None
+    unsaved = draft_panel is not None and draft_hash not in panels
+    choices = (["draft"] if unsaved else []) + list(panels)
+    first_choice = choices.index(draft_hash) if draft_hash in panels else 0
     if not datasets or not choices:
         st.info("A run needs a dataset (Datasets page) and a panel (Panel page). Or click "
                 "**Try the demo** on Home.")
@@ -44,7 +49,7 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                                     format_func=lambda i: f"#{i} {by_id[i]['name']} "
                                     f"({by_id[i]['n_items']:,} items)")
         panel_key = right.selectbox(
-            "Panel", choices, key="new_run_panel",
+            "Panel", choices, index=first_choice, key="new_run_panel",
             format_func=lambda h: "The panel on the Panel page (unsaved)" if h == "draft"
             else f"{panels[h]['name']} · {h[:8]}",
         )

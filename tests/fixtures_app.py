@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import streamlit as st
@@ -225,3 +226,88 @@ def settled(page: Any) -> None:
     from playwright.sync_api import expect
 
     expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+
+
+
+# Counts the app root's moves away from "notRunning" (a MutationObserver sees every one, however
+# short the script run): the wait below cannot miss a run that starts and ends between polls.
+_COUNT_RUNS = """() => {
+  const root = document.querySelector('[data-testid="stApp"]');
+  if (window.__jbRunObserver) window.__jbRunObserver.disconnect();
+  window.__jbRuns = 0;
+  window.__jbRunObserver = new MutationObserver(() => {
+    if (root.getAttribute('data-test-script-state') !== 'notRunning') window.__jbRuns += 1;
+  });
+  window.__jbRunObserver.observe(root, {attributes: true,
+                                        attributeFilter: ['data-test-script-state']});
+}"""
+_RUN_OVER = """() => window.__jbRuns > 0 && document.querySelector('[data-testid="stApp"]')
+  .getAttribute('data-test-script-state') === 'notRunning'"""
+
+
+@contextlib.contextmanager
+def script_run(page: Any) -> Iterator[None]:
+    """Wait, after the block, for the script run its action started to be over.
+
+    For an action whose effect the page does not show (a checkbox that changes what a later
+    download builds): `settled` right after the click could pass before that run began.
+    """
+    settled(page)
+    page.evaluate(_COUNT_RUNS)
+    yield
+    page.wait_for_function(_RUN_OVER)
+
+class Watch:
+    """What a page does that it must never do: dialogs, requests to other hosts, failed
+    requests, console errors and warnings (Vega's included).
+
+    Streamlit's frontend, loaded at a page's URL, first probes `/<page>/_stcore/health` and
+    `host-config` (404) before the root; no supported setting changes this
+    (https://github.com/streamlit/streamlit/issues/7074). Those two probes, and the console
+    lines reporting them, are the only failures allowed.
+    """
+
+    PROBE = re.compile(r"^/[a-z_]+/_stcore/(health|host-config)$")
+
+    def __init__(self, page: Any, origin: str) -> None:
+        self.dialogs: list[str] = []
+        self.elsewhere: list[str] = []
+        self.failed: list[str] = []
+        self.console: list[str] = []
+        self.origin = origin
+        page.on("dialog", self._dialog)
+        page.on("request", self._request)
+        page.on("response", self._response)
+        # ERR_ABORTED: a request the browser dropped because the page moved on to another URL.
+        page.on("requestfailed", lambda r: None if r.failure == "net::ERR_ABORTED"
+                else self.failed.append(f"failed {r.url} {r.failure}"))
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _request(self, request: Any) -> None:
+        parts = urlsplit(request.url)
+        if parts.scheme in ("data", "blob", "about"):
+            return
+        if f"{parts.scheme}://{parts.netloc}" != self.origin:
+            self.elsewhere.append(request.url)
+
+    def _response(self, response: Any) -> None:
+        if response.status >= 400 and not self.PROBE.match(urlsplit(response.url).path):
+            self.failed.append(f"{response.status} {response.url}")
+
+    def _console(self, message: Any) -> None:
+        if message.type not in ("error", "warning"):
+            return
+        where = urlsplit(message.location.get("url") or "").path
+        if "Failed to load resource" in message.text and self.PROBE.match(where):
+            return
+        self.console.append(f"{message.type}: {message.text} ({message.location.get('url')})")
+
+    def troubles(self) -> dict[str, list[str]]:
+        """Everything seen that should not have happened (all lists empty on a clean walk)."""
+        return {"dialogs": self.dialogs, "elsewhere": self.elsewhere, "failed": self.failed,
+                "console": self.console}

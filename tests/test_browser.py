@@ -16,14 +16,13 @@ from __future__ import annotations
 import pathlib
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 import pandas as pd
 import pytest
 from playwright.sync_api import expect
 
 from storage.db import open_db
-from tests.fixtures_app import running_app, settled
+from tests.fixtures_app import Watch, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -197,11 +196,7 @@ def test_malformed_upload_shows_its_error_and_adds_nothing(
 
 def test_hostile_names_in_an_upload_stay_text(app_page: Any, app_server: dict[str, Any]) -> None:
     hostile = "[win](http://evil.test) ![img](http://evil.test/i.png) <img src=x onerror=alert(1)>"
-    dialogs: list[str] = []
-    elsewhere: list[str] = []
-    app_page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    app_page.on("request", lambda r: elsewhere.append(r.url) if _is_elsewhere(r.url, app_server)
-                else None)
+    watch = Watch(app_page, app_server["url"])
     goto(app_page, app_server, "/datasets")
     body = f'id,"{hostile}",text\n1,a,"{hostile}"\n2,b,c,d\n'.encode()
     app_page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(
@@ -211,52 +206,12 @@ def test_hostile_names_in_an_upload_stay_text(app_page: Any, app_server: dict[st
     settled(app_page)
     from_data = "a[href*='evil'], img[src*='evil'], img[src='x']"
     expect(main(app_page).locator(from_data)).to_have_count(0)
-    assert dialogs == [] and elsewhere == []
-
-
-def _is_elsewhere(url: str, server: dict[str, Any]) -> bool:
-    """A request to any host but the app's own (data: and blob: URLs stay in the page)."""
-    parts = urlsplit(url)
-    if parts.scheme in ("data", "blob", "about"):
-        return False
-    return f"{parts.scheme}://{parts.netloc}" != server["url"]
-
-
-# Streamlit's frontend, loaded at a page's URL, first looks for its server under that path
-# (`/review/_stcore/health` and `/review/_stcore/host-config`, 404) and then at the root. No
-# supported setting changes this (https://github.com/streamlit/streamlit/issues/7074); these
-# two probes, and the console lines reporting them, are the only failures allowed, and only
-# right after a document load at a page's URL.
-_PAGE_PROBE = re.compile(r"^/[a-z_]+/_stcore/(health|host-config)$")
+    assert (watch.dialogs, watch.elsewhere) == ([], [])
 
 
 def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, Any]) -> None:
     run_id = first_run_id(app_server)
-    elsewhere: list[str] = []
-    failed: list[str] = []
-    console: list[str] = []
-
-    def on_response(response: Any) -> None:
-        path = urlsplit(response.url).path
-        if response.status >= 400 and not _PAGE_PROBE.match(path):
-            failed.append(f"{response.status} {response.url}")
-
-    def on_console(message: Any) -> None:
-        if message.type not in ("error", "warning"):
-            return
-        where = urlsplit(message.location.get("url") or "").path
-        if "Failed to load resource" in message.text and _PAGE_PROBE.match(where):
-            return
-        console.append(f"{message.type}: {message.text} ({message.location.get('url')})")
-
-    app_page.on("request", lambda r: elsewhere.append(r.url) if _is_elsewhere(r.url, app_server)
-                else None)
-    # ERR_ABORTED: a request the browser dropped because the test moved on to the next URL.
-    app_page.on("requestfailed", lambda r: None if r.failure == "net::ERR_ABORTED"
-                else failed.append(f"failed {r.url} {r.failure}"))
-    app_page.on("response", on_response)
-    app_page.on("console", on_console)
-    app_page.on("pageerror", lambda error: console.append(f"pageerror: {error}"))
+    watch = Watch(app_page, app_server["url"])
 
     # Through the sidebar, as a user moves around (no document reload).
     goto(app_page, app_server, f"/?run={run_id}")
@@ -274,7 +229,7 @@ def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, A
         expect(app_page.get_by_test_id("stSidebar").get_by_text("Database")).to_be_visible()
         settled(app_page)
 
-    assert (elsewhere, failed, console) == ([], [], [])
+    assert watch.troubles() == {"dialogs": [], "elsewhere": [], "failed": [], "console": []}
 
 
 def test_a_deep_link_after_a_restart_is_drawn_inside_the_app(

@@ -19,7 +19,7 @@ import pytest
 from storage.db import open_db
 from storage.overrides import override_history
 from storage.review import review_table
-from tests.fixtures_app import BROWSER_TIMEOUT_MS, running_app, settled
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, Watch, running_app, settled
 from tests.fixtures_hostile import CRITICS, IMAGE, ITEM_IDS, LABELS, NOTE, REVIEWER, URL_ITEM
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -43,44 +43,6 @@ def as_shown(text: str) -> re.Pattern[str]:
     """
     # "/" escaped too: Playwright writes the pattern into a selector between slashes.
     return re.compile("\\u2060?".join(re.escape(ch).replace("/", "\\/") for ch in text))
-
-
-class Watch:
-    """What a page does that data must never make it do: dialogs, requests to other hosts,
-    console errors and warnings (Vega's included)."""
-
-    # Streamlit's frontend, loaded at a page's URL, first probes `/<page>/_stcore/health` and
-    # `host-config` (404) before the root (see tests/test_browser.py): the only errors allowed.
-    PROBE = re.compile(r"/[a-z_]+/_stcore/(health|host-config)$")
-
-    def __init__(self, page: Any, origin: str) -> None:
-        self.dialogs: list[str] = []
-        self.elsewhere: list[str] = []
-        self.console: list[str] = []
-        self.origin = origin
-        page.on("dialog", self._dialog)
-        page.on("request", self._request)
-        page.on("console", self._console)
-        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
-
-    def _dialog(self, dialog: Any) -> None:
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def _request(self, request: Any) -> None:
-        parts = urlsplit(request.url)
-        if parts.scheme in ("data", "blob", "about"):
-            return
-        if f"{parts.scheme}://{parts.netloc}" != self.origin:
-            self.elsewhere.append(request.url)
-
-    def _console(self, message: Any) -> None:
-        if message.type not in ("error", "warning"):
-            return
-        where = urlsplit(message.location.get("url") or "").path
-        if "Failed to load resource" in message.text and self.PROBE.search(where):
-            return
-        self.console.append(f"{message.type}: {message.text}")
 
 
 def no_links_from_data(page: Any, origin: str, *, timeout_ms: float | None = None) -> None:

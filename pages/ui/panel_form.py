@@ -233,8 +233,14 @@ def add_critic(draft: dict[str, Any], preset: str, fields: list[str] | None = No
 
 
 def open_editor_key(draft: dict[str, Any], index: int) -> str:
-    """The session key of critic `index`'s expander (open or closed), stable across renames."""
+    """The session key saying whether critic `index`'s editor first appears open (set before
+    the rerun that draws a critic just added or duplicated)."""
     return f"{key_prefix(draft)}.open.c{draft['critics'][index]['_uid']}"
+
+
+def editor_key(draft: dict[str, Any], index: int) -> str:
+    """The key of critic `index`'s expander: stable across renames, unique per critic."""
+    return f"{key_prefix(draft)}.editor.c{draft['critics'][index]['_uid']}"
 
 
 def _strategy_drawer(label: str, value: Any, key: str) -> Any:

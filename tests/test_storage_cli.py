@@ -109,6 +109,34 @@ def test_export(tmp_path, simulator, capsys, fmt):
         assert pq.read_table(out).num_rows == 20
 
 
+def test_export_for_curation_has_the_fields_reasoning_and_override_history(
+    tmp_path, simulator, capsys
+):
+    from storage.overrides import add_override
+
+    data, panel = _judge_files(tmp_path, simulator.base_url)
+    db_path = tmp_path / "runs.db"
+    assert main(["judge", "--data", str(data), "--panel", str(panel), "--db", str(db_path),
+                 "--quiet"]) == 0
+    db = open_db(db_path)
+    add_override(db, 1, "r3", label="REJECT", note="first look", reviewer="ana")
+    add_override(db, 1, "r3", label="KEEP", note="second look", reviewer="ben")
+    plain, curated = tmp_path / "plain.jsonl", tmp_path / "curated.jsonl"
+    assert main(["export", "1", "--out", str(plain), "--db", str(db_path)]) == 0
+    assert main(["export", "1", "--out", str(curated), "--db", str(db_path),
+                 "--fields", "--reasoning", "--history"]) == 0
+    (row_plain,) = [json.loads(r) for r in plain.read_text().splitlines()
+                    if json.loads(r)["item_id"] == "r3"]
+    (row,) = [json.loads(r) for r in curated.read_text().splitlines()
+              if json.loads(r)["item_id"] == "r3"]
+    added = set(row) - set(row_plain)
+    assert added == {"field: text", "c0: reasoning", "c1: reasoning", "override_history"}
+    assert row["field: text"] == "=cmd 3"  # JSONL is not a spreadsheet: no formula escaping
+    assert [(o["label"], o["note"], o["reviewer"]) for o in row["override_history"]] == \
+        [("REJECT", "first look", "ana"), ("KEEP", "second look", "ben")]
+    assert row["final_label"] == "KEEP"
+
+
 def test_unknown_run_is_one_sentence(tmp_path, capsys):
     open_db(tmp_path / "e.db").close()
     assert main(["export", "9", "--out", str(tmp_path / "x.csv"), "--db", str(tmp_path / "e.db")]) == 1

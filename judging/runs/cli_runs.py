@@ -32,7 +32,7 @@ from judging.runs.summary import ProgressBar, format_summary, summarize, write_j
 from storage.consensus import load_panel_verdicts
 from storage.datasets import load_items, save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
-from storage.export import export_run
+from storage.export import ExportOptions, export_run
 from storage.faults import check_folder, is_read_only
 from storage.importing import read_dataset, suggest_columns
 from storage.runs import get_run, list_runs
@@ -256,6 +256,13 @@ def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None,
                    help="output format (default: from the --out extension, else csv)")
     p.add_argument("--out", type=pathlib.Path, required=True, help="the file to write")
+    # For curation, as the Export page's "also include" boxes (the same ExportOptions).
+    p.add_argument("--fields", action="store_true",
+                   help="add the item's fields, one `field: <name>` column each")
+    p.add_argument("--reasoning", action="store_true",
+                   help="add each critic's reasoning, one `<critic>: reasoning` column each")
+    p.add_argument("--history", action="store_true",
+                   help="add every override of the item, oldest first, in `override_history`")
     add_db_option(p)
     p.set_defaults(func=cmd_export)
 
@@ -318,7 +325,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
     db = open_cli_db(args, read_only=True)
     try:
-        rows = export_run(db, args.run, fmt, args.out)
+        options = ExportOptions(fields=args.fields, reasoning=args.reasoning, history=args.history)
+        rows = export_run(db, args.run, fmt, args.out, options)
     finally:
         db.close()
     print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt})")

@@ -1,4 +1,4 @@
-"""Jurybox's map: page config, navigation over pages/, and the shared sidebar. Nothing else.
+"""Jurybox's map: page config, who may enter, navigation over pages/, and the shared sidebar.
 
 `streamlit run app.py` executes this file on every rerun: it draws the frame and runs the page
 the URL names. `pages/ui/shell.py` imports it to draw the same frame around a page that
@@ -12,6 +12,7 @@ import pathlib
 import streamlit as st
 
 from pages.ui.sidebar import render_sidebar
+from pages.ui.team import barrier_screen, visitor
 
 # Served by this app (a media URL on its own host): a `:material/...:` page icon makes the
 # browser fetch the icon from fonts.gstatic.com on every page load.
@@ -32,14 +33,21 @@ def app_pages() -> list[st.Page]:
 
 
 def draw_frame() -> st.Page:
-    """Page config, navigation and the shared sidebar.
+    """Page config, the sign-in gate (team mode only), navigation and the shared sidebar.
 
     Returns:
-        The page the URL asks for (the default page for an unknown path).
+        The page the URL asks for (the default page for an unknown path). A visitor who must
+        sign in first, or who is not on the team list, gets that screen and the run stops.
     """
     st.set_page_config(page_title="Jurybox", page_icon=str(FAVICON), layout="wide")
+    person = visitor()
+    if person.barrier is not None:
+        # Navigation still runs (it takes the process out of Streamlit's legacy pages/ mode,
+        # see pages/ui/shell.py), hidden: a visitor kept out sees no page and no link.
+        st.navigation(app_pages(), position="hidden")
+        barrier_screen(person)
     page = st.navigation(app_pages())
-    render_sidebar()
+    render_sidebar(person)
     return page
 
 

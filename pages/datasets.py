@@ -6,6 +6,7 @@ import streamlit as st
 from pages.ui.errors import user_errors
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
+from pages.ui.team import visitor
 from pages.ui.text import plain
 from storage.column_guess import guess_id_column
 from storage.datasets import delete_dataset, items_frame, list_datasets, save_dataset
@@ -26,6 +27,7 @@ IMPORTED = "datasets.imported"
 
 ensure_app_shell()
 st.title("Datasets")
+person = visitor()
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the file...")
@@ -125,7 +127,11 @@ else:
         st.caption("First 500 items.")
         with st.popover("Delete this dataset", icon=":material/delete:"):
             st.write(f"Delete dataset #{chosen} and its {by_id[chosen]['n_items']:,} items?")
-            if st.button("Yes, delete it", type="primary", key="confirm_delete_ds"):
+            if not person.may_delete:
+                st.caption("Only a lead of this team may delete a dataset.")
+            # Checked again on the click: a disabled button is only a hint in the browser.
+            if st.button("Yes, delete it", type="primary", key="confirm_delete_ds",
+                         disabled=not person.may_delete) and person.may_delete:
                 with user_errors("Not deleted"):
                     delete_dataset(db(), chosen)
                     st.rerun()

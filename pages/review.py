@@ -10,6 +10,7 @@ from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
+from pages.ui.team import remember_reviewer, reviewer_field, visitor
 from pages.ui.text import plain
 from storage.overrides import accept_consensus, add_override
 from storage.review import item_detail, item_position, review_table
@@ -17,6 +18,7 @@ from storage.runs import get_run
 
 ensure_app_shell()
 st.title("Review")
+person = visitor()  # the reviewer of every override when signed in
 run = pick_run()
 if run is None:
     st.stop()
@@ -120,9 +122,6 @@ fields_col, form_col = st.columns([3, 2])
 with fields_col:
     rv.item_fields(detail)
 with form_col:
-    reviewer_key = k + "reviewer"
-    if reviewer_key not in st.session_state:  # the name typed last time, on any run
-        st.session_state[reviewer_key] = st.session_state.get("reviewer", "")
     # No clear_on_submit: a refused save keeps what was typed. The label and note widgets are
     # keyed by item, so moving on opens a blank draft for the next item.
     with st.form(k + "override", border=True):
@@ -143,13 +142,13 @@ with form_col:
                              format_func=plain,  # option labels are markdown: a scale's
                              key=f"{k}label.{item_id}")  # labels are data
         note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=80)
-        reviewer = st.text_input("Reviewer", key=reviewer_key)
+        reviewer = reviewer_field(k + "reviewer", person)
         saved = st.form_submit_button("Save and go to the next item", type="primary")
     if saved:
         with user_errors("The override was not saved"):
             following = rv.next_item(run_id, item_id, filters.kwargs)
             add_override(db(), run_id, item_id, label, note, reviewer)
-            st.session_state["reviewer"] = reviewer.strip()
+            remember_reviewer(reviewer)
             if following is None:
                 st.session_state[flash_key] = (f"Saved {plain(label)} for {plain(item_id)}: "
                                                "that was the last item of this list.")
@@ -188,14 +187,13 @@ with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}
                 icon=":material/done_all:"):
     st.write("Each item's consensus label is recorded as an override by the reviewer below. "
              "Items whose vote abstained are skipped.")
-    bulk_reviewer = st.text_input("Reviewer", value=st.session_state.get("reviewer", ""),
-                                  key=k + "bulk_reviewer")
+    bulk_reviewer = reviewer_field(k + "bulk_reviewer", person)
     sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
                        key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
         with user_errors("Nothing was accepted"):
             ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
             added = accept_consensus(db(), run_id, ids, bulk_reviewer)
-            st.session_state["reviewer"] = bulk_reviewer.strip()
+            remember_reviewer(bulk_reviewer)
             st.session_state[flash_key] = f"Accepted the consensus for {rv.count_of(added, 'item')}."
             st.rerun()

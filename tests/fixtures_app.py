@@ -38,6 +38,16 @@ def shown(markdown: str) -> str:
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 
+def as_shown(text: str) -> re.Pattern[str]:
+    """A pattern for `text` as the page shows it: exactly, give or take invisible joiners.
+
+    The joiner is written as the escape `\\u2060` (Python and JavaScript regexes both read
+    it): Playwright's selector parser refuses the raw character.
+    """
+    # "/" escaped too: Playwright writes the pattern into a selector between slashes.
+    return re.compile("\\u2060?".join(re.escape(ch).replace("/", "\\/") for ch in text))
+
+
 def _clear_streamlit_caches() -> None:
     # cache_resource is shared by every AppTest of the process: without this one test's job
     # registry (bound to another database) would leak into the next.
@@ -131,7 +141,8 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], timeout: float = 60
 
 @contextlib.contextmanager
 def running_app(
-    db_path: pathlib.Path, *, address_flag: bool = True
+    db_path: pathlib.Path, *, address_flag: bool = True, port: int | None = None,
+    secrets: pathlib.Path | None = None,
 ) -> Iterator[dict[str, Any]]:
     """`streamlit run app.py` on a free 127.0.0.1 port with `db_path` as JURYBOX_DB.
 
@@ -139,12 +150,15 @@ def running_app(
         db_path: the database the app opens.
         address_flag: pass `--server.address 127.0.0.1`; False leaves the address to
             `.streamlit/config.toml` (the test of what a bare `streamlit run app.py` binds).
+        port: the port to serve on (default: a free one), for a test that must know it first.
+        secrets: the only secrets file the app reads (default: none, so a developer's own
+            `.streamlit/secrets.toml` cannot change what a test sees).
 
     Yields:
         {"url": base URL, "db": database path, "log": server log path, "port": the port}.
     """
     log_path = db_path.with_suffix(".log")
-    port = free_port()
+    port = port or free_port()
     env = {**os.environ, "JURYBOX_DB": str(db_path)}
     # No vendor key may reach the server: the demo must run on the simulated vendor.
     for name in [n for n in env if n.endswith("_API_KEY")]:
@@ -154,7 +168,8 @@ def running_app(
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py",
              "--server.headless", "true", "--server.port", str(port), *address,
-             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
+             "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
+             "--secrets.files", str(secrets or db_path.with_suffix(".no-secrets.toml"))],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"

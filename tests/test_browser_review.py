@@ -19,7 +19,7 @@ import pytest
 from storage.db import open_db
 from storage.overrides import override_history
 from storage.review import review_table
-from tests.fixtures_app import BROWSER_TIMEOUT_MS, Watch, running_app, settled
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, Watch, as_shown, running_app, settled
 from tests.fixtures_hostile import CRITICS, IMAGE, ITEM_IDS, LABELS, NOTE, REVIEWER, URL_ITEM
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -33,16 +33,6 @@ def _expect() -> Any:
 
     expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     return expect
-
-
-def as_shown(text: str) -> re.Pattern[str]:
-    """A pattern for `text` as the page shows it: exactly, give or take invisible joiners.
-
-    The joiner is written as the escape `\\u2060` (Python and JavaScript regexes both read
-    it): Playwright's selector parser refuses the raw character.
-    """
-    # "/" escaped too: Playwright writes the pattern into a selector between slashes.
-    return re.compile("\\u2060?".join(re.escape(ch).replace("/", "\\/") for ch in text))
 
 
 def no_links_from_data(page: Any, origin: str, *, timeout_ms: float | None = None) -> None:

@@ -1,4 +1,5 @@
-"""The sidebar every page shares: which database, and whether verdicts are simulated."""
+"""The sidebar every page shares: who is signed in, which database, and whether verdicts are
+simulated."""
 
 from __future__ import annotations
 
@@ -7,16 +8,26 @@ import threading
 import streamlit as st
 
 from pages.ui.state import any_real_key, db_path
+from pages.ui.team import Visitor
+from pages.ui.text import plain
 
 # Set when the sidebar is drawn, taken back by `pages.ui.shell` as the page starts. Thread-local:
 # a script run happens on one thread (reruns may reuse it, hence the flag is taken, not read).
 _mark = threading.local()
 
 
-def render_sidebar() -> None:
-    """Draw the shared sidebar (database path, simulated-vendor notice)."""
+def render_sidebar(person: Visitor) -> None:
+    """Draw the shared sidebar (who, database path, simulated-vendor notice)."""
     _mark.drawn = True
     with st.sidebar:
+        if person.email is not None:
+            role = " · lead" if person.lead else ""
+            st.caption(f"Signed in as **{plain(person.email)}**{role}")
+            if st.button("Sign out", icon=":material/logout:", key="sign_out"):
+                st.logout()
+        else:
+            st.caption("Single-user: this app listens on 127.0.0.1 only. A team server needs "
+                       "sign-in (`[auth]` and `[team]` in the secrets; see the README).")
         st.caption("Database")
         st.code(str(db_path()), language=None)
         if not any_real_key():

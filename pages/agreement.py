@@ -14,6 +14,7 @@ from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
 from pages.ui.text import plain
+from storage.overrides import blind_labels
 from storage.review import tie_breaks
 from storage.runs import get_run
 
@@ -100,6 +101,15 @@ if not table.empty:
     })
 if not report.vs_humans:
     st.caption("Agreement with the humans appears once items are overridden on the Review page.")
+else:
+    blind = len(blind_labels(db(), int(run["id"])))
+    st.caption(
+        f"Against the humans: {blind:,} item{'' if blind == 1 else 's'} by the label given in a "
+        "blind first pass (before the critics were shown), the others by their latest "
+        "override, which was given after reading every critic and so leans towards them."
+        if blind else
+        "Against the humans: each item's latest override, given after reading every critic (it "
+        "leans towards them). Turn on **Blind first pass** on Review for unanchored labels.")
 
 left, right = st.columns(2)
 with left:

@@ -12,7 +12,8 @@ from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.team import remember_reviewer, reviewer_field, visitor
 from pages.ui.text import plain
-from storage.overrides import accept_consensus, add_override
+from storage.db import StorageError
+from storage.overrides import accept_consensus, add_override, blind_label
 from storage.review import item_detail, item_position, review_table
 from storage.runs import get_run
 
@@ -34,12 +35,32 @@ if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
 filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics)
+blind = rv.blind_toggle(run_id)
 k = f"rv{run_id}."
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
 item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"
 goto_key = k + "goto_page"  # the page widget can only be set before it is drawn
 flash_key = k + "flash"
+
+
+def move_on(following: str | None, item_id: str, saved: str | None) -> None:
+    """Open `following`, the next item of the list as filtered now (None: `item_id` was the
+    last), with a one-time line saying what was done (`saved`: the label saved, None: the
+    blind label was kept)."""
+    done = (f"Saved {plain(saved)} for {plain(item_id)}" if saved is not None
+            else f"Kept your blind label for {plain(item_id)}")
+    if following is None:
+        st.session_state[flash_key] = f"{done}: that was the last item of this list."
+        return
+    # The saved item may have left the list (e.g. "Overridden: not yet"): find the next one
+    # where it sits now.
+    position = item_position(db(), run_id, following, **filters.kwargs)
+    st.session_state[item_key] = following
+    if position is not None:
+        st.session_state[goto_key] = position // page_size + 1
+    st.session_state[flash_key] = f"{done}."
+
 
 size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
 page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
@@ -77,7 +98,7 @@ if st.session_state.get(item_key) not in page_ids:
     st.session_state[item_key] = page_ids[0] if page_ids else None
 current = st.session_state[item_key]
 
-shown, column_config = rv.table_columns(frame)
+shown, column_config = rv.table_columns(frame, blind=blind)
 # The table's key names the open item, so its tick is drawn on that row: a save that moves on,
 # or a filter, never leaves the old row ticked.
 selection = st.dataframe(
@@ -117,51 +138,75 @@ if flash_key in st.session_state:
     st.success(st.session_state.pop(flash_key), icon=":material/check:")
 # No anchor: its slug would be made of the item id (data) and add a link to the page.
 st.subheader(f"Item {plain(item_id)}", anchor=False)
-st.text(rv.consensus_line(detail))
+# In a blind first pass the critics stay hidden until this reviewer has labelled the item.
+reviewer_now = person.email or st.session_state.get(k + "reviewer") or st.session_state.get(
+    "reviewer", "")
+mine = blind_label(db(), run_id, item_id, reviewer_now) if blind and reviewer_now else None
+hidden = blind and mine is None
+if hidden:
+    st.info("Blind first pass: give your label before the critics are shown. Their labels, "
+            "reasons and the consensus appear once you have saved it.", icon=":material/visibility_off:")
+else:
+    st.text(rv.consensus_line(detail))
+    if mine is not None:
+        st.info(f"Your blind label: {plain(mine['label'])}. It is the one Agreement compares "
+                "the critics with; revise below if they change your mind, or keep it and move on.",
+                icon=":material/visibility:")
 fields_col, form_col = st.columns([3, 2])
 with fields_col:
     rv.item_fields(detail)
 with form_col:
     # No clear_on_submit: a refused save keeps what was typed. The label and note widgets are
-    # keyed by item, so moving on opens a blank draft for the next item.
+    # keyed by item (and by blind pass or revision), so moving on opens a blank draft.
+    draft = f"{item_id}.blind" if hidden else item_id
     with st.form(k + "override", border=True):
-        st.markdown("**Your decision**")
+        st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
         if panel.scale.is_numeric:
-            default = detail.get("final_label")
+            default = None if hidden else detail.get("final_label")
             try:
-                default_score = float(default) if default is not None else panel.scale.min
+                default_score = float(default) if default is not None else None
             except ValueError:
+                default_score = None
+            if default_score is None and not hidden:
                 default_score = panel.scale.min
-            label = str(st.number_input("Score", panel.scale.min, panel.scale.max,
-                                        default_score, key=f"{k}score.{item_id}"))
+            chosen = st.number_input("Score", panel.scale.min, panel.scale.max, default_score,
+                                     key=f"{k}score.{draft}")
+            label = None if chosen is None else str(chosen)
         else:
             options = list(panel.scale.labels)
-            final = detail.get("final_label")
+            final = None if hidden else detail.get("final_label")  # no hint in a blind pass
             label = st.radio("Label", options, horizontal=True,
-                             index=options.index(final) if final in options else 0,
+                             index=options.index(final) if final in options else None,
                              format_func=plain,  # option labels are markdown: a scale's
-                             key=f"{k}label.{item_id}")  # labels are data
-        note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=80)
+                             key=f"{k}label.{draft}")  # labels are data
+        note = st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
         reviewer = reviewer_field(k + "reviewer", person)
-        saved = st.form_submit_button("Save and go to the next item", type="primary")
+        saved = st.form_submit_button(
+            "Save and show the critics" if hidden else "Save and go to the next item",
+            type="primary")
     if saved:
         with user_errors("The override was not saved"):
+            if label is None:
+                raise StorageError("Pick a label first: the decision is what gets saved.")
+            if hidden:
+                # Stay on the item: the critics are revealed, and the reviewer may revise.
+                add_override(db(), run_id, item_id, label, note, reviewer, blind=True)
+                remember_reviewer(reviewer)
+                st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
+                                               f"{plain(item_id)}. The critics are shown now.")
+                st.rerun()
             following = rv.next_item(run_id, item_id, filters.kwargs)
             add_override(db(), run_id, item_id, label, note, reviewer)
             remember_reviewer(reviewer)
-            if following is None:
-                st.session_state[flash_key] = (f"Saved {plain(label)} for {plain(item_id)}: "
-                                               "that was the last item of this list.")
-            else:
-                # The saved item may have left the list (e.g. "Overridden: not yet"): find
-                # the next one where it sits now.
-                position = item_position(db(), run_id, following, **filters.kwargs)
-                st.session_state[item_key] = following
-                if position is not None:
-                    st.session_state[goto_key] = position // page_size + 1
-                st.session_state[flash_key] = f"Saved {plain(label)} for {plain(item_id)}."
+            move_on(following, item_id, label)
             st.rerun()
+    if mine is not None and st.button("Keep my blind label and go to the next item",
+                                      icon=":material/skip_next:", key=f"{k}keep.{item_id}"):
+        move_on(rv.next_item(run_id, item_id, filters.kwargs), item_id, None)
+        st.rerun()
 
+if hidden:
+    st.stop()  # nothing of the critics' until the blind label is in
 st.markdown("**Critics**")
 rv.critic_cards(detail)
 # Re-judging is for an item whose verdicts look wrong for a passing reason (an outage, a fixed
@@ -179,10 +224,12 @@ if detail["overrides"]:
     st.markdown("**History of this item**")
     st.dataframe(
         [{"when": o["created_at"][:19], "label": o["label"], "reviewer": o["reviewer"],
-          "note": o["note"]} for o in reversed(detail["overrides"])],
+          "blind": o["blind"], "note": o["note"]} for o in reversed(detail["overrides"])],
         hide_index=True,
     )
 
+if blind:  # accepting the consensus is the opposite of a blind pass
+    st.stop()
 with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}",
                 icon=":material/done_all:"):
     st.write("Each item's consensus label is recorded as an override by the reviewer below. "

@@ -51,7 +51,8 @@ class ExportOptions:
             parent, ... as imported).
         reasoning: each critic's reasoning, `<critic>: reasoning`.
         history: every override of the item, oldest first, as `override_history` (a list of
-            {label, note, reviewer, at} in JSONL; the same list as JSON text in CSV and Parquet).
+            {label, note, reviewer, at, blind} in JSONL; the same list as JSON text in CSV and
+            Parquet; `blind`: given in a blind first pass, before the critics were shown).
     """
 
     fields: bool = False
@@ -119,13 +120,13 @@ def _field_columns(
 
 def _history_column(db: sqlite_utils.Database, run_id: int, item_ids: pd.Series) -> pd.Series:
     history: dict[str, list[dict[str, Any]]] = {}
-    for item_id, label, note, reviewer, at in db.execute(
-        "SELECT item_id, label, note, reviewer, created_at FROM overrides WHERE run_id = ?"
+    for item_id, label, note, reviewer, at, blind in db.execute(
+        "SELECT item_id, label, note, reviewer, created_at, blind FROM overrides WHERE run_id = ?"
         " ORDER BY id",
         [run_id],
     ).fetchall():
         history.setdefault(item_id, []).append(
-            {"label": label, "note": note, "reviewer": reviewer, "at": at}
+            {"label": label, "note": note, "reviewer": reviewer, "at": at, "blind": bool(blind)}
         )
     return item_ids.map(lambda i: history.get(i, []))
 
@@ -252,7 +253,8 @@ def export_bytes(
 
 def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:
     """Every override of the run as JSONL, in the order they were made: one line per decision
-    with override_id, item_id, label, note, reviewer and at.
+    with override_id, item_id, label, note, reviewer, at and blind (given in a blind first
+    pass, before the critics were shown).
 
     Raises:
         NotFoundError: no such run.
@@ -260,9 +262,10 @@ def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:
     _run_meta(db, run_id)  # a missing run is an error, not an empty file
     lines = [
         json.dumps({"override_id": oid, "item_id": item_id, "label": label, "note": note,
-                    "reviewer": reviewer, "at": at}, ensure_ascii=False) + "\n"
-        for oid, item_id, label, note, reviewer, at in db.execute(
-            "SELECT id, item_id, label, note, reviewer, created_at FROM overrides"
+                    "reviewer": reviewer, "at": at, "blind": bool(blind)},
+                   ensure_ascii=False) + "\n"
+        for oid, item_id, label, note, reviewer, at, blind in db.execute(
+            "SELECT id, item_id, label, note, reviewer, created_at, blind FROM overrides"
             " WHERE run_id = ? ORDER BY id",
             [run_id],
         ).fetchall()

@@ -266,6 +266,13 @@ def _run_owner_token(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN owner_token TEXT")
 
 
+@migrations(name="0011_override_blind")
+def _override_blind(db: sqlite_utils.Database) -> None:
+    # A label given in a blind first pass, before the reviewer saw any critic: kept apart from
+    # the revisions made after the reveal, so judge-vs-human figures are not anchored.
+    db.execute("ALTER TABLE overrides ADD COLUMN blind INTEGER NOT NULL DEFAULT 0")
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

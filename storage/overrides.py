@@ -1,5 +1,9 @@
 """Human overrides: append-only history; the latest one is the item's final label.
 
+An override saved in a blind first pass (`blind`), before its reviewer saw any critic's label
+or reason, is the item's human label for judge-versus-human agreement: a label given after
+reading every critic is anchored by them. Revisions after the reveal are ordinary overrides.
+
 The table refuses UPDATE and DELETE (triggers), so a decision cannot be lost by a later edit;
 "latest" is the highest id, which two concurrent writers cannot tie on.
 """
@@ -43,11 +47,13 @@ def _clean(label: str, reviewer: str) -> tuple[str, str]:
 
 
 def add_override(
-    db: sqlite_utils.Database, run_id: int, item_id: str, label: str, note: str, reviewer: str
+    db: sqlite_utils.Database, run_id: int, item_id: str, label: str, note: str, reviewer: str,
+    *, blind: bool = False,
 ) -> int:
     """Record a reviewer's label for an item (a new row; earlier ones stay in the history).
 
     The caller checks that `label` is on the panel's scale (storage does not know scales).
+    `blind`: given before the reviewer saw the critics (see the module's doc).
 
     Returns:
         The override's id.
@@ -59,22 +65,35 @@ def add_override(
     label, reviewer = _clean(label, reviewer)
     _check_item(db, run_id, item_id)
     cursor = db.execute(
-        "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        [run_id, item_id, label, (note or "").strip(), reviewer, now()],
+        "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind)],
     )
     return int(cursor.lastrowid or 0)
 
 
 def override_history(db: sqlite_utils.Database, run_id: int, item_id: str) -> list[dict[str, Any]]:
-    """Every override of an item, oldest first: id, label, note, reviewer, created_at."""
-    return list(
-        db.query(
-            "SELECT id, label, note, reviewer, created_at FROM overrides"
-            " WHERE run_id = ? AND item_id = ? ORDER BY id",
-            [run_id, item_id],
-        )
+    """Every override of an item, oldest first: id, label, note, reviewer, created_at, blind."""
+    rows = db.query(
+        "SELECT id, label, note, reviewer, created_at, blind FROM overrides"
+        " WHERE run_id = ? AND item_id = ? ORDER BY id",
+        [run_id, item_id],
     )
+    return [{**row, "blind": bool(row["blind"])} for row in rows]
+
+
+def blind_label(
+    db: sqlite_utils.Database, run_id: int, item_id: str, reviewer: str
+) -> dict[str, Any] | None:
+    """The reviewer's blind label for the item (their first, if several), or None."""
+    row = db.execute(
+        "SELECT id, label, note, created_at FROM overrides WHERE run_id = ? AND item_id = ?"
+        " AND reviewer = ? AND blind = 1 ORDER BY id LIMIT 1",
+        [run_id, item_id, (reviewer or "").strip()],
+    ).fetchone()
+    if row is None:
+        return None
+    return dict(zip(("id", "label", "note", "created_at"), row))
 
 
 def latest_overrides(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, Any]]:
@@ -83,8 +102,23 @@ def latest_overrides(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[s
 
 
 def human_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
-    """item_id -> the latest human label, for items that have one (agreement with the humans)."""
-    return {item_id: row["label"] for item_id, row in latest_overrides(db, run_id).items()}
+    """item_id -> the human label that judge-versus-human agreement uses: the item's first
+    blind label where it has one (not anchored by the critics), else its latest override."""
+    labels = {item_id: row["label"] for item_id, row in latest_overrides(db, run_id).items()}
+    labels.update(blind_labels(db, run_id))
+    return labels
+
+
+def blind_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
+    """item_id -> its first blind label, for the items that have one."""
+    return {
+        item_id: label
+        for item_id, label in db.execute(
+            "SELECT o.item_id, o.label FROM overrides o JOIN (SELECT item_id, min(id) AS id"
+            " FROM overrides WHERE run_id = ? AND blind = 1 GROUP BY item_id) f ON f.id = o.id",
+            [run_id],
+        )
+    }
 
 
 def final_labels(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:

@@ -109,3 +109,44 @@ def test_accept_consensus_for_a_filtered_set(db, run):
     assert override_history(db, run.run_id, with_consensus[0])[0]["note"] == "accepted the consensus"
     with pytest.raises(StorageError):
         accept_consensus(db, run.run_id, ids, " ")
+
+
+def test_a_blind_label_is_the_human_label_even_after_a_revision(db, run):
+    from storage.overrides import blind_label, blind_labels
+
+    add_override(db, run.run_id, "item-000002", "KEEP", "before the critics", "ann", blind=True)
+    add_override(db, run.run_id, "item-000002", "SPLIT", "they convinced me", "ann")
+    add_override(db, run.run_id, "item-000003", "REJECT", "", "bob")  # no blind pass here
+    # The final label is the latest decision; agreement with the humans uses the blind one.
+    final = final_labels(db, run.run_id).set_index("item_id")
+    assert final.loc["item-000002", "final_label"] == "SPLIT"
+    assert human_labels(db, run.run_id) == {"item-000002": "KEEP", "item-000003": "REJECT"}
+    assert blind_labels(db, run.run_id) == {"item-000002": "KEEP"}
+    assert [h["blind"] for h in override_history(db, run.run_id, "item-000002")] == [True, False]
+    assert blind_label(db, run.run_id, "item-000002", " ann ")["label"] == "KEEP"
+    assert blind_label(db, run.run_id, "item-000002", "bob") is None  # per reviewer
+
+
+def test_the_first_blind_label_of_an_item_is_the_one_counted(db, run):
+    add_override(db, run.run_id, "item-000005", "MERGE", "", "ann", blind=True)
+    add_override(db, run.run_id, "item-000005", "KEEP", "", "bob", blind=True)
+    assert human_labels(db, run.run_id) == {"item-000005": "MERGE"}
+
+
+def test_an_older_database_gets_the_blind_column_and_keeps_its_overrides(tmp_path):
+    import sqlite_utils
+
+    from storage.db import connect
+    from storage.migrations import migrations
+
+    path = tmp_path / "old.db"
+    old = sqlite_utils.Database(connect(path))
+    migrations.apply(old, stop_before="0011_override_blind")
+    seeded = seed_run(old, 3)
+    old.execute("INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at)"
+                " VALUES (?, 'item-000001', 'KEEP', 'old note', 'ann', 'then')", [seeded.run_id])
+    old.close()
+    db = open_db(path)
+    (row,) = override_history(db, seeded.run_id, "item-000001")
+    assert (row["label"], row["note"], row["blind"]) == ("KEEP", "old note", False)
+    assert human_labels(db, seeded.run_id) == {"item-000001": "KEEP"}

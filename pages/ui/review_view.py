@@ -180,7 +180,29 @@ def _fit(header: str, values: Any) -> int | None:
     return None if longest <= _LONG_TEXT else _LONG_WIDTH
 
 
-def table_columns(frame: Any) -> tuple[list[str], dict[str, Any]]:
+# What a blind first pass may show of a row: nothing the critics said, nor what it led to.
+BLIND_COLUMNS = ("item_id", "preview", "overridden")
+
+
+def blind_toggle(run_id: int) -> bool:
+    """The "Blind first pass" switch of this run (session state, mirrored in the URL as
+    `blind=1` so a lead can send reviewers a link that opens in blind mode)."""
+    key = f"rv{run_id}.blind"
+    if key not in st.session_state:  # first visit of this run: a shared link decides
+        st.session_state[key] = st.query_params.get("blind") == "1"
+    blind = bool(st.toggle(
+        "Blind first pass", key=key,
+        help="Label each item before the critics' labels, reasons and the consensus are "
+             "shown; then they are revealed and you may revise. Agreement with the humans uses "
+             "the blind label (a label given after reading every critic is anchored by them)."))
+    if blind:
+        st.query_params["blind"] = "1"
+    elif "blind" in st.query_params:
+        del st.query_params["blind"]
+    return blind
+
+
+def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[str, Any]]:
     """The review table's columns in the order shown, and their Streamlit column config.
 
     The item id (pinned) and the item's text come first (at the far right the text was cut off
@@ -192,10 +214,13 @@ def table_columns(frame: Any) -> tuple[list[str], dict[str, Any]]:
     Args:
         frame: a page of `storage.review.review_table` (its `attrs["critic_columns"]` names
             the critics' columns).
+        blind: a blind first pass: only the item and whether it was overridden.
     """
     critic_cols = list(frame.attrs.get("critic_columns", {}).values())
     shown = ["item_id", "preview", "consensus", "tie", "final_label", "agreement",
              "item_alpha", "failed", "overridden", *critic_cols]
+    if blind:
+        shown = list(BLIND_COLUMNS)
     config: dict[str, Any] = {
         "item_id": st.column_config.TextColumn(
             "item id", pinned=True, width=_fit("item id", frame["item_id"])),
@@ -222,7 +247,8 @@ def table_columns(frame: Any) -> tuple[list[str], dict[str, Any]]:
     }
     for column in critic_cols:
         config[column] = st.column_config.TextColumn(column, width=_fit(column, frame[column]))
-    return [c for c in shown if c in frame.columns], config
+    shown = [c for c in shown if c in frame.columns]
+    return shown, {c: config[c] for c in shown if c in config}
 
 
 def verdict_from_row(row: dict[str, Any]) -> Verdict:

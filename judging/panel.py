@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from judging.calls import CallCache, CallRunner, VendorLimiter
 from judging.cascade import CascadeConfig
 from judging.critics import Critic
+from judging.curation import CurationConfig
 from judging.panel_checks import check_panel
 from judging.runner import RunProgress, run_panel
 from judging.scales import Scale
@@ -64,6 +65,9 @@ class Panel(BaseModel):
     # Keyed by vendor preset name ("openai", "ollama", ...): every critic of that vendor shares
     # the limits. Checked by panel_checks (known vendor, at least one limit set).
     limits: dict[str, VendorLimits] = Field(default_factory=dict)
+    # Taxonomy curation (off by default): which item field names the class, which labels keep,
+    # remove, split or merge it. Checked by panel_checks against the scale's labels.
+    curation: CurationConfig = Field(default_factory=CurationConfig)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:

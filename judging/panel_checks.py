@@ -42,6 +42,7 @@ def check_panel(panel: Panel) -> None:
     _check_labels(panel)
     _check_cascade(panel)
     _check_limits(panel)
+    _check_curation(panel)
 
 
 def _labels_text(labels: list[str]) -> str:
@@ -186,3 +187,26 @@ def _check_limits(panel: Panel) -> None:
                 f"limits.{vendor}: sets no limit; give max_concurrency (requests in flight), "
                 "requests_per_minute, or both, or remove the entry"
             )
+
+
+def _check_curation(panel: Panel) -> None:
+    curation = panel.curation
+    named = curation.labels_by_action()
+    if named and not curation.active:
+        raise ConfigError(
+            "curation.class_field: name the item field that holds the candidate class (e.g. "
+            "candidate_class), or clear the curation labels"
+        )
+    if curation.active and not panel.scale.labels:
+        raise ConfigError("curation: taxonomy curation needs a label scale (KEEP, REJECT, ...), "
+                          "not a score")
+    for action, label in named.items():
+        if label not in panel.scale.labels:
+            setting = "reject_label" if action == "remove" else f"{action}_label"
+            raise ConfigError(
+                f"curation.{setting}: {label!r} is not a label of the scale "
+                f"({_labels_text(panel.scale.labels)})"
+            )
+    if len(set(named.values())) < len(named):
+        raise ConfigError("curation: each action needs its own label (one label cannot both "
+                          "keep and split a class, say)")

@@ -43,7 +43,8 @@ _KEY_ADVICE = (
     "Streamlit secret) and name it in the critic, e.g. api_key_env: OPENAI_API_KEY"
 )
 _TOP_ORDER = (
-    "schema_version", "name", "description", "scale", "voting", "cascade", "limits", "critics",
+    "schema_version", "name", "description", "scale", "voting", "cascade", "limits", "curation",
+    "critics",
 )
 
 

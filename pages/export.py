@@ -1,8 +1,11 @@
 """Export: final labels (one column per critic) as CSV, JSONL or Parquet, with optional curation
-columns; the override history; the panel YAML."""
+columns; the override history; the panel YAML; for a taxonomy curation panel, the curated
+taxonomy and what changed."""
 
 import streamlit as st
 
+from judging.panel_files import load_panel
+from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
@@ -72,3 +75,34 @@ if run is not None:
             "Download the panel YAML", panel_yaml, file_name=f"jurybox-run-{run_id}-panel.yaml",
             mime="application/x-yaml", icon=":material/description:", key="download_panel",
         )
+
+    if load_panel(panel_yaml).curation.active:
+        st.subheader("Curated taxonomy")
+        with user_errors("The curated taxonomy could not be built"):
+            taxonomy = curated_taxonomy(db(), run_id)
+            counts = st.columns(5)
+            for col, (title, group) in zip(counts, (
+                    ("kept", taxonomy.kept), ("removed", taxonomy.removed),
+                    ("split", taxonomy.split), ("merged", taxonomy.merged),
+                    ("undecided", taxonomy.undecided))):
+                col.metric(title, f"{len(group):,}")
+            st.caption("Each class by its final decision: a reviewer's latest, else the panel's "
+                       "consensus (decided by: panel consensus). What changed:")
+            if taxonomy.changes:
+                st.dataframe(
+                    [{**row, "children": ", ".join(row["children"])}
+                     for row in (d.as_row() for d in taxonomy.changes)],
+                    hide_index=True,
+                    column_order=("class", "parent", "decision", "children", "merge_into",
+                                  "note", "decided_by", "item_id"))
+            else:
+                st.caption("Nothing: every class is kept (or undecided).")
+            for fmt in TAXONOMY_FORMATS:
+                st.download_button(
+                    f"Download the curated taxonomy ({fmt.upper()})",
+                    lambda fmt=fmt: taxonomy_bytes(curated_taxonomy(db(), run_id), fmt),
+                    file_name=f"jurybox-run-{run_id}-taxonomy.{fmt}",
+                    mime="application/json" if fmt == "json" else MIME["csv"],
+                    icon=":material/account_tree:", key=f"download_taxonomy_{fmt}",
+                    on_click="ignore",
+                )

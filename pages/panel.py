@@ -102,6 +102,8 @@ with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["
     pf.cascade_editor(draft)
 with st.expander("Per-vendor limits", expanded=bool(draft.get("limits"))):
     pf.limits_editor(draft)
+with st.expander("Taxonomy curation", expanded=bool(draft["curation"].get("class_field"))):
+    pf.curation_editor(draft)
 
 st.subheader("Preview and test on a sample item")
 if not datasets:

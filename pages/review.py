@@ -4,6 +4,7 @@ import math
 
 import streamlit as st
 
+from judging.curation import check_decision, parse_children
 from pages.ui import review_view as rv
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
@@ -12,6 +13,7 @@ from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.team import remember_reviewer, reviewer_field, visitor
 from pages.ui.text import plain
+from storage.datasets import field_values
 from storage.db import StorageError
 from storage.overrides import accept_consensus, add_override, blind_label
 from storage.review import item_detail, item_position, review_table
@@ -179,6 +181,17 @@ with form_col:
                              index=options.index(final) if final in options else None,
                              format_func=plain,  # option labels are markdown: a scale's
                              key=f"{k}label.{draft}")  # labels are data
+        curation = panel.curation
+        children_text, merge_into = "", None
+        if curation.active and curation.split_label:
+            children_text = st.text_area(
+                f"If {plain(curation.split_label)}: the new child classes, one per line",
+                key=f"{k}children.{draft}", height=68)
+        if curation.active and curation.merge_label:
+            merge_into = st.selectbox(
+                f"If {plain(curation.merge_label)}: the class to merge into",
+                field_values(db(), int(run["dataset_id"]), curation.class_field or ""),
+                index=None, key=f"{k}merge.{draft}", placeholder="Type to search the classes")
         note = st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
         reviewer = reviewer_field(k + "reviewer", person)
         saved = st.form_submit_button(
@@ -188,15 +201,20 @@ with form_col:
         with user_errors("The override was not saved"):
             if label is None:
                 raise StorageError("Pick a label first: the decision is what gets saved.")
+            class_name = str(detail["fields"].get(panel.curation.class_field or "", item_id))
+            children, merge_into = check_decision(panel.curation, label,
+                                                  parse_children(children_text), merge_into,
+                                                  class_name)
+            decided = {"children": children, "merge_into": merge_into}
             if hidden:
                 # Stay on the item: the critics are revealed, and the reviewer may revise.
-                add_override(db(), run_id, item_id, label, note, reviewer, blind=True)
+                add_override(db(), run_id, item_id, label, note, reviewer, blind=True, **decided)
                 remember_reviewer(reviewer)
                 st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
                                                f"{plain(item_id)}. The critics are shown now.")
                 st.rerun()
             following = rv.next_item(run_id, item_id, filters.kwargs)
-            add_override(db(), run_id, item_id, label, note, reviewer)
+            add_override(db(), run_id, item_id, label, note, reviewer, **decided)
             remember_reviewer(reviewer)
             move_on(following, item_id, label)
             st.rerun()
@@ -224,7 +242,10 @@ if detail["overrides"]:
     st.markdown("**History of this item**")
     st.dataframe(
         [{"when": o["created_at"][:19], "label": o["label"], "reviewer": o["reviewer"],
-          "blind": o["blind"], "note": o["note"]} for o in reversed(detail["overrides"])],
+          "blind": o["blind"], "note": o["note"],
+          **({"children": ", ".join(o["children"]), "merge into": o["merge_into"]}
+             if panel.curation.active else {})}
+         for o in reversed(detail["overrides"])],
         hide_index=True,
     )
 

@@ -226,3 +226,17 @@ def delete_dataset(db: sqlite_utils.Database, dataset_id: int) -> None:
     with db.atomic():
         db.execute("DELETE FROM items WHERE dataset_id = ?", [dataset_id])
         db.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
+
+
+def field_values(
+    db: sqlite_utils.Database, dataset_id: int, field: str, *, limit: int = 20_000
+) -> list[str]:
+    """The distinct values of one field over the dataset's items, sorted (for a picker, such
+    as the class a taxonomy merge goes into). At most `limit` values."""
+    rows = db.execute(
+        "SELECT DISTINCT CAST(j.value AS TEXT) FROM items i, json_each(i.fields) j"
+        " WHERE i.dataset_id = ? AND j.key = ? AND j.value IS NOT NULL"
+        " ORDER BY 1 LIMIT ?",
+        [dataset_id, field, limit],
+    ).fetchall()
+    return [str(value) for (value,) in rows]

@@ -173,11 +173,16 @@ def _json_safe(value: Any) -> Any:
 
 
 def _as_json_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """The history lists as JSON text (CSV cells and Parquet strings hold text)."""
-    if HISTORY_COLUMN not in frame.columns:
+    """Lists and dicts (the override history, a split's children) as JSON text: CSV cells and
+    Parquet strings hold text."""
+    nested = [c for c in frame.columns if frame[c].dtype == object
+              and frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
+    if not nested:
         return frame
     frame = frame.copy()
-    frame[HISTORY_COLUMN] = frame[HISTORY_COLUMN].map(lambda h: json.dumps(h, ensure_ascii=False))
+    for column in nested:
+        frame[column] = frame[column].map(
+            lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
     return frame
 
 
@@ -248,6 +253,14 @@ def export_bytes(
     """The export as bytes (for `st.download_button`). Same rules as `export_run`."""
     buffer = io.BytesIO()
     export_run(db, run_id, fmt, buffer, options)
+    return buffer.getvalue()
+
+
+def rows_csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """Rows (dicts with the same keys) as CSV with the export's rules: lists and dicts as JSON
+    text, cells a spreadsheet would run as formulas escaped."""
+    buffer = io.BytesIO()
+    _write(pd.DataFrame(rows), "csv", buffer)
     return buffer.getvalue()
 
 

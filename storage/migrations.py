@@ -273,6 +273,14 @@ def _override_blind(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE overrides ADD COLUMN blind INTEGER NOT NULL DEFAULT 0")
 
 
+@migrations(name="0012_override_curation")
+def _override_curation(db: sqlite_utils.Database) -> None:
+    # A taxonomy decision's detail: the new child classes of a split (a JSON list) and the class
+    # a merge goes into.
+    db.execute("ALTER TABLE overrides ADD COLUMN children TEXT")
+    db.execute("ALTER TABLE overrides ADD COLUMN merge_into TEXT")
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

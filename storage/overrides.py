@@ -10,6 +10,7 @@ The table refuses UPDATE and DELETE (triggers), so a decision cannot be lost by 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,11 +49,12 @@ def _clean(label: str, reviewer: str) -> tuple[str, str]:
 
 def add_override(
     db: sqlite_utils.Database, run_id: int, item_id: str, label: str, note: str, reviewer: str,
-    *, blind: bool = False,
+    *, blind: bool = False, children: list[str] | None = None, merge_into: str | None = None,
 ) -> int:
     """Record a reviewer's label for an item (a new row; earlier ones stay in the history).
 
-    The caller checks that `label` is on the panel's scale (storage does not know scales).
+    The caller checks that `label` is on the panel's scale and that a curation decision's
+    `children` (the new classes of a split) and `merge_into` fit it (storage knows neither).
     `blind`: given before the reviewer saw the critics (see the module's doc).
 
     Returns:
@@ -65,21 +67,24 @@ def add_override(
     label, reviewer = _clean(label, reviewer)
     _check_item(db, run_id, item_id)
     cursor = db.execute(
-        "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind)],
+        "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind,"
+        " children, merge_into) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind),
+         json.dumps(children, ensure_ascii=False) if children else None, merge_into or None],
     )
     return int(cursor.lastrowid or 0)
 
 
 def override_history(db: sqlite_utils.Database, run_id: int, item_id: str) -> list[dict[str, Any]]:
-    """Every override of an item, oldest first: id, label, note, reviewer, created_at, blind."""
+    """Every override of an item, oldest first: id, label, note, reviewer, created_at, blind,
+    children (a list: the new classes of a split) and merge_into."""
     rows = db.query(
-        "SELECT id, label, note, reviewer, created_at, blind FROM overrides"
-        " WHERE run_id = ? AND item_id = ? ORDER BY id",
+        "SELECT id, label, note, reviewer, created_at, blind, children, merge_into"
+        " FROM overrides WHERE run_id = ? AND item_id = ? ORDER BY id",
         [run_id, item_id],
     )
-    return [{**row, "blind": bool(row["blind"])} for row in rows]
+    return [{**row, "blind": bool(row["blind"]), "children": json.loads(row["children"] or "[]")}
+            for row in rows]
 
 
 def blind_label(
@@ -97,8 +102,13 @@ def blind_label(
 
 
 def latest_overrides(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, Any]]:
-    """item_id -> its latest override (id, label, note, reviewer, created_at)."""
-    return {row["item_id"]: row for row in db.query(_LATEST, {"run": run_id})}
+    """item_id -> its latest override (id, label, note, reviewer, created_at, blind, children
+    as a list, merge_into)."""
+    return {
+        row["item_id"]: {**row, "blind": bool(row["blind"]),
+                         "children": json.loads(row["children"] or "[]")}
+        for row in db.query(_LATEST, {"run": run_id})
+    }
 
 
 def human_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:

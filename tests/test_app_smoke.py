@@ -193,11 +193,13 @@ def test_review_override_is_saved_and_moves_to_the_next_contested_item(
     k = f"rv{run_id}."
     at.radio(key=f"{k}label.{first}").set_value("SPLIT")
     at.text_area(key=f"{k}note.{first}").set_value("two kinds of product")
+    at.text_area(key=f"{k}children.{first}").set_value("Trail shoes\nRoad shoes, Trail shoes")
     at.text_input(key=k + "reviewer").set_value("ana")
     at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     (saved,) = override_history(open_db(path), run_id, first)
     assert (saved["label"], saved["note"], saved["reviewer"]) == ("SPLIT", "two kinds of product", "ana")
+    assert saved["children"] == ["Trail shoes", "Road shoes"]  # the demo curates a taxonomy
     assert at.query_params["item"] != first
     # The history is shown when coming back to the item.
     at.session_state[f"{k}item"] = first

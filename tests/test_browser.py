@@ -118,14 +118,14 @@ def test_override_is_saved_survives_a_reload_and_moves_agreement(
     app_page.wait_for_url(re.compile(r"item="))
     item = re.search(r"item=([^&]+)", app_page.url).group(1)
     form = app_page.get_by_test_id("stForm")
-    form.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
+    form.get_by_test_id("stRadio").get_by_text("REJECT", exact=True).click()
     form.get_by_label("Note (why)").fill("duplicates an existing sibling")
     form.get_by_label("Reviewer").fill("browser-test")
     form.get_by_role("button", name="Save and go to the next item").click()
     # On to the next contested item.
     app_page.wait_for_url(lambda url: f"item={item}" not in url)
     (saved,) = override_history(open_db(app_server["db"]), run_id, item)
-    assert (saved["label"], saved["reviewer"]) == ("MERGE", "browser-test")
+    assert (saved["label"], saved["reviewer"]) == ("REJECT", "browser-test")
 
     # A reload of that item shows the saved decision in its history.
     goto(app_page, app_server, f"/review?run={run_id}&item={item}")

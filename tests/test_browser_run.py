@@ -96,19 +96,19 @@ def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) 
             # the run that drew it is over (no element of the previous item is left to click).
             expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
             settled(app_page)
-            main.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
+            main.get_by_test_id("stRadio").get_by_text("REJECT", exact=True).click()
             main.get_by_label("Note (why)").fill(f"browser note {n}")
             if n == 0:
                 reviewer.fill("carla")
             expect(reviewer).to_have_value("carla")  # typed once, kept for every save
             main.get_by_role("button", name="Save and go to the next item").click()
-            expect(main.get_by_text(f"Saved MERGE for {item}.")).to_be_visible()
+            expect(main.get_by_text(f"Saved REJECT for {item}.")).to_be_visible()
         expect(main.get_by_role("heading", name=f"Item {frame['item_id'].iloc[3]}",
                                 exact=True)).to_be_visible()
     for n, item in enumerate(expected):
         (override,) = override_history(open_db(path), run_id, item)
         assert (override["label"], override["note"], override["reviewer"]) == \
-            ("MERGE", f"browser note {n}", "carla")
+            ("REJECT", f"browser note {n}", "carla")
 
 
 def test_a_loaded_panel_survives_the_next_click_and_saves_as_itself(app_page: Any,

@@ -110,18 +110,18 @@ def _walk_review(page: Any, app: dict[str, Any], run_id: int) -> list[str]:
     reviewer = main.get_by_label("Reviewer")
     for n, item in enumerate(walk[:3]):
         open_item_is(item)
-        main.get_by_test_id("stRadio").get_by_text("MERGE", exact=True).click()
+        main.get_by_test_id("stRadio").get_by_text("REJECT", exact=True).click()
         main.get_by_label("Note (why)").fill(f"walk note {n}")
         if n == 0:
             reviewer.fill("carla")
         expect(reviewer).to_have_value("carla")  # typed once, kept for every save
         main.get_by_role("button", name="Save and go to the next item").click()
-        expect(main.get_by_text(f"Saved MERGE for {item}.")).to_be_visible()
+        expect(main.get_by_text(f"Saved REJECT for {item}.")).to_be_visible()
     open_item_is(walk[3])  # "next" walked the filtered, searched list
     for n, item in enumerate(walk[:3]):
         (saved,) = override_history(db, run_id, item)
         assert (saved["label"], saved["note"], saved["reviewer"]) == \
-            ("MERGE", f"walk note {n}", "carla")
+            ("REJECT", f"walk note {n}", "carla")
     return walk[:3]
 
 

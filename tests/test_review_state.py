@@ -35,7 +35,7 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
         item = at.query_params["item"]
         opened.append(item)
         assert _consensus_of(path, run_id, item) == "SPLIT"
-        at.radio(key=f"{k}label.{item}").set_value("MERGE")
+        at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"note {n}")
         if n == 0:  # typed once: the name must stay for the next saves
             at.text_input(key=k + "reviewer").set_value("carla")
@@ -47,7 +47,7 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
     assert opened == list(expected["item_id"][:3])
     for n, item in enumerate(opened):
         (saved,) = override_history(open_db(path), run_id, item)
-        assert (saved["label"], saved["note"], saved["reviewer"]) == ("MERGE", f"note {n}", "carla")
+        assert (saved["label"], saved["note"], saved["reviewer"]) == ("REJECT", f"note {n}", "carla")
     assert at.query_params["item"] == expected["item_id"].iloc[3]
 
 

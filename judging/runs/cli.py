@@ -4,6 +4,7 @@
     jurybox judge --data FILE --panel PANEL.yaml [--concurrency N] [--out FILE.jsonl]
     jurybox demo [--limit N]                                     the demo panel on the demo data
     jurybox runs | resume RUN | export RUN --format F --out FILE runs in the database
+    jurybox taxonomy RUN --out FILE.json|.csv                   a curation run's taxonomy
     jurybox stats RUN [--resamples N] [--seed S]                 a run's agreement report
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
@@ -33,6 +34,7 @@ from judging.runs.cli_runs import (
     add_resume,
     add_runs,
     add_stats,
+    add_taxonomy,
     positive_int,
     read_for_cli,
     run_stored,
@@ -123,6 +125,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_resume,
     add_export,
     add_stats,
+    add_taxonomy,
 ]
 
 

@@ -29,6 +29,7 @@ from judging.runner import RunProgress
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from judging.runs.report import run_agreement_report
 from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
+from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from storage.consensus import load_panel_verdicts
 from storage.datasets import load_items, save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
@@ -267,6 +268,21 @@ def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_export)
 
 
+def add_taxonomy(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "taxonomy", help="write the curated taxonomy of a curation run (JSON or CSV)",
+        description="For a run whose panel curates a taxonomy (curation.class_field set): each "
+        "class by its final decision (a reviewer's latest, else the consensus) as kept, "
+        "removed, split (with the new child classes) or merged (with the target), with the note "
+        "and who decided.",
+    )
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    p.add_argument("--out", type=pathlib.Path, required=True,
+                   help="the file to write (.json, or .csv for one row per class)")
+    add_db_option(p)
+    p.set_defaults(func=cmd_taxonomy)
+
+
 def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "stats", help="print a run's agreement statistics",
@@ -330,6 +346,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt})")
+    return EXIT_OK
+
+
+def cmd_taxonomy(args: argparse.Namespace) -> int:
+
+    fmt = "csv" if args.out.suffix.lower() == ".csv" else "json"
+    db = open_cli_db(args, read_only=True)
+    try:
+        taxonomy = curated_taxonomy(db, args.run)
+    finally:
+        db.close()
+    args.out.write_bytes(taxonomy_bytes(taxonomy, fmt))
+    print(f"Wrote the curated taxonomy of run {args.run} to {args.out} ({fmt}): "
+          f"{len(taxonomy.kept)} kept, {len(taxonomy.removed)} removed, {len(taxonomy.split)} "
+          f"split, {len(taxonomy.merged)} merged, {len(taxonomy.undecided)} undecided")
     return EXIT_OK
 
 

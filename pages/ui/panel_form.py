@@ -21,6 +21,7 @@ from typing import Any
 import streamlit as st
 
 from judging.critics import Critic
+from judging.curation import CurationConfig
 from judging.panel import CascadeConfig, Panel
 from judging.scales import Scale
 from judging.vendors import PRESETS
@@ -160,7 +161,8 @@ def critic_from_draft(draft: dict[str, Any], index: int) -> Critic:
 def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
-                 skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits"))
+                 skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
+                       "curation"))
 
 
 def scale_editor(draft: dict[str, Any]) -> None:
@@ -266,6 +268,14 @@ def cascade_editor(draft: dict[str, Any]) -> None:
     st.caption("Used when critics sit in more than one tier: tier 0 is called first, the next "
                "tier only for items the cheaper one did not settle.")
     model_editor(CascadeConfig, draft["cascade"], f"{key_prefix(draft)}.cascade", columns=2)
+
+
+def curation_editor(draft: dict[str, Any]) -> None:
+    st.caption("For taxonomy curation: the item field that names the candidate class (and its "
+               "parent), and which labels keep, remove, split or merge it. On Review a split "
+               "then asks for the new child classes and a merge for its target; Export writes "
+               "the curated taxonomy.")
+    model_editor(CurationConfig, draft["curation"], f"{key_prefix(draft)}.curation", columns=3)
 
 
 def limits_editor(draft: dict[str, Any]) -> None:

@@ -1,0 +1,58 @@
+"""The curated taxonomy of a run: its final decisions (a human's latest, else the consensus)
+sorted by `judging.curation.curate`, as JSON or CSV. Used by the Export page and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import sqlite_utils
+
+from judging.curation import CuratedTaxonomy, curate
+from judging.errors import DataError
+from judging.panel_files import load_panel
+from storage.datasets import load_items
+from storage.export import rows_csv_bytes
+from storage.overrides import final_labels, latest_overrides
+from storage.runs import get_run
+
+TAXONOMY_FORMATS = ("json", "csv")
+
+
+def curated_taxonomy(db: sqlite_utils.Database, run_id: int) -> CuratedTaxonomy:
+    """Every candidate class of the run with its final decision.
+
+    Raises:
+        NotFoundError: no such run.
+        DataError: the run's panel has no taxonomy curation settings.
+    """
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    if not panel.curation.active:
+        raise DataError(f"Run {run_id}'s panel does not curate a taxonomy: set its curation "
+                        "class_field (and the labels that keep, remove, split or merge) on the "
+                        "Panel page, then run it.")
+    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
+    latest = latest_overrides(db, run_id)
+    decisions = []
+    for item_id, final in final_labels(db, run_id)[["item_id", "final_label"]].itertuples(
+            index=False, name=None):
+        human = latest.get(item_id) or {}
+        decisions.append({"item_id": item_id, "fields": fields.get(item_id, {}),
+                          "final_label": final, "children": human.get("children"),
+                          "merge_into": human.get("merge_into"), "note": human.get("note"),
+                          "reviewer": human.get("reviewer")})
+    return curate(panel.curation, decisions)
+
+
+def taxonomy_bytes(taxonomy: CuratedTaxonomy, fmt: str) -> bytes:
+    """The curated taxonomy as JSON ({kept, removed, split, merged, undecided}) or CSV (one
+    row per class; children as a JSON list).
+
+    Raises:
+        DataError: an unknown format.
+    """
+    if fmt == "json":
+        return json.dumps(taxonomy.as_json(), ensure_ascii=False, indent=2).encode("utf-8")
+    if fmt == "csv":
+        return rows_csv_bytes(taxonomy.rows())
+    raise DataError(f"Unknown taxonomy format {fmt!r}; choose one of {', '.join(TAXONOMY_FORMATS)}.")

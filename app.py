@@ -28,6 +28,7 @@ def app_pages() -> list[st.Page]:
         st.Page("pages/run.py", title="Run", icon=":material/play_arrow:"),
         st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
         st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"),
+        st.Page("pages/team.py", title="Team", icon=":material/diversity_3:"),
         st.Page("pages/export.py", title="Export", icon=":material/download:"),
     ]
 

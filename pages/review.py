@@ -37,8 +37,18 @@ if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
 filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics)
-blind = rv.blind_toggle(run_id)
 k = f"rv{run_id}."
+# Who is reviewing, in one field above the list (not inside the decision form, where a name
+# only counts once saved): the signed-in email, else the name typed (kept across saves and
+# runs). Blind labels, the assignment and every save are this reviewer's.
+who_col, blind_col, mine_col = st.columns([2, 1, 2], vertical_alignment="bottom")
+with who_col:
+    reviewer = reviewer_field(k + "reviewer", person)
+with blind_col:
+    blind = rv.blind_toggle(run_id)
+with mine_col:
+    if rv.assigned_toggle(run_id, reviewer.strip()):
+        filters.kwargs["assigned_to"] = reviewer.strip()
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
 item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"
@@ -141,9 +151,7 @@ if flash_key in st.session_state:
 # No anchor: its slug would be made of the item id (data) and add a link to the page.
 st.subheader(f"Item {plain(item_id)}", anchor=False)
 # In a blind first pass the critics stay hidden until this reviewer has labelled the item.
-reviewer_now = person.email or st.session_state.get(k + "reviewer") or st.session_state.get(
-    "reviewer", "")
-mine = blind_label(db(), run_id, item_id, reviewer_now) if blind and reviewer_now else None
+mine = blind_label(db(), run_id, item_id, reviewer) if blind and reviewer.strip() else None
 hidden = blind and mine is None
 if hidden:
     st.info("Blind first pass: give your label before the critics are shown. Their labels, "
@@ -158,70 +166,76 @@ fields_col, form_col = st.columns([3, 2])
 with fields_col:
     rv.item_fields(detail)
 with form_col:
-    # No clear_on_submit: a refused save keeps what was typed. The label and note widgets are
-    # keyed by item (and by blind pass or revision), so moving on opens a blank draft.
-    draft = f"{item_id}.blind" if hidden else item_id
-    with st.form(k + "override", border=True):
-        st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
-        if panel.scale.is_numeric:
-            default = None if hidden else detail.get("final_label")
-            try:
-                default_score = float(default) if default is not None else None
-            except ValueError:
-                default_score = None
-            if default_score is None and not hidden:
-                default_score = panel.scale.min
-            chosen = st.number_input("Score", panel.scale.min, panel.scale.max, default_score,
-                                     key=f"{k}score.{draft}")
-            label = None if chosen is None else str(chosen)
-        else:
-            options = list(panel.scale.labels)
-            final = None if hidden else detail.get("final_label")  # no hint in a blind pass
-            label = st.radio("Label", options, horizontal=True,
-                             index=options.index(final) if final in options else None,
-                             format_func=plain,  # option labels are markdown: a scale's
-                             key=f"{k}label.{draft}")  # labels are data
-        curation = panel.curation
-        children_text, merge_into = "", None
-        if curation.active and curation.split_label:
-            children_text = st.text_area(
-                f"If {plain(curation.split_label)}: the new child classes, one per line",
-                key=f"{k}children.{draft}", height=68)
-        if curation.active and curation.merge_label:
-            merge_into = st.selectbox(
-                f"If {plain(curation.merge_label)}: the class to merge into",
-                field_values(db(), int(run["dataset_id"]), curation.class_field or ""),
-                index=None, key=f"{k}merge.{draft}", placeholder="Type to search the classes")
-        note = st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
-        reviewer = reviewer_field(k + "reviewer", person)
-        saved = st.form_submit_button(
-            "Save and show the critics" if hidden else "Save and go to the next item",
-            type="primary")
-    if saved:
-        with user_errors("The override was not saved"):
-            if label is None:
-                raise StorageError("Pick a label first: the decision is what gets saved.")
-            class_name = str(detail["fields"].get(panel.curation.class_field or "", item_id))
-            children, merge_into = check_decision(panel.curation, label,
-                                                  parse_children(children_text), merge_into,
-                                                  class_name)
-            decided = {"children": children, "merge_into": merge_into}
-            if hidden:
-                # Stay on the item: the critics are revealed, and the reviewer may revise.
-                add_override(db(), run_id, item_id, label, note, reviewer, blind=True, **decided)
+    if not reviewer.strip():
+        # A decision says who made it, so the name comes first, on its own: typed just before
+        # a click on Save, the name's change and the click race and the browser drops the
+        # click. Once given, it stays for every save.
+        st.info("Type your name in **Reviewer** above to record decisions: each one says who "
+                "made it.", icon=":material/person:")
+    else:
+        # No clear_on_submit: a refused save keeps what was typed. The label and note widgets are
+        # keyed by item (and by blind pass or revision), so moving on opens a blank draft.
+        draft = f"{item_id}.blind" if hidden else item_id
+        with st.form(k + "override", border=True):
+            st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
+            if panel.scale.is_numeric:
+                default = None if hidden else detail.get("final_label")
+                try:
+                    default_score = float(default) if default is not None else None
+                except ValueError:
+                    default_score = None
+                if default_score is None and not hidden:
+                    default_score = panel.scale.min
+                chosen = st.number_input("Score", panel.scale.min, panel.scale.max, default_score,
+                                         key=f"{k}score.{draft}")
+                label = None if chosen is None else str(chosen)
+            else:
+                options = list(panel.scale.labels)
+                final = None if hidden else detail.get("final_label")  # no hint in a blind pass
+                label = st.radio("Label", options, horizontal=True,
+                                 index=options.index(final) if final in options else None,
+                                 format_func=plain,  # option labels are markdown: a scale's
+                                 key=f"{k}label.{draft}")  # labels are data
+            curation = panel.curation
+            children_text, merge_into = "", None
+            if curation.active and curation.split_label:
+                children_text = st.text_area(
+                    f"If {plain(curation.split_label)}: the new child classes, one per line",
+                    key=f"{k}children.{draft}", height=68)
+            if curation.active and curation.merge_label:
+                merge_into = st.selectbox(
+                    f"If {plain(curation.merge_label)}: the class to merge into",
+                    field_values(db(), int(run["dataset_id"]), curation.class_field or ""),
+                    index=None, key=f"{k}merge.{draft}", placeholder="Type to search the classes")
+            note = st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
+            saved = st.form_submit_button(
+                "Save and show the critics" if hidden else "Save and go to the next item",
+                type="primary")
+        if saved:
+            with user_errors("The override was not saved"):
+                if label is None:
+                    raise StorageError("Pick a label first: the decision is what gets saved.")
+                class_name = str(detail["fields"].get(panel.curation.class_field or "", item_id))
+                children, merge_into = check_decision(panel.curation, label,
+                                                      parse_children(children_text), merge_into,
+                                                      class_name)
+                decided = {"children": children, "merge_into": merge_into}
+                if hidden:
+                    # Stay on the item: the critics are revealed, and the reviewer may revise.
+                    add_override(db(), run_id, item_id, label, note, reviewer, blind=True, **decided)
+                    remember_reviewer(reviewer)
+                    st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
+                                                   f"{plain(item_id)}. The critics are shown now.")
+                    st.rerun()
+                following = rv.next_item(run_id, item_id, filters.kwargs)
+                add_override(db(), run_id, item_id, label, note, reviewer, **decided)
                 remember_reviewer(reviewer)
-                st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
-                                               f"{plain(item_id)}. The critics are shown now.")
+                move_on(following, item_id, label)
                 st.rerun()
-            following = rv.next_item(run_id, item_id, filters.kwargs)
-            add_override(db(), run_id, item_id, label, note, reviewer, **decided)
-            remember_reviewer(reviewer)
-            move_on(following, item_id, label)
+        if mine is not None and st.button("Keep my blind label and go to the next item",
+                                          icon=":material/skip_next:", key=f"{k}keep.{item_id}"):
+            move_on(rv.next_item(run_id, item_id, filters.kwargs), item_id, None)
             st.rerun()
-    if mine is not None and st.button("Keep my blind label and go to the next item",
-                                      icon=":material/skip_next:", key=f"{k}keep.{item_id}"):
-        move_on(rv.next_item(run_id, item_id, filters.kwargs), item_id, None)
-        st.rerun()
 
 if hidden:
     st.stop()  # nothing of the critics' until the blind label is in
@@ -253,9 +267,10 @@ if blind:  # accepting the consensus is the opposite of a blind pass
     st.stop()
 with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}",
                 icon=":material/done_all:"):
-    st.write("Each item's consensus label is recorded as an override by the reviewer below. "
-             "Items whose vote abstained are skipped.")
-    bulk_reviewer = reviewer_field(k + "bulk_reviewer", person)
+    st.write(f"Each item's consensus label is recorded as an override by "
+             f"{plain(reviewer.strip()) or 'the reviewer (type your name above)'}. Items whose "
+             "vote abstained are skipped.")
+    bulk_reviewer = reviewer
     sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
                        key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):

@@ -281,6 +281,26 @@ def _override_curation(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE overrides ADD COLUMN merge_into TEXT")
 
 
+@migrations(name="0013_review_assignments")
+def _review_assignments(db: sqlite_utils.Database) -> None:
+    # Several reviewers: which items each one reviews (some by two, to measure their own
+    # agreement), and the lead's adjudication of a conflict (an override marked as such).
+    _script(
+        db,
+        """
+        CREATE TABLE assignments (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            reviewer TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id, reviewer)
+        );
+        CREATE INDEX assignments_reviewer ON assignments (run_id, reviewer);
+        ALTER TABLE overrides ADD COLUMN adjudication INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -50,12 +50,14 @@ def _clean(label: str, reviewer: str) -> tuple[str, str]:
 def add_override(
     db: sqlite_utils.Database, run_id: int, item_id: str, label: str, note: str, reviewer: str,
     *, blind: bool = False, children: list[str] | None = None, merge_into: str | None = None,
+    adjudication: bool = False,
 ) -> int:
     """Record a reviewer's label for an item (a new row; earlier ones stay in the history).
 
     The caller checks that `label` is on the panel's scale and that a curation decision's
     `children` (the new classes of a split) and `merge_into` fit it (storage knows neither).
     `blind`: given before the reviewer saw the critics (see the module's doc).
+    `adjudication`: a lead's decision between reviewers who disagreed (`storage.assignments`).
 
     Returns:
         The override's id.
@@ -68,9 +70,10 @@ def add_override(
     _check_item(db, run_id, item_id)
     cursor = db.execute(
         "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind,"
-        " children, merge_into) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " children, merge_into, adjudication) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind),
-         json.dumps(children, ensure_ascii=False) if children else None, merge_into or None],
+         json.dumps(children, ensure_ascii=False) if children else None, merge_into or None,
+         int(adjudication)],
     )
     return int(cursor.lastrowid or 0)
 

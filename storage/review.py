@@ -86,6 +86,7 @@ def _filtered(
     critic_pair: tuple[str, str] | None,
     ties_only: bool,
     sort: str,
+    assigned_to: str | None = None,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -153,6 +154,10 @@ def _filtered(
             " AND coalesce(a.label, a.score) IS NOT coalesce(b.label, b.score))"
         )
         params["pair_a"], params["pair_b"] = str(critic_pair[0]), str(critic_pair[1])
+    if assigned_to is not None:
+        where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
+                     " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
+        params["assigned_to"] = str(assigned_to)
     # Joins only where a filter or the sort needs them: the count and the sort touch every
     # matching row, the details (preview, override) only the rows of the page.
     needs_override = overridden is not None or sort == "recent_override"
@@ -175,6 +180,7 @@ def review_table(
     critic_pair: tuple[str, str] | None = None,
     ties_only: bool = False,
     sort: str = "contested",
+    assigned_to: str | None = None,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -197,6 +203,7 @@ def review_table(
         critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
             two differ (the Agreement heatmap's cell).
         ties_only: only items whose vote was tied (the panel's tie rule chose, or abstained).
+        assigned_to: only the items assigned to this reviewer (`storage.assignments`).
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -218,7 +225,7 @@ def review_table(
         run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
-        sort=sort,
+        sort=sort, assigned_to=assigned_to,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -278,7 +285,7 @@ def item_position(
     args: dict[str, Any] = {
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
-        "critic_pair": None, "ties_only": False, "sort": "contested",
+        "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
     }
     unknown = set(filters) - set(args)
     if unknown:

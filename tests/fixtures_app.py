@@ -244,6 +244,18 @@ def settled(page: Any) -> None:
 
 
 
+def name_the_reviewer(page: Any, name: str) -> None:
+    """Type the reviewer's name on Review, as a user does first, and wait for the decision form
+    it unlocks (the name is committed with Enter, never raced by a click on Save)."""
+    from playwright.sync_api import expect
+
+    main = page.get_by_test_id("stMain")
+    field = main.get_by_role("textbox", name="Reviewer")
+    field.fill(name)
+    field.press("Enter")
+    expect(main.get_by_test_id("stForm")).to_be_visible()
+    settled(page)
+
 # Counts the app root's moves away from "notRunning" (a MutationObserver sees every one, however
 # short the script run): the wait below cannot miss a run that starts and ends between polls.
 _COUNT_RUNS = """() => {

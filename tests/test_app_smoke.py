@@ -14,7 +14,7 @@ from storage.db import open_db
 from tests.fixtures_app import shown
 
 APP = pathlib.Path(__file__).resolve().parent.parent / "app.py"
-PAGES = ["home", "datasets", "panel", "run", "review", "agreement", "export"]
+PAGES = ["home", "datasets", "panel", "run", "review", "agreement", "team", "export"]
 
 
 def open_page(page: str, *, query: dict[str, str] | None = None) -> AppTest:
@@ -191,10 +191,10 @@ def test_review_override_is_saved_and_moves_to_the_next_contested_item(
     no_exception(at)
     first = at.query_params["item"]
     k = f"rv{run_id}."
+    at.text_input(key=k + "reviewer").set_value("ana").run()
     at.radio(key=f"{k}label.{first}").set_value("SPLIT")
     at.text_area(key=f"{k}note.{first}").set_value("two kinds of product")
     at.text_area(key=f"{k}children.{first}").set_value("Trail shoes\nRoad shoes, Trail shoes")
-    at.text_input(key=k + "reviewer").set_value("ana")
     at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     (saved,) = override_history(open_db(path), run_id, first)
@@ -207,13 +207,16 @@ def test_review_override_is_saved_and_moves_to_the_next_contested_item(
     assert "two kinds of product" in all_text(at)
 
 
-def test_review_refuses_an_override_without_a_reviewer(demo_db: tuple[pathlib.Path, int]) -> None:
+def test_review_asks_for_the_reviewer_before_any_decision(demo_db: tuple[pathlib.Path, int]) -> None:
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id)})
     k = f"rv{run_id}."
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
-    no_exception(at)
-    assert any("reviewer" in e.value for e in at.error)
+    save = f"FormSubmitter:{k}override-Save and go to the next item"
+    for name in ("", "   "):  # blank is no name
+        at.text_input(key=k + "reviewer").set_value(name).run()
+        no_exception(at)
+        assert any("Type your name" in i.value for i in at.info)
+        assert all(b.key != save for b in at.button)
     assert open_db(path).execute("SELECT count(*) FROM overrides").fetchone()[0] == 0
 
 
@@ -300,7 +303,7 @@ def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     _, expected = review_table(open_db(path), run_id, disagreements_only=True,
                                consensus_label="MERGE", limit=0)
     assert expected > 0
-    at.text_input(key=k + "bulk_reviewer").set_value("lead")
+    at.text_input(key=k + "reviewer").set_value("lead")  # the one reviewer field of the page
     assert at.button(key=k + "bulk_go").disabled, "nothing happens before the confirmation"
     at.checkbox(key=k + "bulk_sure").check().run()
     at.button(key=k + "bulk_go").click().run()

@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import expect
 
 from storage.db import open_db
-from tests.fixtures_app import Watch, running_app, settled
+from tests.fixtures_app import Watch, name_the_reviewer, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -117,10 +117,10 @@ def test_override_is_saved_survives_a_reload_and_moves_agreement(
     goto(app_page, app_server, f"/review?run={run_id}")
     app_page.wait_for_url(re.compile(r"item="))
     item = re.search(r"item=([^&]+)", app_page.url).group(1)
+    name_the_reviewer(app_page, "browser-test")
     form = app_page.get_by_test_id("stForm")
     form.get_by_test_id("stRadio").get_by_text("REJECT", exact=True).click()
     form.get_by_label("Note (why)").fill("duplicates an existing sibling")
-    form.get_by_label("Reviewer").fill("browser-test")
     form.get_by_role("button", name="Save and go to the next item").click()
     # On to the next contested item.
     app_page.wait_for_url(lambda url: f"item={item}" not in url)
@@ -216,7 +216,7 @@ def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, A
     # Through the sidebar, as a user moves around (no document reload).
     goto(app_page, app_server, f"/?run={run_id}")
     nav = app_page.get_by_test_id("stSidebarNav")
-    for title in ("Datasets", "Panel", "Run", "Review", "Agreement", "Export", "Home"):
+    for title in ("Datasets", "Panel", "Run", "Review", "Agreement", "Team", "Export", "Home"):
         nav.get_by_role("link", name=title).click()
         expect(app_page.get_by_role("heading", name="Jurybox" if title == "Home" else title,
                                     exact=True)).to_be_visible()
@@ -224,7 +224,8 @@ def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, A
         settled(app_page)
     # Every page by its URL (a bookmark, a shared link), a deep link into Review included.
     for path in ("/datasets", "/panel", f"/run?run={run_id}", f"/agreement?run={run_id}",
-                 f"/export?run={run_id}", f"/review?run={run_id}&item=TX-0001", "/"):
+                 f"/team?run={run_id}", f"/export?run={run_id}",
+                 f"/review?run={run_id}&item=TX-0001", "/"):
         goto(app_page, app_server, path)
         expect(app_page.get_by_test_id("stSidebar").get_by_text("Database")).to_be_visible()
         settled(app_page)

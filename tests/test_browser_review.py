@@ -19,7 +19,14 @@ import pytest
 from storage.db import open_db
 from storage.overrides import override_history
 from storage.review import review_table
-from tests.fixtures_app import BROWSER_TIMEOUT_MS, Watch, as_shown, running_app, settled
+from tests.fixtures_app import (
+    BROWSER_TIMEOUT_MS,
+    Watch,
+    as_shown,
+    name_the_reviewer,
+    running_app,
+    settled,
+)
 from tests.fixtures_hostile import CRITICS, IMAGE, ITEM_IDS, LABELS, NOTE, REVIEWER, URL_ITEM
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -83,9 +90,9 @@ def test_hostile_data_stays_text_on_every_page(app_page: Any, hostile_app: Any) 
     expect(main.get_by_text(as_shown(f"The item fits {LABELS[0]} best.")).first).to_be_visible()
     no_links_from_data(app_page, url)  # (waits for the script run to be over)
     # A decision with hostile label, note and reviewer: confirmed as text.
+    name_the_reviewer(app_page, REVIEWER)
     main.get_by_test_id("stRadio").get_by_text(as_shown(LABELS[1])).click()
     main.get_by_label("Note (why)").fill(NOTE)
-    main.get_by_label("Reviewer").fill(REVIEWER)
     main.get_by_role("button", name="Save and go to the next item").click()
     expect(main.get_by_text(as_shown(f"Saved {LABELS[1]} for {tied}."))).to_be_visible()
     no_links_from_data(app_page, url)
@@ -146,14 +153,13 @@ def test_search_and_filter_move_the_panel_and_the_tick_and_saves_walk_the_list(
         app_page.get_by_role("option", name="SPLIT", exact=True).click()
         expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
         open_item_is(walk[0])
+        name_the_reviewer(app_page, "dana")  # typed once
         reviewer = main.get_by_label("Reviewer")
         for n, item in enumerate(walk[:3]):
             open_item_is(item)
             main.get_by_test_id("stRadio").get_by_text("KEEP", exact=True).click()
             main.get_by_label("Note (why)").fill(f"walk {n}")
-            if n == 0:
-                reviewer.fill("dana")
-            expect(reviewer).to_have_value("dana")
+            expect(reviewer).to_have_value("dana")  # kept for every save
             main.get_by_role("button", name="Save and go to the next item").click()
             expect(main.get_by_text(f"Saved KEEP for {item}.")).to_be_visible()
         open_item_is(walk[3])

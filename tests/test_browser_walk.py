@@ -22,7 +22,7 @@ from storage.db import open_db
 from storage.overrides import override_history
 from storage.review import review_table
 from storage.runs import get_run, list_runs
-from tests.fixtures_app import Watch, running_app, script_run, settled
+from tests.fixtures_app import Watch, name_the_reviewer, running_app, script_run, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -107,14 +107,13 @@ def _walk_review(page: Any, app: dict[str, Any], run_id: int) -> list[str]:
     main.get_by_label("Search items and reasons").fill("with")
     main.get_by_label("Search items and reasons").press("Enter")
     expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
+    name_the_reviewer(page, "carla")  # typed once
     reviewer = main.get_by_label("Reviewer")
     for n, item in enumerate(walk[:3]):
         open_item_is(item)
         main.get_by_test_id("stRadio").get_by_text("REJECT", exact=True).click()
         main.get_by_label("Note (why)").fill(f"walk note {n}")
-        if n == 0:
-            reviewer.fill("carla")
-        expect(reviewer).to_have_value("carla")  # typed once, kept for every save
+        expect(reviewer).to_have_value("carla")  # kept for every save
         main.get_by_role("button", name="Save and go to the next item").click()
         expect(main.get_by_text(f"Saved REJECT for {item}.")).to_be_visible()
     open_item_is(walk[3])  # "next" walked the filtered, searched list

@@ -154,9 +154,9 @@ def test_review_records_a_merge_target_and_refuses_a_merge_without_one(demo_db):
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id)})
     item = at.query_params["item"]
+    at.text_input(key=k + "reviewer").set_value("ana").run()
     at.radio(key=f"{k}label.{item}").set_value("MERGE")
     at.text_area(key=f"{k}note.{item}").set_value("duplicates a sibling")
-    at.text_input(key=k + "reviewer").set_value("ana")
     at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     assert any("needs the class to merge into" in e.value for e in at.error)

@@ -34,6 +34,7 @@ def test_the_critics_stay_hidden_until_the_blind_label_is_saved(
     at = open_page("review", query={"run": str(run_id), "blind": "1"})
     no_exception(at)
     assert at.toggle(key=k + "blind").value  # a shared link opens in blind mode
+    at.text_input(key=k + "reviewer").set_value("carla").run()
     item = at.query_params["item"]
     detail = item_detail(open_db(path), run_id, item)
     reasons = [v["reasoning"] for v in detail["verdicts"] if v["reasoning"]]
@@ -47,7 +48,6 @@ def test_the_critics_stay_hidden_until_the_blind_label_is_saved(
     assert blind_radio.value is None  # no label preselected: the consensus would be a hint
 
     # No label picked: refused with a sentence, nothing stored.
-    at.text_input(key=k + "reviewer").set_value("carla")
     at.button(key=_submit(k, REVEAL)).click().run()
     assert any("Pick a label" in e.value for e in at.error)
     assert override_history(open_db(path), run_id, item) == []
@@ -85,7 +85,7 @@ def test_keep_my_blind_label_moves_on_without_a_second_override(
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id), "blind": "1"})
     item = at.query_params["item"]
-    at.text_input(key=k + "reviewer").set_value("dan")
+    at.text_input(key=k + "reviewer").set_value("dan").run()
     at.radio(key=f"{k}label.{item}.blind").set_value("KEEP")
     at.button(key=_submit(k, REVEAL)).click().run()
     at.button(key=f"{k}keep.{item}").click().run()
@@ -99,6 +99,7 @@ def test_without_blind_mode_nothing_changes(demo_db: tuple[pathlib.Path, int]) -
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id)})
     assert not at.toggle(key=k + "blind").value
+    at.text_input(key=k + "reviewer").set_value("carla").run()
     item = at.query_params["item"]
     assert at.radio(key=f"{k}label.{item}").value is not None  # the final label, preselected
     assert "consensus" in list(at.dataframe[0].value.columns)

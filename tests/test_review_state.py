@@ -25,6 +25,8 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id)})
     k = f"rv{run_id}."
+    # The name first, typed once: it must stay for every save.
+    at.text_input(key=k + "reviewer").set_value("carla")
     at.selectbox(key=k + "consensus").set_value("SPLIT").run()
     no_exception(at)
     expected, total = review_table(open_db(path), run_id, disagreements_only=True,
@@ -37,8 +39,6 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
         assert _consensus_of(path, run_id, item) == "SPLIT"
         at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"note {n}")
-        if n == 0:  # typed once: the name must stay for the next saves
-            at.text_input(key=k + "reviewer").set_value("carla")
         assert at.text_input(key=k + "reviewer").value == "carla"
         at.button(key=_save_button(k)).click().run()
         no_exception(at)
@@ -51,23 +51,36 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
     assert at.query_params["item"] == expected["item_id"].iloc[3]
 
 
+def test_no_decision_form_until_the_reviewer_is_named(demo_db: tuple[pathlib.Path, int]) -> None:
+    _, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    k = f"rv{run_id}."
+    item = at.query_params["item"]
+    assert not at.get("form") and any("Type your name" in i.value for i in at.info)
+    at.text_input(key=k + "reviewer").set_value("dan").run()
+    assert at.radio(key=f"{k}label.{item}") is not None
+
+
 def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) -> None:
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id)})
     k = f"rv{run_id}."
     item = at.query_params["item"]
-    at.radio(key=f"{k}label.{item}").set_value("REJECT")
-    at.text_area(key=f"{k}note.{item}").set_value("a careful note")
-    at.button(key=_save_button(k)).click().run()  # no reviewer: refused
+    at.text_input(key=k + "reviewer").set_value("dan").run()
+    at.radio(key=f"{k}label.{item}").set_value("SPLIT")  # the demo curates: a split needs
+    at.text_area(key=f"{k}note.{item}").set_value("a careful note")  # its new classes
+    at.button(key=_save_button(k)).click().run()
     no_exception(at)
-    assert any("reviewer" in e.value for e in at.error)
+    assert any("needs the new child classes" in e.value for e in at.error)
     assert at.query_params["item"] == item
     assert at.text_area(key=f"{k}note.{item}").value == "a careful note"
-    assert at.radio(key=f"{k}label.{item}").value == "REJECT"
-    at.text_input(key=k + "reviewer").set_value("dan")
+    assert at.radio(key=f"{k}label.{item}").value == "SPLIT"
+    assert override_history(open_db(path), run_id, item) == []
+    at.text_area(key=f"{k}children.{item}").set_value("Trail shoes\nRoad shoes")
     at.button(key=_save_button(k)).click().run()
     (saved,) = override_history(open_db(path), run_id, item)
-    assert (saved["label"], saved["note"], saved["reviewer"]) == ("REJECT", "a careful note", "dan")
+    assert (saved["label"], saved["note"], saved["reviewer"], saved["children"]) == \
+        ("SPLIT", "a careful note", "dan", ["Trail shoes", "Road shoes"])
 
 
 def test_a_filter_that_leaves_the_open_item_out_opens_a_matching_one(

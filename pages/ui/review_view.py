@@ -17,6 +17,7 @@ from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
 from pages.ui.text import plain
+from storage.assignments import assigned_count
 from storage.review import item_position, review_labels, review_table
 
 ANY = "(any)"
@@ -200,6 +201,16 @@ def blind_toggle(run_id: int) -> bool:
     elif "blind" in st.query_params:
         del st.query_params["blind"]
     return blind
+
+
+def assigned_toggle(run_id: int, reviewer: str) -> bool:
+    """"Only the items assigned to <reviewer>" (on by default) when the run's assignment gives
+    this reviewer items; False when it gives none (or the reviewer is not known yet)."""
+    count = assigned_count(db(), run_id, reviewer) if reviewer else 0
+    if not count:
+        return False
+    return bool(st.toggle(f"Only the {count_of(count, 'item')} assigned to {plain(reviewer)}",
+                          value=True, key=f"rv{run_id}.mine"))
 
 
 def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[str, Any]]:

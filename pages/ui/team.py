@@ -158,16 +158,20 @@ def barrier_screen(person: Visitor) -> None:
 
 def reviewer_field(key: str, person: Visitor) -> str:
     """The reviewer of an override: the signed-in email (shown, not editable), else the name
-    typed in this session (kept across saves and runs: `st.session_state["reviewer"]`)."""
+    typed in this session, remembered as soon as it is typed (`st.session_state["reviewer"]`:
+    Streamlit forgets a widget's value when its page is left, this key it keeps)."""
     if person.email is not None:
         st.text_input("Reviewer", value=person.email, disabled=True, key=f"{key}.signed_in",
                       help="From your sign-in.")
         return person.email
-    if key not in st.session_state:  # the name typed last time, on any run
+    if key not in st.session_state:  # the name typed last time, on any page or run
         st.session_state[key] = st.session_state.get("reviewer", "")
-    return str(st.text_input("Reviewer", key=key))
+    name = str(st.text_input("Reviewer", key=key))
+    if name.strip():
+        remember_reviewer(name)
+    return name
 
 
 def remember_reviewer(name: str) -> None:
-    """Keep the name just used, for the next form that asks (single-user mode)."""
+    """Keep the name just used, for the next field that asks (single-user mode)."""
     st.session_state["reviewer"] = name.strip()

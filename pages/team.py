@@ -1,0 +1,146 @@
+"""Team: assign a run's items to several reviewers (some to two), follow their progress, see how
+far they agree with each other, and adjudicate where they conflict."""
+
+import pandas as pd
+import streamlit as st
+
+from judging.errors import DataError
+from judging.team_review import plan_assignment, reviewer_agreement
+from pages.ui import review_view as rv
+from pages.ui.errors import user_errors
+from pages.ui.run_picker import RUN_PARAM, pick_run
+from pages.ui.shell import ensure_app_shell
+from pages.ui.state import db
+from pages.ui.team import remember_reviewer, reviewer_field, visitor
+from pages.ui.text import plain
+from storage.assignments import (
+    adjudicated_items,
+    assignment,
+    clear_assignment,
+    reviewer_labels,
+    reviewer_progress,
+    save_assignment,
+)
+from storage.overrides import add_override
+from storage.review import item_detail, review_table
+from storage.runs import get_run
+
+ensure_app_shell()
+st.title("Team")
+person = visitor()
+run = pick_run()
+if run is None:
+    st.stop()
+run_id = int(run["id"])
+panel = rv.run_panel(get_run(db(), run_id)["panel_yaml"])
+k = f"team{run_id}."
+# A lead decides who reviews what and settles conflicts; alone on 127.0.0.1, that is you.
+may_lead = not person.signed_in or person.lead
+if k + "flash" in st.session_state:
+    st.success(st.session_state.pop(k + "flash"), icon=":material/check:")
+
+# -- who reviews what ---------------------------------------------------------------------------
+st.subheader("Assignment")
+plan = assignment(db(), run_id)
+if plan:
+    doubled = sum(len(names) > 1 for names in plan.values())
+    st.write(f"{rv.count_of(len(plan), 'item')} assigned, {doubled:,} of them to two "
+             "reviewers. Each reviewer finds theirs on Review under **Only the items assigned "
+             "to me**.")
+    with st.popover("Clear the assignment", icon=":material/delete:", disabled=not may_lead):
+        st.write("The labels given so far stay; only who reviews what is forgotten.")
+        if st.button("Yes, clear it", type="primary", key=k + "clear") and may_lead:
+            clear_assignment(db(), run_id)
+            st.rerun()
+elif not may_lead:
+    st.info("No assignment yet: a lead of this team makes it here.")
+else:
+    with st.form(k + "assign"):
+        known = sorted({r for by in reviewer_labels(db(), run_id).values() for r in by}
+                       | ({person.email} if person.email else set()))
+        names = st.text_area("Reviewers, one per line (names, or emails on a team server)",
+                             value="\n".join(known), height=100)
+        cols = st.columns(2)
+        scope = cols[0].radio("Items", ["contested items", "all items"], horizontal=True)
+        overlap = cols[1].slider("Seen by two reviewers (%)", 0, 100, 20, step=5,
+                                 help="Their agreement on these items is measured below.")
+        go = st.form_submit_button("Assign", type="primary")
+    if go:
+        with user_errors("Nothing was assigned"):
+            items, _ = review_table(db(), run_id, disagreements_only=scope == "contested items",
+                                    sort="item", limit=None)
+            reviewers = [n.strip() for n in names.splitlines() if n.strip()]
+            pairs = save_assignment(db(), run_id, plan_assignment(
+                [str(i) for i in items["item_id"]], reviewers, overlap / 100, seed=run_id))
+            st.session_state[k + "flash"] = (
+                f"Assigned {rv.count_of(len(items), 'item')} to {len(reviewers)} reviewers "
+                f"({pairs:,} reviews).")
+            st.rerun()
+
+# -- progress -----------------------------------------------------------------------------------
+progress = reviewer_progress(db(), run_id)
+if progress:
+    st.subheader("Progress")
+    st.dataframe(
+        [{"reviewer": p["reviewer"], "assigned": p["assigned"], "labelled": p["labelled"],
+          "done": p["labelled"] / p["assigned"] if p["assigned"] else 0.0} for p in progress],
+        hide_index=True,
+        column_config={"reviewer": st.column_config.TextColumn(),
+                       "done": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
+                                                               format="percent")},
+    )
+
+# -- agreement between reviewers ------------------------------------------------------------
+st.subheader("Agreement between reviewers")
+labels = reviewer_labels(db(), run_id)
+agreement = reviewer_agreement(labels, level=panel.scale.level, order=panel.scale.labels or None)
+if agreement.n_items == 0:
+    st.caption("Appears once two reviewers have labelled the same item (the assignment's "
+               "overlap). Each reviewer's own label counts: their blind label if they gave one, "
+               "else their latest.")
+else:
+    cols = st.columns(3)
+    cols[0].metric("Items labelled by two or more", f"{agreement.n_items:,}")
+    alpha = agreement.alpha
+    cols[1].metric("Krippendorff's alpha", "—" if alpha.value is None else f"{alpha.value:.3f}")
+    cols[2].metric("In conflict", f"{len(agreement.conflicts):,}")
+    if alpha.value is None and alpha.reason:
+        st.caption(f"Alpha is undefined: {plain(alpha.reason)}")
+    if len(agreement.reviewers) >= 2:
+        st.caption("Cohen's kappa for each pair of reviewers (on the items both labelled):")
+        st.dataframe(agreement.kappa.to_frame(), column_config={
+            name: st.column_config.NumberColumn(format="%.3f") for name in agreement.reviewers})
+
+# -- conflicts ----------------------------------------------------------------------------------
+settled_items = adjudicated_items(db(), run_id)
+open_conflicts = [item for item in agreement.conflicts if item not in settled_items]
+if agreement.conflicts:
+    st.subheader("Conflicts")
+    st.caption(f"{rv.count_of(len(open_conflicts), 'item')} where reviewers disagree and no lead "
+               f"has decided yet ({len(settled_items & set(agreement.conflicts)):,} adjudicated).")
+if open_conflicts:
+    st.dataframe(pd.DataFrame([{"item": item, **labels[item]} for item in open_conflicts]),
+                 hide_index=True, column_config={"item": st.column_config.TextColumn()})
+    item_id = st.selectbox("Adjudicate", open_conflicts, key=k + "conflict")
+    detail = item_detail(db(), run_id, item_id)
+    rv.item_fields(detail)
+    st.text(rv.consensus_line(detail))
+    with st.form(k + "adjudicate"):
+        said = sorted(set(labels[item_id].values()))
+        options = list(panel.scale.labels) or said
+        label = st.radio("Decision", options, horizontal=True, index=None, format_func=plain,
+                         key=f"{k}label.{item_id}")
+        note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=68)
+        lead = reviewer_field(k + "lead", person)
+        decided = st.form_submit_button("Adjudicate", type="primary", disabled=not may_lead)
+    if decided and may_lead:
+        with user_errors("The decision was not saved"):
+            if label is None:
+                raise DataError("Pick the decision first.")
+            add_override(db(), run_id, item_id, label, note, lead, adjudication=True)
+            remember_reviewer(lead)
+            st.session_state[k + "flash"] = f"Adjudicated {plain(item_id)}: {plain(label)}."
+            st.rerun()
+    st.page_link("pages/review.py", label=f"Open {plain(item_id)} on Review",
+                 icon=":material/rate_review:",
+                 query_params={RUN_PARAM: str(run_id), "item": str(item_id)})

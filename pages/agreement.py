@@ -8,6 +8,7 @@ from judging.panel_files import load_panel
 from judging.voting import tie_rule_text
 from pages.ui import charts
 from pages.ui.agreement_data import run_report
+from pages.ui.calibration_view import calibration_section
 from pages.ui.review_view import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -159,3 +160,7 @@ if report.confusion_vs_humans:
         row = st.columns(3)
         for col, name in zip(row, names[start : start + 3]):
             col.altair_chart(charts.confusion_heatmap(name, report.confusion_vs_humans[name]))
+
+# Calibration learns from reviews and compares labels: shown once humans have labelled items.
+if report.vs_humans and not load_panel(get_run(db(), int(run["id"]))["panel_yaml"]).scale.is_numeric:
+    calibration_section(run)

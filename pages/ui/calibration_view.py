@@ -1,0 +1,84 @@
+"""The Agreement page's calibration section: what the reviews teach the panel (suggested
+weights and their projected effect; few-shot examples for one critic), each savable as a new
+panel version."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from judging.few_shot import render_examples
+from judging.runs.calibrate import few_shot_panel, run_calibration, save_panel_version
+from pages.ui.errors import user_errors
+from pages.ui.state import db
+from pages.ui.text import plain
+
+
+def _percent(p: Any) -> str:
+    if p.value is None:
+        return "—"
+    return f"{p.value:.0%} ({p.low:.0%}–{p.high:.0%}, n={p.n})"
+
+
+def _saved(name: str, version: str) -> None:
+    st.success(f"Saved {plain(repr(name))} as version {version}.")
+    st.page_link("pages/run.py", label="Run it", icon=":material/play_arrow:")
+
+
+def calibration_section(run: dict[str, Any]) -> None:
+    """Draw the section for `run` (nothing to learn yet: a sentence saying what to do)."""
+    run_id = int(run["id"])
+    st.subheader("Calibration: what the reviews teach the panel")
+    calibration = None
+    with user_errors("No calibration yet"):
+        calibration = run_calibration(db(), run_id)
+    if calibration is None:
+        return
+    st.caption(
+        f"Each critic against {calibration.from_humans:,} human labels and, where no human "
+        f"looked, {calibration.from_dawid_skene:,} Dawid-Skene estimates. The suggested weight "
+        "is log(p (K-1) / (1-p)) of its accuracy p among K labels (0 at chance or worse), with "
+        "the weighted strategy.")
+    st.dataframe(
+        [{"critic": c.critic, "accuracy (95% CI)": _percent(c.accuracy), "weight now": c.weight,
+          "suggested weight": c.suggested,
+          "most frequent mistake": (f"said {c.top_confusion[0][0]} for {c.top_confusion[0][1]} "
+                                    f"({c.top_confusion[1]}×)" if c.top_confusion else "none")}
+         for c in calibration.critics],
+        hide_index=True, column_config={"critic": st.column_config.TextColumn()})
+    for note in calibration.notes:
+        st.caption(plain(note))
+    projection = calibration.projection
+    cols = st.columns(3)
+    cols[0].metric("Final labels that would change", f"{len(projection.changed):,}")
+    cols[1].metric("Consensus vs humans now", _percent(projection.vs_humans_before))
+    cols[2].metric("With the suggestion", _percent(projection.vs_humans_after))
+    st.caption("Projected by voting the stored verdicts again: no call is made. Running the "
+               "saved version answers from the cache, and decides exactly this.")
+    if projection.changed:
+        st.dataframe([{"item": item, "now": projection.before[item],
+                       "with the suggestion": projection.after[item]}
+                      for item in projection.changed], hide_index=True,
+                     column_config={"item": st.column_config.TextColumn()})
+    if st.button("Save the suggestion as a new panel version", icon=":material/save:",
+                 key=f"cal{run_id}.save"):
+        name = f"{calibration.suggested.name} (calibrated)"
+        _saved(name, save_panel_version(db(), calibration.suggested, name))
+
+    st.markdown("**Few-shot examples from the reviews**")
+    worst = min(calibration.critics, key=lambda c: c.accuracy.value or 0.0).critic
+    names = [c.critic for c in calibration.critics]
+    left, right = st.columns([2, 1])
+    critic = left.selectbox("For critic", names, index=names.index(worst), key=f"cal{run_id}.critic")
+    k = int(right.number_input("Examples", 1, 8, 4, key=f"cal{run_id}.k"))
+    with user_errors("No examples"):
+        examples, panel = few_shot_panel(db(), run_id, critic, k=k)
+        st.caption(f"{len(examples)} reviewed items with a note, the critic's mistakes first (one "
+                   "per kind of mistake), added to its system prompt:")
+        shown = next(c for c in panel.critics if c.name == critic).placeholders
+        st.code(render_examples(examples, shown), language=None, wrap_lines=True)
+        if st.button("Save as a new panel version", icon=":material/save:",
+                     key=f"cal{run_id}.few_shot"):
+            name = f"{panel.name} ({critic} with {len(examples)} examples)"
+            _saved(name, save_panel_version(db(), panel, name))

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from judging.budget import BudgetGuard
 from judging.calls import (
     CallCache,
     CallRunner,
@@ -134,8 +135,10 @@ class _Run:
         cancel: threading.Event | None,
         progress_interval_s: float,
         single_item: bool,
+        budget: BudgetGuard | None = None,
     ) -> None:
         self.panel = panel
+        self.budget = budget
         self.items = items
         self.critics = list(panel.critics)
         self.scale = panel.scale
@@ -239,6 +242,7 @@ class _Run:
                     cancel=self.cancel,
                     gate=self.gate,
                     limiter=self.limiter,
+                    budget=self.budget,
                 )
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()
@@ -397,6 +401,7 @@ def run_panel(
     key_lookup: KeyLookup | None = None,
     progress_interval_s: float = 0.1,
     single_item: bool = False,
+    budget: BudgetGuard | None = None,
 ) -> RunResult:
     """Judge items with a panel. See `Panel.judge_many` for the arguments.
 
@@ -408,6 +413,7 @@ def run_panel(
         progress_interval_s: at most one `on_progress` call per this many seconds during the run
             (plus one final call with the finished figures).
         single_item: set by `Panel.judge`: a dataset-level strategy falls back to plurality.
+        budget: the run's cap (`judging.budget`): calls that could pass it are not sent.
 
     Returns:
         A `RunResult`: panel verdicts in input order, final progress, stopped critics.
@@ -446,6 +452,7 @@ def run_panel(
             cancel=cancel,
             progress_interval_s=progress_interval_s,
             single_item=single_item,
+            budget=budget,
         ).run()
     finally:
         if own_runner:

@@ -11,7 +11,7 @@ from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from pages.ui.team import remember_reviewer, reviewer_field, visitor
+from pages.ui.team import reviewer_field, visitor
 from pages.ui.text import plain
 from storage.datasets import field_values
 from storage.db import StorageError
@@ -223,13 +223,11 @@ with form_col:
                 if hidden:
                     # Stay on the item: the critics are revealed, and the reviewer may revise.
                     add_override(db(), run_id, item_id, label, note, reviewer, blind=True, **decided)
-                    remember_reviewer(reviewer)
                     st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
                                                    f"{plain(item_id)}. The critics are shown now.")
                     st.rerun()
                 following = rv.next_item(run_id, item_id, filters.kwargs)
                 add_override(db(), run_id, item_id, label, note, reviewer, **decided)
-                remember_reviewer(reviewer)
                 move_on(following, item_id, label)
                 st.rerun()
         if mine is not None and st.button("Keep my blind label and go to the next item",
@@ -270,13 +268,11 @@ with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}
     st.write(f"Each item's consensus label is recorded as an override by "
              f"{plain(reviewer.strip()) or 'the reviewer (type your name above)'}. Items whose "
              "vote abstained are skipped.")
-    bulk_reviewer = reviewer
     sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
                        key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
         with user_errors("Nothing was accepted"):
             ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
-            added = accept_consensus(db(), run_id, ids, bulk_reviewer)
-            remember_reviewer(bulk_reviewer)
+            added = accept_consensus(db(), run_id, ids, reviewer)
             st.session_state[flash_key] = f"Accepted the consensus for {rv.count_of(added, 'item')}."
             st.rerun()

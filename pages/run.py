@@ -9,6 +9,7 @@ from judging.ledger import format_usd
 from judging.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
+from pages.ui.budget import budget_inputs
 from pages.ui.errors import user_errors
 from pages.ui.progress import critic_rows, progress_text, run_summary_line
 from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
@@ -55,6 +56,7 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
         )
         concurrency = st.slider("Calls in flight at once", 1, 128, 32, key="new_run_concurrency")
         with user_errors("This run cannot start"):
+            budget = budget_inputs("new_run")
             panel = draft_panel if panel_key == "draft" else load_panel(panels[panel_key]["yaml"])
             dataset = by_id[dataset_id]
             for critic in panel.critics:
@@ -88,7 +90,7 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                              query_params={RUN_PARAM: str(earlier["id"])})
             if st.button("Start the run", type="primary", icon=":material/play_arrow:",
                          key="start_run"):
-                run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel)
+                run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel, budget=budget)
                 registry().start_run(str(db_path()), run_id, concurrency=concurrency,
                                      key_lookup=worker_key_lookup())
                 st.query_params[RUN_PARAM] = str(run_id)
@@ -142,6 +144,20 @@ if run is not None:
         registry().cancel(run_id)
         st.rerun()
     can_resume = not live and run["status"] in ("pending", "cancelled", "interrupted", "failed")
+    if can_resume and run.get("stop_reason") == "budget":
+        # Stopped by its cap: go on only with a higher one (the same cap would stop at once).
+        with st.form("resume_budget"):
+            st.caption("Resume with a higher cap (what was spent so far counts against it):")
+            new_cap = None
+            with user_errors("The cap is not valid"):
+                new_cap = budget_inputs("resume", usd=run["budget_usd"], tokens=run["budget_tokens"])
+            go = st.form_submit_button("Resume with this cap", icon=":material/play_arrow:")
+        if go and new_cap is not None:
+            with user_errors("The run did not resume"):
+                registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup(),
+                                  budget=new_cap)
+                st.rerun()
+        can_resume = False
     if can_resume and actions.button(
         "Start" if run["status"] == "pending" else "Resume", icon=":material/play_arrow:",
         key="resume_run",

@@ -11,7 +11,7 @@ from pages.ui.errors import user_errors
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
-from pages.ui.team import remember_reviewer, reviewer_field, visitor
+from pages.ui.team import reviewer_field, visitor
 from pages.ui.text import plain
 from storage.assignments import (
     adjudicated_items,
@@ -138,7 +138,6 @@ if open_conflicts:
             if label is None:
                 raise DataError("Pick the decision first.")
             add_override(db(), run_id, item_id, label, note, lead, adjudication=True)
-            remember_reviewer(lead)
             st.session_state[k + "flash"] = f"Adjudicated {plain(item_id)}: {plain(label)}."
             st.rerun()
     st.page_link("pages/review.py", label=f"Open {plain(item_id)} on Review",

@@ -301,6 +301,16 @@ def _review_assignments(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0014_run_budget")
+def _run_budget(db: sqlite_utils.Database) -> None:
+    # A run's budget cap (dollars and/or tokens) and why it stopped short: a run stopped by its
+    # cap is "cancelled" with stop_reason 'budget' (resumable like any cancelled run; a new
+    # status would need the runs table rebuilt, which its foreign keys make unsafe).
+    db.execute("ALTER TABLE runs ADD COLUMN budget_usd REAL")
+    db.execute("ALTER TABLE runs ADD COLUMN budget_tokens INTEGER")
+    db.execute("ALTER TABLE runs ADD COLUMN stop_reason TEXT")
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -309,3 +309,24 @@ def mark_interrupted(
                 [now(), "The process running it stopped before it finished; resume it.", run_id],
             )
     return changed
+
+
+def set_run_budget(
+    db: sqlite_utils.Database, run_id: int, *, usd: float | None, tokens: int | None
+) -> None:
+    """Set (or, with both None, remove) a run's budget cap, and forget why it last stopped.
+
+    Raises:
+        NotFoundError: no such run.
+    """
+    cursor = db.execute(
+        "UPDATE runs SET budget_usd = ?, budget_tokens = ?, stop_reason = NULL WHERE id = ?",
+        [usd, tokens, run_id],
+    )
+    if cursor.rowcount == 0:
+        raise NotFoundError(f"There is no run with id {run_id}.")
+
+
+def set_stop_reason(db: sqlite_utils.Database, run_id: int, reason: str | None) -> None:
+    """Record why a run stopped short (e.g. 'budget'); None clears it."""
+    db.execute("UPDATE runs SET stop_reason = ? WHERE id = ?", [reason, run_id])

@@ -19,6 +19,7 @@ from typing import Self
 
 import httpx
 
+from judging.budget import BudgetGuard
 from judging.calls.attempt import Route, failure_of, make_route, send_once
 from judging.calls.cache import CallCache
 from judging.calls.deadline import Watchdog
@@ -34,6 +35,7 @@ from judging.parsing import ParsedReply, parse_reply, reply_usage
 from judging.scales import Scale
 from judging.vendors import (
     KeyLookup,
+    VendorPreset,
     cost_usd,
     get_preset,
     key_variable,
@@ -43,6 +45,7 @@ from judging.vendors import (
 from judging.verdicts import FailureKind, Item, Verdict
 
 _NOT_CALLED = "not called: the run was cancelled"
+_OVER_BUDGET = "not called: the run's budget cap could be passed (resume with a higher cap)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,7 @@ class CallRunner:
         cancel: threading.Event | None = None,
         gate: CriticGate | None = None,
         limiter: VendorLimiter | None = None,
+        budget: BudgetGuard | None = None,
     ) -> Verdict:
         """Judge one item with one critic. Never raises: failures come back as verdicts.
 
@@ -222,6 +226,8 @@ class CallRunner:
                 Applied on top of this runner's own `vendor_limits` / `requests_per_minute`
                 (a request waits for both, so the stricter wins); the preset defaults then
                 come from the run's limiter only, so a panel can raise or lower them.
+            budget: the run's cap: a call that could pass it is not sent (CANCELLED, with the
+                reason); a cache hit is free and never refused (`judging.budget`).
 
         Returns:
             A `Verdict` with the label/score, or `failure` + `message`, and the evidence. No
@@ -263,7 +269,29 @@ class CallRunner:
             return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
         if cancel is not None and cancel.is_set():
             return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED)
+        held = None
+        if budget is not None:
+            price_in, price_out = critic.price_in_per_mtok, critic.price_out_per_mtok
+            if preset.simulated and (price_in is None or price_out is None):
+                price_in = price_out = 0.0  # a simulated critic without prices costs nothing
+            held = budget.reserve(BudgetGuard.worst_case(
+                len(prepared.content), critic.max_tokens, price_in, price_out))
+            if held is None:
+                return self._fail(verdict, FailureKind.CANCELLED, _OVER_BUDGET)
+        try:
+            return self._send(critic, item, scale, preset, prepared, verdict, gate, cancel,
+                              limiter, started)
+        finally:
+            if held is not None and budget is not None:
+                budget.settle(held, verdict.cost_usd,
+                              (verdict.tokens_in or 0) + (verdict.tokens_out or 0))
 
+    def _send(
+        self, critic: Critic, item: Item, scale: Scale, preset: VendorPreset, prepared: PreparedCall,
+        verdict: Verdict, gate: CriticGate, cancel: threading.Event | None,
+        limiter: VendorLimiter | None, started: float,
+    ) -> Verdict:
+        """The part of `call` that talks to the vendor (after the cache, gate and budget)."""
         try:
             key = resolve_key(critic, self.key_lookup)
             base_url = resolve_base_url(critic)

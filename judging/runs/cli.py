@@ -29,6 +29,7 @@ from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_pro
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel_files import load_panel
 from judging.runs.cli_runs import (
+    add_budget_options,
     add_db_option,
     add_export,
     add_resume,
@@ -114,6 +115,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=positive_int, default=None,
                    help="judge only the first N items")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_budget_options(p)
     add_db_option(p)
 
 

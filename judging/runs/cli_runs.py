@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import math
 import pathlib
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from judging.errors import DataError
+from judging.budget import BudgetCap
+from judging.errors import ConfigError, DataError
 from judging.ledger import Ledger
 from judging.panel_files import load_panel
 from judging.runner import RunProgress
@@ -138,7 +140,7 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     db = open_cli_db(args)
     try:
         saved = save_dataset(db, parsed, name=dataset_name)
-        run_id = prepare_run(db, dataset_id=saved.id, panel=panel)
+        run_id = prepare_run(db, dataset_id=saved.id, panel=panel, budget=budget_from(args))
     finally:
         db.close()
     print(f"Run {run_id} (database {db_path_of(args)})", flush=True)
@@ -170,8 +172,12 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
         return EXIT_FAILED
     if progress.status == "cancelled":
-        print(f"Run {job.run_id} cancelled; resume it with `jurybox resume {job.run_id}`.",
-              file=sys.stderr, flush=True)
+        if progress.error:  # stopped by its budget cap: the sentence says how far it got
+            print(f"Run {job.run_id}: {progress.error} `jurybox resume {job.run_id} "
+                  "--budget-usd ...` (or --budget-tokens).", file=sys.stderr, flush=True)
+        else:
+            print(f"Run {job.run_id} cancelled; resume it with `jurybox resume {job.run_id}`.",
+                  file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
 
 
@@ -242,8 +248,33 @@ def add_resume(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=pathlib.Path, default=None,
                    help="write one JSON line per item (consensus and every verdict) here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_budget_options(p, resuming=True)
     add_db_option(p)
     p.set_defaults(func=cmd_resume)
+
+
+def add_budget_options(p: argparse.ArgumentParser, *, resuming: bool = False) -> None:
+    """--budget-usd / --budget-tokens: the run's cap (see README, Budget caps)."""
+    which = "a new cap for the run (e.g. higher after 'budget reached')" if resuming \
+        else "stop the run before it spends more than this"
+    p.add_argument("--budget-usd", type=float, default=None, metavar="USD",
+                   help=f"{which}, in US dollars")
+    p.add_argument("--budget-tokens", type=positive_int, default=None, metavar="N",
+                   help=f"{which}, in tokens (input + output; unpriced calls count here)")
+
+
+def budget_from(args: argparse.Namespace) -> BudgetCap | None:
+    """The cap the options ask for, or None.
+
+    Raises:
+        ConfigError: a cap that is no limit (zero, negative, not a number).
+    """
+    usd, tokens = getattr(args, "budget_usd", None), getattr(args, "budget_tokens", None)
+    if usd is None and tokens is None:
+        return None
+    if usd is not None and not (usd > 0 and math.isfinite(usd)):
+        raise ConfigError(f"--budget-usd must be a positive number of dollars, not {usd}.")
+    return BudgetCap(usd=usd, tokens=tokens)
 
 
 def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -331,7 +362,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if args.failures:
         job = registry.rerun_failures(db_path_of(args), args.run, concurrency=args.concurrency)
     else:
-        job = registry.resume(db_path_of(args), args.run, concurrency=args.concurrency)
+        job = registry.resume(db_path_of(args), args.run, concurrency=args.concurrency,
+                              budget=budget_from(args))
     print(f"Resuming run {args.run} (database {db_path_of(args)})", flush=True)
     return _follow(job, args, None)
 

@@ -26,16 +26,17 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from judging.errors import JobConflict, JuryboxError
+from judging.budget import BudgetCap
+from judging.errors import ConfigError, JobConflict, JuryboxError
 from judging.panel import Panel
-from judging.panel_files import dump_panel, panel_hash
+from judging.panel_files import dump_panel, load_panel, panel_hash
 from judging.runs.job import Job, JobKind, KeyLookup
 from judging.runs.worker import Worker
 from judging.vendors import get_preset
 from storage.datasets import get_dataset, get_item
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.runs import claim_run, create_run, get_run, mark_interrupted
+from storage.runs import claim_run, create_run, get_run, mark_interrupted, set_run_budget
 
 # Statuses a run may be (re)started from, per kind of job.
 _STARTABLE: dict[str, tuple[str, ...]] = {
@@ -116,15 +117,28 @@ class JobRegistry:
         return self._launch(db_path, run_id, "start", concurrency=concurrency, key_lookup=key_lookup)
 
     def resume(
-        self, db_path: Any, run_id: int, *, concurrency: int = 64, key_lookup: KeyLookup | None = None
+        self, db_path: Any, run_id: int, *, concurrency: int = 64,
+        key_lookup: KeyLookup | None = None, budget: BudgetCap | None = None,
     ) -> Job:
         """Resume a cancelled, interrupted or failed run: only item x critic pairs without a
         successful verdict are sent (stored successes are cache hits).
 
+        Args:
+            budget: a new cap for the run (e.g. higher, after "budget reached"); None keeps its
+                cap.
+
         Raises:
             NotFoundError: no such run.
             JobConflict: the run is done or running.
+            ConfigError: a dollar cap on a panel with unpriced real critics.
         """
+        if budget is not None:
+            db = open_db(db_path)
+            try:
+                check_budget(load_panel(get_run(db, int(run_id))["panel_yaml"]), budget)
+                set_run_budget(db, int(run_id), usd=budget.usd, tokens=budget.tokens)
+            finally:
+                db.close()
         return self._launch(db_path, run_id, "resume", concurrency=concurrency, key_lookup=key_lookup)
 
     def rerun_failures(
@@ -239,7 +253,31 @@ def mark_interrupted_runs(db: Any, live_run_ids: set[int] | frozenset[int] = fro
     return mark_interrupted(db, live_run_ids)
 
 
-def prepare_run(db: Any, *, dataset_id: int, panel: Panel, name: str | None = None) -> int:
+def check_budget(panel: Panel, budget: BudgetCap) -> None:
+    """A dollar cap cannot count a call without a price: with no token cap beside it, a panel
+    with unpriced critics on real vendors is refused, naming them.
+
+    Raises:
+        ConfigError: the sentence, with what to do.
+    """
+    if budget.tokens is not None or budget.usd is None:
+        return
+    unpriced = [c.name for c in panel.critics
+                if (c.price_in_per_mtok is None or c.price_out_per_mtok is None)
+                and not _is_simulated(get_preset, c.vendor)]
+    if unpriced:
+        raise ConfigError(
+            f"A dollar cap cannot count the calls of {', '.join(unpriced)}: "
+            f"{'it has' if len(unpriced) == 1 else 'they have'} no price. Set price_in_per_mtok "
+            "and price_out_per_mtok on the critic, or add a token cap (unpriced calls count "
+            "against it)."
+        )
+
+
+def prepare_run(
+    db: Any, *, dataset_id: int, panel: Panel, name: str | None = None,
+    budget: BudgetCap | None = None,
+) -> int:
     """Save the panel version and create a pending run of it over a dataset.
 
     Args:
@@ -247,6 +285,7 @@ def prepare_run(db: Any, *, dataset_id: int, panel: Panel, name: str | None = No
         dataset_id: a saved dataset.
         panel: the panel to snapshot (its YAML and content hash are stored).
         name: an optional run name.
+        budget: the run's cap in dollars and/or tokens (`judging.budget`), or None.
 
     Returns:
         The new run id (start it with `JobRegistry.start_run`).
@@ -254,15 +293,18 @@ def prepare_run(db: Any, *, dataset_id: int, panel: Panel, name: str | None = No
     Raises:
         PlaceholderError: a critic's prompt uses a field the dataset does not have.
         NotFoundError: no such dataset.
-        ConfigError: the panel holds something that looks like an API key.
+        ConfigError: the panel holds something that looks like an API key, or a dollar cap
+            cannot count its critics (`check_budget`).
     """
+    if budget is not None:
+        check_budget(panel, budget)
     dataset = get_dataset(db, dataset_id)
     for critic in panel.critics:
         critic.check_fields(list(dataset["fields"]))
     version = panel_hash(panel)
     save_panel(db, panel_hash=version, name=panel.name, yaml_text=dump_panel(panel))
     simulated = all(_is_simulated(get_preset, c.vendor) for c in panel.critics)
-    return create_run(
+    run_id = create_run(
         db,
         dataset_id=dataset_id,
         panel_hash=version,
@@ -270,6 +312,9 @@ def prepare_run(db: Any, *, dataset_id: int, panel: Panel, name: str | None = No
         simulated=simulated,
         name=name,
     )
+    if budget is not None:
+        set_run_budget(db, run_id, usd=budget.usd, tokens=budget.tokens)
+    return run_id
 
 
 def _is_simulated(get_preset: Callable[[str], Any], vendor: str) -> bool:

@@ -9,7 +9,9 @@ import math
 from typing import Any
 
 from judging.agreement import per_item_alpha
+from judging.budget import BudgetCap, BudgetGuard
 from judging.errors import JuryboxError
+from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.runner import RunProgress, run_panel
@@ -21,7 +23,7 @@ from storage.consensus import set_item_alpha, write_consensus
 from storage.datasets import get_item, load_items
 from storage.db import open_db
 from storage.review import ratings_frame
-from storage.runs import get_run, refresh_run_totals, set_run_status
+from storage.runs import get_run, refresh_run_totals, set_run_status, set_stop_reason
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class Worker:
         else:
             items = load_items(db, run["dataset_id"])
         rejudge = job.kind == "rejudge"
+        if not rejudge:  # a new start: why it stopped last time no longer holds
+            set_stop_reason(db, job.run_id, None)
         already_ok = set() if rejudge else successful_pairs(db, job.run_id)
         n_critics = len(panel.critics)
         job._update(status="running", total=len(items) * n_critics, items_total=len(items))
@@ -118,12 +122,13 @@ class Worker:
             owner=job.token, on_lost=job.cancel,
         )
         on_verdict = LiveVotes(panel, self.writer).add if votes_live(panel) else self.writer.add
+        budget = _budget_of(run)
         try:
             try:
                 result = run_panel(
                     panel, items, concurrency=self.concurrency, on_progress=on_progress,
                     on_verdict=on_verdict, cancel=job.cancel_event, cache=cache,
-                    key_lookup=self.key_lookup,
+                    key_lookup=self.key_lookup, budget=budget,
                 )
                 self.writer.saved_by_cascade(result.progress.calls_saved)
             finally:
@@ -145,9 +150,22 @@ class Worker:
         ]
         _store_consensus(db, job.run_id, panel, complete, whole_run=self.item_id is None)
         stopped = "; ".join(f"{name}: {reason}" for name, reason in result.stopped_critics.items())
+        if budget is not None and budget.reached and len(complete) < len(result.verdicts):
+            # Stopped by its cap: resumable like a cancelled run, and says why.
+            set_stop_reason(db, job.run_id, "budget")
+            return "cancelled", budget.summary()
         if job.cancel_event.is_set() and len(complete) < len(result.verdicts):
             return "cancelled", None
         return "done", (f"Critics stopped during the run: {stopped}" if stopped else None)
+
+
+def _budget_of(run: dict[str, Any]) -> BudgetGuard | None:
+    """The run's cap, with what it has spent so far (its ledger: a resumed run continues)."""
+    if run.get("budget_usd") is None and run.get("budget_tokens") is None:
+        return None
+    spent = Ledger.from_mapping(run["ledger"])
+    return BudgetGuard(BudgetCap(usd=run["budget_usd"], tokens=run["budget_tokens"]),
+                       spent_usd=spent.cost_usd, spent_tokens=spent.tokens_in + spent.tokens_out)
 
 
 def _store_consensus(

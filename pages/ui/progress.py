@@ -62,6 +62,13 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
     return rows
 
 
+def status_text(run: dict[str, Any]) -> str:
+    """A run's status as users read it: a run stopped by its cap says "budget reached"."""
+    if run["status"] == "cancelled" and run.get("stop_reason") == "budget":
+        return "budget reached"
+    return str(run["status"])
+
+
 def run_summary_line(run: dict[str, Any]) -> str:
     """The stored state of a run in one line: status, calls stored, what was sent and paid.
 
@@ -70,7 +77,7 @@ def run_summary_line(run: dict[str, Any]) -> str:
     done = (run["ok_calls"] or 0) + (run["failed_calls"] or 0)
     ledger = Ledger.from_mapping(run["ledger"])
     parts = [
-        f"Run #{run['id']} · {run['status']}",
+        f"Run #{run['id']} · {status_text(run)}",
         f"{run['n_items']:,} items × {len(run['critics'])} critics",
         f"{done:,} / {run['total_calls']:,} calls stored",
     ]

@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from judging.ledger import Ledger
+from pages.ui.progress import status_text
 
 
 def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -19,7 +20,7 @@ def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "run": run["id"],
             "dataset": run["dataset_name"],
             "panel": run["panel_name"],
-            "status": run["status"] + (" · simulated" if run["simulated"] else ""),
+            "status": status_text(run) + (" · simulated" if run["simulated"] else ""),
             "items": run["n_items"],
             "calls stored": f"{done:,} / {total:,}",
             "failed": run["failed_calls"],

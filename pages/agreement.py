@@ -5,16 +5,19 @@ import math
 import streamlit as st
 
 from judging.panel_files import load_panel
+from judging.runs.report import run_verbosity
 from judging.voting import tie_rule_text
 from pages.ui import charts
 from pages.ui.agreement_data import run_report
 from pages.ui.calibration_view import calibration_section
+from pages.ui.errors import user_errors
 from pages.ui.review_view import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
 from pages.ui.text import plain
+from storage.datasets import get_dataset
 from storage.overrides import blind_labels
 from storage.review import tie_breaks
 from storage.runs import get_run
@@ -160,6 +163,29 @@ if report.confusion_vs_humans:
         row = st.columns(3)
         for col, name in zip(row, names[start : start + 3]):
             col.altair_chart(charts.confusion_heatmap(name, report.confusion_vs_humans[name]))
+
+st.subheader("Verbosity: do verdicts follow the response's length?")
+fields = list(get_dataset(db(), int(run["dataset_id"]))["fields"])
+if fields:
+    with user_errors("No verbosity probe"):
+        # The field picked, else the one with the longest texts (the response, usually).
+        picked = st.session_state.get("verbosity_field")
+        probe = run_verbosity(db(), int(run["id"]), picked if picked in fields else None)
+        st.selectbox("Length of", fields, key="verbosity_field",
+                     index=fields.index(probe.measured) if probe.measured in fields else 0)
+        if probe.reason:
+            st.caption(plain(probe.reason[0].upper() + probe.reason[1:] + "."))
+        else:
+            st.dataframe(
+                [{"critic": r.critic, "Spearman's rho": r.rho, "95% low": r.low, "95% high": r.high,
+                  "items": r.n, "note": r.reason or ""} for r in probe.rows],
+                hide_index=True, column_config={
+                    "critic": st.column_config.TextColumn(),
+                    **{c: st.column_config.NumberColumn(format="%+.3f")
+                       for c in ("Spearman's rho", "95% low", "95% high")}})
+            st.caption("Rank correlation between the field's length in characters and each "
+                       "critic's verdict (its score, or its label's place in the scale's order). "
+                       "An interval clear of 0 means the critic leans with length.")
 
 # Calibration learns from reviews and compares labels: shown once humans have labelled items.
 if report.vs_humans and not load_panel(get_run(db(), int(run["id"]))["panel_yaml"]).scale.is_numeric:

@@ -29,7 +29,7 @@ from judging.ledger import Ledger
 from judging.panel_files import load_panel
 from judging.runner import RunProgress
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from judging.runs.report import run_agreement_report
+from judging.runs.report import run_agreement_report, run_verbosity
 from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from storage.consensus import load_panel_verdicts
@@ -327,6 +327,9 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="bootstrap resamples for alpha's interval (default 1000)")
     p.add_argument("--seed", type=int, default=0,
                    help="bootstrap seed: the same seed gives the same interval (default 0)")
+    p.add_argument("--length-field", default=None, metavar="FIELD",
+                   help="the item field whose length the verbosity probe measures (default: "
+                   "the field with the longest texts)")
     add_db_option(p)
     p.set_defaults(func=cmd_stats)
 
@@ -401,6 +404,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     db = open_cli_db(args, read_only=True)
     try:
         report = run_agreement_report(db, args.run, resamples=args.resamples, seed=args.seed)
+        verbosity = run_verbosity(db, args.run, args.length_field)
     except NotFoundError:
         print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
               "list the runs with `jurybox runs`.", file=sys.stderr)
@@ -408,6 +412,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(report.to_text())
+    print(verbosity.to_text())
     return EXIT_OK
 
 

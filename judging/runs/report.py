@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from judging.errors import DataError
 from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report
+from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
 from storage.consensus import load_consensus
+from storage.datasets import load_items
 from storage.overrides import human_labels
 from storage.review import gold_labels, ratings_frame
 from storage.runs import get_run
@@ -109,3 +112,30 @@ def run_agreement_report(
         resamples=resamples,
         seed=seed,
     )
+
+
+def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> VerbosityProbe:
+    """The verbosity probe of a stored run (`judging.verbosity`): each critic's valid verdicts
+    against the length of `field_name` (default: the item field with the longest mean text).
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+        DataError: `field_name` is not a field of the run's items.
+    """
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
+    name = field_name or longest_field(fields)
+    if field_name is not None and not any(field_name in f for f in fields.values()):
+        known = sorted({n for f in fields.values() for n in f})
+        raise DataError(f"The items of run {run_id} have no field {field_name!r}; their fields: "
+                        f"{', '.join(known)}.")
+    lengths = {item: len(str(f[name])) for item, f in fields.items()
+               if name is not None and f.get(name) is not None}
+    valid = ratings_frame(db, run_id)
+    valid = valid[valid["failure"].isna()]
+    column = "score" if panel.scale.is_numeric else "label"
+    verdicts = {critic: dict(zip(rows["item_id"], rows[column], strict=True))
+                for critic, rows in valid.groupby("critic", sort=False)}
+    ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
+    return verbosity_probe(lengths, ordered, panel.scale, name)

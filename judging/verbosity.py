@@ -1,0 +1,128 @@
+"""The verbosity probe: does a critic's verdict follow the length of the response it judges?
+
+LLM judges are known to favour longer answers. For each critic, the Spearman rank correlation
+between the length (in characters) of one item field, the response, and the critic's verdict:
+its score on a score scale, else its label's position in the scale's order (ordinal, likert,
+yes/no, or any two labels). A nominal scale of three labels or more has no order, so no
+correlation. The interval is Fisher's z with the standard error sqrt(1.06 / (n - 3)) that
+Fieller, Hartley and Pearson (1957) give for Spearman's rho.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from judging.scales import Scale
+
+MIN_ITEMS = 10  # fewer pairs give an interval too wide to say anything
+
+
+@dataclass(frozen=True)
+class VerbosityRow:
+    """One critic: Spearman's rho between length and verdict over `n` items, with its interval
+    (None with a `reason` when undefined)."""
+
+    critic: str
+    n: int
+    rho: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class VerbosityProbe:
+    """The probe of one run: the field measured, one row per critic, or why there is none."""
+
+    measured: str | None  # the item field whose length is measured
+    rows: list[VerbosityRow] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_text(self) -> str:
+        if self.reason is not None:
+            return f"Verbosity: {self.reason}"
+        lines = [f"Verbosity: Spearman's rho between the length of {self.measured!r} and each "
+                 "critic's verdict (95% interval)"]
+        for row in self.rows:
+            figure = (row.reason if row.rho is None
+                      else f"{row.rho:+.3f} [{row.low:+.3f}, {row.high:+.3f}]")
+            lines.append(f"  {row.critic}: {figure}  (n={row.n})")
+        return "\n".join(lines)
+
+
+def spearman(x: Any, y: Any) -> float | None:
+    """Spearman's rho (average ranks for ties); None when either side does not vary."""
+    rx = pd.Series(x, dtype=float).rank().to_numpy()
+    ry = pd.Series(y, dtype=float).rank().to_numpy()
+    if len(rx) < 2 or np.std(rx) == 0 or np.std(ry) == 0:
+        return None
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def fisher_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The interval of Spearman's rho by Fisher's z (module doc); needs n > 3."""
+    z = math.atanh(max(min(rho, 0.999999), -0.999999))
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * math.sqrt(1.06 / (n - 3))
+    return math.tanh(z - half), math.tanh(z + half)
+
+
+def longest_field(fields_by_item: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The text field with the longest mean length: by default, the response being judged."""
+    totals: dict[str, list[int]] = {}
+    for fields in fields_by_item.values():
+        for name, value in fields.items():
+            if isinstance(value, str):
+                totals.setdefault(name, []).append(len(value))
+    if not totals:
+        return None
+    return max(totals, key=lambda name: sum(totals[name]) / len(totals[name]))
+
+
+def _position(scale: Scale) -> dict[str, int] | None:
+    ordered = scale.kind in ("ordinal", "likert", "yesno") or len(scale.labels) == 2
+    return {label: n for n, label in enumerate(scale.labels)} if ordered else None
+
+
+def verbosity_probe(
+    lengths: Mapping[str, int], verdicts: Mapping[str, Mapping[str, Any]], scale: Scale,
+    field_name: str | None,
+) -> VerbosityProbe:
+    """Each critic's verdict against the response length.
+
+    Args:
+        lengths: item id -> length of the measured field, in characters.
+        verdicts: critic -> {item id: its label, or score on a score scale} (valid verdicts).
+        scale: the panel's scale (which says how verdicts are ordered).
+        field_name: the field measured (named in the report).
+    """
+    if field_name is None or not lengths:
+        return VerbosityProbe(field_name, reason="no text field to measure")
+    position = None if scale.is_numeric else _position(scale)
+    if not scale.is_numeric and position is None:
+        return VerbosityProbe(field_name, reason=(
+            f"the labels of this {scale.kind} scale ({', '.join(scale.labels)}) have no order, "
+            "so a verdict cannot rise or fall with length"))
+    rows = []
+    for critic, said in verdicts.items():
+        pairs = [(lengths[item], value if position is None else position.get(str(value)))
+                 for item, value in said.items() if item in lengths]
+        pairs = [(length, value) for length, value in pairs if value is not None]
+        n = len(pairs)
+        if n < MIN_ITEMS:
+            rows.append(VerbosityRow(critic, n, None, reason=f"{n} items, fewer than {MIN_ITEMS}"))
+            continue
+        rho = spearman([p[0] for p in pairs], [p[1] for p in pairs])
+        if rho is None:
+            rows.append(VerbosityRow(critic, n, None,
+                                     reason="its verdicts (or the lengths) do not vary"))
+            continue
+        low, high = fisher_interval(rho, n)
+        rows.append(VerbosityRow(critic, n, rho, low, high))
+    return VerbosityProbe(field_name, rows)

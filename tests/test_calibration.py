@@ -171,3 +171,25 @@ def test_the_agreement_page_shows_the_calibration_and_saves_the_suggestion(
     added = [p for p in list_panels(db) if p["hash"] not in before]
     assert [p["name"] for p in added] == ["Taxonomy curation (demo) (calibrated)"]
     assert load_panel(added[0]["yaml"]).voting.strategy == "weighted"
+    at.button(key=f"cal{run_id}.try").click().run()
+    no_exception(at)
+    assert any("now agrees with the human on" in i.value for i in at.info)
+
+
+def test_the_taught_critic_is_tried_on_the_items_it_got_wrong_and_nothing_is_stored(
+    calibration_run,
+):
+    from judging.runs.calibrate import try_on_disputed
+    from storage.overrides import human_labels
+
+    db = open_db(calibration_run["db"])
+    _, taught = few_shot_panel(db, calibration_run["run"], "poor", k=3)
+    stored = db.execute("SELECT count(*) FROM calls").fetchone()[0]
+    sent = calibration_run["server"].stats()["total"]
+    rows = try_on_disputed(db, calibration_run["run"], taught, "poor", limit=5)
+    humans = human_labels(db, calibration_run["run"])
+    assert 1 <= len(rows) <= 5
+    assert all(r.human == humans[r.item_id] and r.before != r.human for r in rows)
+    assert all(r.after in LABELS for r in rows)
+    assert calibration_run["server"].stats()["total"] == sent + len(rows)  # real calls...
+    assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == stored  # ...not stored

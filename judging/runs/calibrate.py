@@ -1,15 +1,21 @@
-"""A run's calibration and few-shot examples, from its stored verdicts and reviews; and the
-new panel versions they suggest, saved next to the others. Used by the Agreement page."""
+"""A run's calibration and few-shot examples, from its stored verdicts and reviews; a trial of
+the taught critic on the items it got wrong; and the new panel versions they suggest, saved
+next to the others. Used by the Agreement page."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import sqlite_utils
 
 from judging.calibration import Calibration, calibrate
+from judging.cascade import CascadeConfig
 from judging.errors import DataError
 from judging.few_shot import Example, choose_examples, with_examples
 from judging.panel import Panel
 from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.runner import run_panel
+from judging.vendors import KeyLookup
 from storage.consensus import load_panel_verdicts
 from storage.datasets import load_items
 from storage.overrides import human_labels, latest_overrides
@@ -72,3 +78,43 @@ def save_panel_version(db: sqlite_utils.Database, panel: Panel, name: str) -> st
     version = panel_hash(renamed)
     save_panel(db, panel_hash=version, name=name, yaml_text=dump_panel(renamed))
     return version
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One disputed item: the human's label, the critic's stored one, its label with examples."""
+
+    item_id: str
+    human: str
+    before: str | None
+    after: str | None
+
+
+def try_on_disputed(
+    db: sqlite_utils.Database, run_id: int, taught: Panel, critic: str, *, limit: int = 20,
+    key_lookup: KeyLookup | None = None,
+) -> list[TrialRow]:
+    """Ask the taught critic again about the reviewed items its stored label disagreed with
+    (up to `limit`, in item order): real calls, nothing stored, so the page can show whether
+    the examples changed its mind before the new version is run in full.
+
+    Raises:
+        DataError: no such critic, or no reviewed item it disagreed with.
+    """
+    run = get_run(db, run_id)
+    humans = human_labels(db, run_id)
+    said = {v.item_id: (None if v.failure is not None else v.label)
+            for pv in load_panel_verdicts(db, run_id) for v in pv.verdicts if v.critic == critic}
+    disputed = [item for item in said if item in humans and said[item] != humans[item]][:limit]
+    if not disputed:
+        raise DataError(f"{critic} agrees with every reviewed item: nothing to try the examples "
+                        "on.")
+    only = [c for c in taught.critics if c.name == critic]
+    if not only:
+        raise DataError(f"The taught panel has no critic {critic!r}.")
+    solo = taught.model_copy(update={"critics": only, "cascade": CascadeConfig()})
+    items = {item.id: item for item in load_items(db, int(run["dataset_id"]))}
+    result = run_panel(solo, [items[i] for i in disputed], concurrency=8, key_lookup=key_lookup)
+    after = {pv.item_id: next((v.label for v in pv.verdicts if v.failure is None), None)
+             for pv in result.verdicts}
+    return [TrialRow(item, humans[item], said[item], after.get(item)) for item in disputed]

@@ -9,9 +9,14 @@ from typing import Any
 import streamlit as st
 
 from judging.few_shot import render_examples
-from judging.runs.calibrate import few_shot_panel, run_calibration, save_panel_version
+from judging.runs.calibrate import (
+    few_shot_panel,
+    run_calibration,
+    save_panel_version,
+    try_on_disputed,
+)
 from pages.ui.errors import user_errors
-from pages.ui.state import db
+from pages.ui.state import db, worker_key_lookup
 from pages.ui.text import plain
 
 
@@ -78,7 +83,21 @@ def calibration_section(run: dict[str, Any]) -> None:
                    "per kind of mistake), added to its system prompt:")
         shown = next(c for c in panel.critics if c.name == critic).placeholders
         st.code(render_examples(examples, shown), language=None, wrap_lines=True)
-        if st.button("Save as a new panel version", icon=":material/save:",
-                     key=f"cal{run_id}.few_shot"):
+        left, right = st.columns(2)
+        if left.button("Try it on the items it got wrong", icon=":material/science:",
+                       key=f"cal{run_id}.try", help="Asks the critic again, with the examples, "
+                       "about up to 20 reviewed items where its label differed from the "
+                       "human's: real calls, nothing stored."):
+            with st.spinner(f"Asking {critic} again…"):
+                rows = try_on_disputed(db(), run_id, panel, critic,
+                                       key_lookup=worker_key_lookup())
+            fixed = sum(r.after == r.human for r in rows)
+            st.info(f"With the examples, {critic} now agrees with the human on {fixed} of "
+                    f"{len(rows)} items it had got wrong.", icon=":material/science:")
+            st.dataframe([{"item": r.item_id, "human": r.human, "before": r.before,
+                           "with examples": r.after} for r in rows], hide_index=True,
+                         column_config={"item": st.column_config.TextColumn()})
+        if right.button("Save as a new panel version", icon=":material/save:",
+                        key=f"cal{run_id}.few_shot"):
             name = f"{panel.name} ({critic} with {len(examples)} examples)"
             _saved(name, save_panel_version(db(), panel, name))

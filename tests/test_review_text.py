@@ -80,9 +80,10 @@ def test_review_shows_every_hostile_string_as_text(hostile_db: tuple[pathlib.Pat
         assert any("The item fits" in c.value for c in at.code), "the reasons are on the page"
         assert_all_text(at)
     # A save with a hostile label and reviewer: the confirmation shows them as text too.
+    at.text_input(key=k + "reviewer").set_value(REVIEWER).run()  # the name opens the form
+    assert_all_text(at)
     at.radio(key=f"{k}label.{at.query_params['item']}").set_value(LABELS[2])
     saved_item = at.query_params["item"]
-    at.text_input(key=k + "reviewer").set_value(REVIEWER)
     at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
     no_exception(at)
     assert override_history(open_db(path), run_id, saved_item)[-1]["label"] == LABELS[2]

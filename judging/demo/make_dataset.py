@@ -164,6 +164,16 @@ FACETS: list[tuple[str, str]] = [
     ("{parent} Gifts for Dad", "Gift ideas from {parent_lower} aimed at fathers."),
 ]
 
+# parent -> the department above it: the dataset's `parent` is the path "Department > Parent",
+# so a curated taxonomy shows where each class sits.
+DEPARTMENTS: dict[str, str] = {
+    "Kitchen Appliances": "Home & Kitchen", "Cookware": "Home & Kitchen",
+    "Home Lighting": "Home & Kitchen", "Audio": "Electronics", "Cameras": "Electronics",
+    "Computer Accessories": "Electronics", "Outdoor & Camping": "Sports & Outdoors",
+    "Fitness Equipment": "Sports & Outdoors", "Footwear": "Clothing",
+    "Pet Supplies": "Pets & Family", "Baby Gear": "Pets & Family", "Garden Tools": "Garden",
+}
+
 N_MERGE = 72
 N_SPLIT = 48
 FIELDS = [
@@ -221,6 +231,8 @@ def build_rows(seed: int = 20261122) -> list[dict[str, str]]:
         row["existing_siblings"] = "; ".join(
             leaf[0] for leaf in TAXONOMY[row["parent"]] if leaf[0] != row["candidate_class"]
         )
+    for row in rows:  # after the siblings, which are looked up by the parent's own name
+        row["parent"] = f"{DEPARTMENTS[row['parent']]} > {row['parent']}"
     names = [r["candidate_class"] for r in rows]
     # The simulator's gold lookup is keyed by candidate_class: names must be unique.
     assert len(set(names)) == len(names), "candidate_class values must be unique"

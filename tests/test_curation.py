@@ -114,6 +114,8 @@ def test_the_curated_taxonomy_round_trips_as_json_and_csv(demo_db, tmp_path):
         (["Trail shoes", "Road shoes"], "two kinds", "ana")
     merged = next(r for r in data["merged"] if r["item_id"] == decided["merged"])
     assert (merged["merge_into"], merged["decided_by"]) == ("Hiking Boots", "bob")
+    # The demo's parents are paths, so the taxonomy says where each class sits.
+    assert all(" > " in row["parent"] for group in data.values() for row in group)
     removed = next(r for r in data["removed"] if r["item_id"] == decided["removed"])
     assert removed["class"] == item_detail(open_db(path), run_id, decided["removed"])[
         "fields"]["candidate_class"]

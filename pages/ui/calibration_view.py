@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from judging.calibration import Calibration
 from judging.few_shot import render_examples
 from judging.runs.calibrate import (
     few_shot_panel,
@@ -16,8 +17,9 @@ from judging.runs.calibrate import (
     try_on_disputed,
 )
 from pages.ui.errors import user_errors
-from pages.ui.state import db, worker_key_lookup
+from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text import plain
+from storage.overrides import human_labels
 
 
 def _percent(p: Any) -> str:
@@ -31,13 +33,24 @@ def _saved(name: str, version: str) -> None:
     st.page_link("pages/run.py", label="Run it", icon=":material/play_arrow:")
 
 
+@st.cache_data(max_entries=8, show_spinner="Calibrating...")
+def _calibration(path: str, run_id: int, calls_done: int,
+                 humans: tuple[tuple[str, str], ...]) -> Calibration:
+    # Re-voting every stored verdict twice costs more than a rerun of the page: cached until
+    # the verdicts or the human labels change (they are the key).
+    del path, calls_done, humans  # part of the cache key only
+    return run_calibration(db(), run_id)
+
+
 def calibration_section(run: dict[str, Any]) -> None:
     """Draw the section for `run` (nothing to learn yet: a sentence saying what to do)."""
     run_id = int(run["id"])
     st.subheader("Calibration: what the reviews teach the panel")
     calibration = None
     with user_errors("No calibration yet"):
-        calibration = run_calibration(db(), run_id)
+        humans = tuple(sorted(human_labels(db(), run_id).items()))
+        done = int(run.get("ok_calls") or 0) + int(run.get("failed_calls") or 0)
+        calibration = _calibration(str(db_path()), run_id, done, humans)
     if calibration is None:
         return
     st.caption(

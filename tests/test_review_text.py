@@ -105,10 +105,13 @@ def test_agreement_shows_every_hostile_string_as_text(hostile_db: tuple[pathlib.
 
 
 def test_counts_read_as_english(demo_db: tuple[pathlib.Path, int]) -> None:
-    _, run_id = demo_db
+    path, run_id = demo_db
     k = f"rv{run_id}."
+    # A contested item's id (ids are TX-0001...TX-0300): a search that matches exactly one item.
+    only = str(review_table(open_db(path), run_id, disagreements_only=True, limit=1)[0]
+               ["item_id"].iloc[0])
     at = open_page("review", query={"run": str(run_id)})
-    at.text_input(key=k + "search").set_value("TX-0006").run()  # exactly one item
+    at.text_input(key=k + "search").set_value(only).run()
     no_exception(at)
     captions = [c.value for c in at.caption]
     assert "1 item matches · page 1 of 1" in captions, captions

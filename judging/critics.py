@@ -89,6 +89,9 @@ class Critic(BaseModel):
     price_in_per_mtok: float | None = Field(default=None, ge=0)  # USD per million input tokens
     price_out_per_mtok: float | None = Field(default=None, ge=0)
     extra: dict[str, Any] = Field(default_factory=dict)  # extra request parameters, e.g. seed
+    # Ask for token logprobs and read each label's probability from them (`judging.logprobs`).
+    logprobs: bool = False
+    top_logprobs: int = Field(default=5, ge=1, le=20)
 
     @field_validator("api_key_env")
     @classmethod

@@ -52,6 +52,8 @@ def _labels_text(labels: list[str]) -> str:
 def _check_critics(panel: Panel) -> None:
     seen: dict[str, int] = {}
     for index, critic in enumerate(panel.critics):
+        if critic.logprobs:
+            _check_logprobs(panel, index)
         if critic.name in seen:
             raise ConfigError(
                 f"critics[{index}].name: {critic.name!r} is already the name of critics"
@@ -210,3 +212,18 @@ def _check_curation(panel: Panel) -> None:
     if len(set(named.values())) < len(named):
         raise ConfigError("curation: each action needs its own label (one label cannot both "
                           "keep and split a class, say)")
+
+
+def _check_logprobs(panel: Panel, index: int) -> None:
+    critic = panel.critics[index]
+    if critic.vendor in PRESETS and not PRESETS[critic.vendor].logprobs:
+        raise ConfigError(
+            f"critics[{index}].logprobs: {PRESETS[critic.vendor].title} returns no token "
+            "logprobs; turn logprobs off for this critic or use a vendor that has them "
+            "(OpenAI, DeepSeek, OpenRouter, a local OpenAI-compatible server)"
+        )
+    if panel.scale.is_numeric:
+        raise ConfigError(
+            f"critics[{index}].logprobs: logprob scores need labels (a likert scale for "
+            "scores 1..5, say), not a continuous score scale"
+        )

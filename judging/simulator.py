@@ -476,6 +476,10 @@ class SimulatorServer:
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if refusal is not None:
             message["refusal"] = refusal
+        logprobs = None
+        if request.get("logprobs") and "label" in answer and outcome not in ("malformed",):
+            logprobs = _logprobs_block(content, answer, _parse_labels(user_text)
+                                       or _FALLBACK_LABELS, request.get("top_logprobs"))
         body: dict[str, Any] = {
             "id": f"chatcmpl-sim-{uuid.UUID(int=rng.getrandbits(128)).hex[:24]}",
             "object": "chat.completion",
@@ -483,7 +487,7 @@ class SimulatorServer:
             "model": model,
             "system_fingerprint": "jurybox-simulator",
             "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
             ],
             "usage": {
                 "prompt_tokens": tokens_in,
@@ -571,6 +575,37 @@ _REASONS = {
     "SPLIT": "The class lumps together two distinct kinds that deserve their own classes.",
     "MERGE": "The class duplicates a sibling class under another name; the two should be merged.",
 }
+
+
+_LABEL_VALUE = re.compile(r'"label"\s*:\s*"')
+
+
+def _logprobs_block(
+    content: str, answer: dict[str, Any], labels: list[str], top: Any
+) -> dict[str, Any] | None:
+    """An OpenAI-shaped `logprobs` block for `content`: three tokens (before the label, the
+    label, after it); the label token's alternatives give the answer its confidence and share
+    the rest evenly among the other labels."""
+    matches = list(_LABEL_VALUE.finditer(content))  # the last: the answer, not a decoy
+    found = matches[-1] if matches else None
+    label = str(answer["label"])
+    if found is None or not content.startswith(label, found.end()):
+        return None
+    chosen = min(max(float(answer.get("confidence") or 0.8), 0.01), 0.99)
+    others = [other for other in labels if other != label]
+    alternatives = [(label, chosen)] + [(o, (1 - chosen) / len(others)) for o in others]
+    try:
+        limit = max(1, min(20, int(top)))
+    except (TypeError, ValueError):
+        limit = 5
+    cut = found.end() + len(label)
+    pieces = [content[:found.end()], label, content[cut:]]
+    return {"content": [
+        {"token": piece, "logprob": math.log(chosen) if n == 1 else 0.0,
+         "top_logprobs": ([{"token": tok, "logprob": math.log(p)} for tok, p in alternatives][:limit]
+                          if n == 1 else [])}
+        for n, piece in enumerate(pieces) if piece
+    ]}
 
 
 def _error_body(message: str, code: str) -> dict[str, Any]:

@@ -38,6 +38,8 @@ class VendorPreset:
             no default requests-per-minute: vendors' rate limits depend on the account tier,
             so a built-in pace would silently slow some users down for nothing.
         simulated: True for the built-in simulator; its verdicts are labelled simulated.
+        logprobs: False when the endpoint does not return token logprobs (a critic asking for
+            them is refused at panel check time, `judging.logprobs`).
         extra_headers: headers sent with every request (never a key).
         quirks: sentences shown in the UI and README about what this vendor does differently.
     """
@@ -50,6 +52,7 @@ class VendorPreset:
     json_mode: bool = True
     max_concurrency: int | None = None
     simulated: bool = False
+    logprobs: bool = True
     extra_headers: dict[str, str] = field(default_factory=dict)
     quirks: tuple[str, ...] = ()
 
@@ -91,8 +94,10 @@ PRESETS: dict[str, VendorPreset] = {
             base_url="https://api.anthropic.com/v1/",
             key_env="ANTHROPIC_API_KEY",
             json_mode=False,
+            logprobs=False,
             quirks=(
                 "The compatible endpoint ignores `response_format`: JSON comes from the prompt.",
+                "No token logprobs: logprob scores are not available.",
             ),
         ),
         VendorPreset(
@@ -100,7 +105,10 @@ PRESETS: dict[str, VendorPreset] = {
             title="Google Gemini (OpenAI-compatible endpoint)",
             base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
             key_env="GEMINI_API_KEY",
-            quirks=("Errors may arrive as a JSON array of error objects.",),
+            logprobs=False,
+            quirks=("Errors may arrive as a JSON array of error objects.",
+                    "The compatible endpoint returns no token logprobs: logprob scores are not "
+                    "available."),
         ),
         VendorPreset(
             name="ollama",

@@ -238,7 +238,7 @@ with form_col:
 if hidden:
     st.stop()  # nothing of the critics' until the blind label is in
 st.markdown("**Critics**")
-rv.critic_cards(detail)
+rv.critic_cards(detail, scale=panel.scale)
 # Re-judging is for an item whose verdicts look wrong for a passing reason (an outage, a fixed
 # prompt): every critic is called afresh, bypassing the cache, and its old verdicts replaced.
 if st.button("Re-judge this item with every critic", icon=":material/refresh:",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from judging.critics import Critic
+from judging.logprobs import logprobs_request
 from judging.scales import Scale
 from judging.vendors import get_preset, json_mode_for, resolve_base_url
 from judging.verdicts import Item
@@ -34,6 +35,8 @@ def _request_body(critic: Critic, messages: list[dict[str, str]]) -> dict[str, A
     }
     if json_mode_for(critic):
         body["response_format"] = {"type": "json_object"}
+    if critic.logprobs:
+        body.update(logprobs_request(critic.top_logprobs))
     # Extra parameters (seed, top_p, ...) may override, except the two that define the call.
     for name, value in critic.extra.items():
         if name not in ("model", "messages"):

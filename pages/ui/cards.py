@@ -11,6 +11,8 @@ from typing import Any
 
 import streamlit as st
 
+from judging.logprobs import verdict_probabilities
+from judging.scales import Scale
 from judging.verdicts import Verdict
 from pages.ui.text import plain
 
@@ -108,7 +110,8 @@ def raw_exchange(verdict: Verdict) -> None:
             _code_block(request)
 
 
-def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = None) -> bool:
+def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = None,
+                 scale: Scale | None = None) -> bool:
     """Draw one verdict in a bordered container.
 
     Args:
@@ -117,6 +120,8 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
             page). Otherwise the card has a "Raw request and reply" toggle and the caller draws
             `raw_exchange` where there is room for it.
         key: a unique key for the toggle when several cards share a page.
+        scale: the panel's scale; with it, a reply that carries logprobs shows each label's
+            probability (`judging.logprobs`).
 
     Returns:
         True when the reviewer asked for the raw exchange (the toggle is on) and it is not
@@ -130,6 +135,9 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
             st.warning(verdict_headline(verdict), icon=":material/warning:")
             if verdict.message:
                 st.text(verdict.message)
+        probs = verdict_probabilities(verdict, scale) if scale is not None else None
+        if probs is not None:
+            st.caption("Label probabilities (logprobs): " + plain(probs.text()))
         if verdict.reasoning:
             st.text(verdict.reasoning)
         facts = []

@@ -13,6 +13,7 @@ import streamlit as st
 
 from judging.panel import Panel
 from judging.panel_files import load_panel
+from judging.scales import Scale
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
@@ -321,8 +322,9 @@ def consensus_line(detail: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def critic_cards(detail: dict[str, Any], *, per_row: int = 4) -> None:
-    """Every critic's card side by side (wrapping after `per_row`)."""
+def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | None = None) -> None:
+    """Every critic's card side by side (wrapping after `per_row`); with the panel's `scale`,
+    replies that carry logprobs show each label's probability."""
     verdicts = [verdict_from_row({**row, "item_id": detail["item_id"]}) for row in detail["verdicts"]]
     if not verdicts:
         st.info("No critic has answered for this item yet.")
@@ -332,7 +334,8 @@ def critic_cards(detail: dict[str, Any], *, per_row: int = 4) -> None:
         wanted = []
         for column, verdict in zip(st.columns(len(chunk)), chunk):
             with column:
-                if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}"):
+                if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}",
+                                scale=scale):
                     wanted.append(verdict)
         # A raw exchange is a long JSON document: drawn under the row of cards, at full width,
         # not squeezed into a card.

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from judging.errors import ConfigError
 
-CHARS_PER_TOKEN = 4.0  # the estimate's rule of thumb (judging.estimate)
+# Characters per token, the rule of thumb of this cap's worst case and of `judging.estimate`.
+CHARS_PER_TOKEN = 4.0
 
 
 class BudgetCap(BaseModel):

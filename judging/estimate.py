@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from judging.budget import CHARS_PER_TOKEN  # one rule of thumb for the estimate and the cap
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.panel import Panel
 from judging.vendors import cost_usd
 from judging.verdicts import Item
 
-CHARS_PER_TOKEN = 4.0
 TYPICAL_REPLY_TOKENS = 80  # {"label": ..., "confidence": ..., "reasoning": "one or two sentences"}
 
 

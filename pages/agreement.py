@@ -63,10 +63,10 @@ st.caption(
     f"verdicts count as missing values, never as a label. {reviewed:,} item"
     f"{'' if reviewed == 1 else 's'} reviewed by humans."
 )
+panel = load_panel(get_run(db(), int(run["id"]))["panel_yaml"])  # read once for the page
 breaks = tie_breaks(db(), int(run["id"]))
 if breaks:  # a tie is the panel's rule speaking, not the critics: say so, and how it went
     tied = sum(breaks.values())
-    panel = load_panel(get_run(db(), int(run["id"]))["panel_yaml"])
     how = ", ".join(f"{label} for {n:,}" for label, n in breaks.items())
     text_col, link_col = st.columns([3, 1], vertical_alignment="center")
     text_col.caption(plain(
@@ -188,5 +188,5 @@ if fields:
                        "An interval clear of 0 means the critic leans with length.")
 
 # Calibration learns from reviews and compares labels: shown once humans have labelled items.
-if report.vs_humans and not load_panel(get_run(db(), int(run["id"]))["panel_yaml"]).scale.is_numeric:
+if report.vs_humans and not panel.scale.is_numeric:
     calibration_section(run)

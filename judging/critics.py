@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -92,6 +92,15 @@ class Critic(BaseModel):
     # Ask for token logprobs and read each label's probability from them (`judging.logprobs`).
     logprobs: bool = False
     top_logprobs: int = Field(default=5, ge=1, le=20)
+    # Repeats: ask this many times per item; the critic's verdict is the vote of its samples and
+    # the spread between them is its stability (`judging.stability`).
+    samples: int = Field(default=1, ge=1, le=50)
+    # Compound critics (`judging.compound`): "single" is one call; the others chain calls.
+    kind: Literal["single", "reason-then-judge", "self-verify", "debate"] = "single"
+    reason_prompt: str = ""  # reason-then-judge: the first call's instruction ("" = default)
+    verify_prompt: str = ""  # self-verify: the checking call's instruction ("" = default)
+    debaters: list[str] = Field(default_factory=list)  # debate: two critics of the panel argue
+    rounds: int = Field(default=1, ge=1, le=5)  # debate: rounds of arguments before the verdict
 
     @field_validator("api_key_env")
     @classmethod
@@ -115,8 +124,16 @@ class Critic(BaseModel):
             if name not in fields:
                 raise PlaceholderError(self.name, name, fields)
 
-    def build_messages(self, fields: dict[str, Any], scale: Scale) -> list[dict[str, str]]:
-        """The chat messages for one item: system prompt, data preamble, prompt, answer format."""
+    def build_messages(
+        self, fields: dict[str, Any], scale: Scale, *, context: str = "", answer: str | None = None
+    ) -> list[dict[str, str]]:
+        """The chat messages for one item: system prompt, data preamble, prompt, answer format.
+
+        Args:
+            context: text put between the prompt and the answer format (a compound critic's
+                earlier steps, as delimited data: see `judging.compound`).
+            answer: the closing instruction instead of the verdict format (a free-text step).
+        """
         if not self.placeholders:
             raise ConfigError(
                 f"Critic {self.name!r}: the prompt has no {{placeholder}}, so the critic would "
@@ -126,5 +143,6 @@ class Critic(BaseModel):
             part for part in (self.system_prompt.strip(), DATA_PREAMBLE) if part
         )
         user = render_template(self.prompt_template, fields, critic=self.name)
-        user = f"{user}\n\n{answer_instructions(scale)}"
+        closing = answer_instructions(scale) if answer is None else answer
+        user = "\n\n".join(part for part in (user, context.strip(), closing) if part)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]

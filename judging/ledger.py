@@ -31,8 +31,9 @@ class Ledger:
         calls: item x critic outcomes counted (successes, failures, cache hits, cancelled).
         failed: outcomes without a verdict (any failure kind, cancelled included).
         cancelled: calls stopped by a cancel.
-        cache_hits: calls answered from stored successes: nothing sent, nothing paid.
-        sent_calls: calls that reached the vendor (at least one HTTP attempt).
+        cache_hits: requests answered from stored successes: nothing sent, nothing paid.
+        sent_calls: requests that reached the vendor (at least one HTTP attempt). A compound or
+            repeated critic makes several requests for one outcome in `calls`.
         http_attempts: HTTP requests sent (first tries and retries).
         calls_saved: calls a cascade did not need to make.
         tokens_in / tokens_out: tokens of the requests sent.
@@ -53,12 +54,18 @@ class Ledger:
     unpriced_calls: int = 0
 
     def add(self, verdict: Verdict) -> None:
-        """Count one call's outcome (the one place that decides what was paid)."""
+        """Count one item x critic outcome and pay for the requests behind it (the one place
+        that decides what was paid). A compound or repeated critic's verdict counts once in
+        `calls`; each of its steps counts as a request, sent or from the cache."""
         self.calls += 1
         if verdict.failure is not None:
             self.failed += 1
             if verdict.failure is FailureKind.CANCELLED:
                 self.cancelled += 1
+        for call in verdict.calls:
+            self._pay(call)
+
+    def _pay(self, verdict: Verdict) -> None:
         if verdict.cached:
             self.cache_hits += 1
             return

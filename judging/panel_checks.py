@@ -36,6 +36,7 @@ def check_panel(panel: Panel) -> None:
         ConfigError: the first problem found, in a sentence naming the field and the fix.
     """
     _check_critics(panel)
+    _check_chains(panel)
     _check_strategy(panel)
     # Policies before labels: "count_as needs a label scale" says more than "not a label".
     _check_policies(panel)
@@ -81,6 +82,43 @@ def _check_critics(panel: Panel) -> None:
                 f"critics[{index}].vendor: unknown vendor {critic.vendor!r}; choose one of "
                 f"{', '.join(choices)} (or 'custom' with a base_url)"
             )
+
+
+def _check_chains(panel: Panel) -> None:
+    """Repeats and compound critics (`judging.chains`)."""
+    names = [critic.name for critic in panel.critics]
+    for index, critic in enumerate(panel.critics):
+        if critic.samples > 1 and critic.temperature == 0:
+            raise ConfigError(
+                f"critics[{index}].samples: {critic.samples} samples at temperature 0 ask the "
+                "same question the same way, so they measure nothing; raise the temperature "
+                "(0.7 is common) or set samples to 1"
+            )
+        if critic.kind != "debate":
+            if critic.debaters:
+                raise ConfigError(
+                    f"critics[{index}].debaters: only a debate critic has debaters; set kind "
+                    "to debate or clear the list"
+                )
+            continue
+        debaters = critic.debaters
+        if len(debaters) != 2 or len(set(debaters)) != 2:
+            raise ConfigError(
+                f"critics[{index}].debaters: a debate needs the names of two different critics "
+                f"of the panel to argue (choose from {', '.join(names)})"
+            )
+        for name in debaters:
+            if name == critic.name:
+                raise ConfigError(f"critics[{index}].debaters: {name!r} is the judge of this "
+                                  "debate; name two other critics to argue")
+            if name not in names:
+                raise ConfigError(
+                    f"critics[{index}].debaters: no critic is named {name!r}; choose from "
+                    f"{', '.join(n for n in names if n != critic.name)}"
+                )
+            if panel.critics[names.index(name)].kind == "debate":
+                raise ConfigError(f"critics[{index}].debaters: {name!r} is itself a debate; "
+                                  "a debater must be a critic that argues in one call")
 
 
 def _check_strategy(panel: Panel) -> None:

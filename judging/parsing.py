@@ -257,13 +257,14 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "..."
 
 
-def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
+def parse_reply(status: int, body: str, scale: Scale | None) -> ParsedReply:
     """Read one chat-completions reply.
 
     Args:
         status: the HTTP status code.
         body: the reply body as text.
-        scale: the panel's scale; the verdict is normalised onto it.
+        scale: the panel's scale; the verdict is normalised onto it. None for a free-text step
+            (a compound critic's reasoning or argument): its text is the `reasoning`.
 
     Returns:
         The label (or score on numeric scales), confidence, reasoning, tokens and finish reason.
@@ -335,6 +336,16 @@ def parse_reply(status: int, body: str, scale: Scale) -> ParsedReply:
             f"the reply content is blank (finish_reason={finish_reason})", raw=content or None
         )
 
+    if scale is None:
+        if finish_reason == "length":
+            raise TruncatedError(
+                "the reply was cut off (finish_reason=length): raise max_tokens", raw=content
+            )
+        return ParsedReply(
+            label=None, score=None, confidence=None, reasoning=answer.strip(),
+            tokens_in=tokens_in, tokens_out=tokens_out,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        )
     label: str | None = None
     score: float | None = None
     confidence: float | None = None

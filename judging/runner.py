@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import queue
 import threading
 import time
@@ -39,6 +40,7 @@ from judging.calls import (
     default_runner,
 )
 from judging.cascade import Tier, decide, plan_tiers, rejected
+from judging.chains import judge_with, sample_offsets
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.ledger import Ledger, LedgerTotals
@@ -154,6 +156,12 @@ class _Run:
         self.gate = CriticGate()  # per run: a key fixed after this run works on the next
         self.interval = progress_interval_s
         self.concurrency = concurrency
+        self.by_name = {critic.name: critic for critic in self.critics}
+        self.first_sample = sample_offsets(self.critics)
+        # Every call of the run, a compound critic's steps included, goes out this way.
+        self.send = functools.partial(
+            runner.call, cancel=cancel, gate=self.gate, limiter=limiter, budget=budget
+        )
 
         strategy = panel.voting.strategy
         self.dataset_strategy = DATASET_STRATEGIES.get(strategy)
@@ -235,14 +243,10 @@ class _Run:
                 continue  # a callback failed: drain without calling
             state, critic_index = task
             try:
-                verdict = self.runner.call(
-                    self.critics[critic_index],
-                    state.item,
-                    self.scale,
-                    cancel=self.cancel,
-                    gate=self.gate,
-                    limiter=self.limiter,
-                    budget=self.budget,
+                critic = self.critics[critic_index]
+                verdict = judge_with(
+                    critic, state.item, self.scale, self.send, critics=self.by_name,
+                    first_sample=self.first_sample[critic.name],
                 )
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()

@@ -148,6 +148,10 @@ _LABELS_RE = re.compile(
 )
 _NUMBER = r"(-?[\d.]+(?:e-?\d+)?)"
 _SCORE_RE = re.compile(rf'"score":\s*a number from\s*{_NUMBER}\s*to\s*{_NUMBER}')
+# How `judging.compound` names the labels in a prose step ("The verdict will be exactly one of:
+# KEEP, REJECT.").
+_PROSE_LABELS_RE = re.compile(r"The verdict will be exactly one of:\s*(.+?)\.(?:\s|$)")
+_PROSE_SCORE_RE = re.compile(rf"The verdict will be a number from\s*{_NUMBER}\s*to\s*{_NUMBER}")
 _ITEM_RE = re.compile(r'<item field="[^"]*">\n?(.*?)\n?</item>', re.S)
 _FALLBACK_LABELS = ["yes", "no"]
 
@@ -455,10 +459,17 @@ class SimulatorServer:
         except (TypeError, ValueError):
             max_tokens = 512
         user_text = _last_user_text(messages)
+        free_text = _is_free_text(user_text)
         answer = self._answer(user_text, profile, rng)
         finish = "stop"
         refusal: str | None = None
-        if outcome == "truncated":
+        if free_text and outcome in ("answer", "malformed"):
+            # A compound critic's prose step (reasoning, a debater's turn): no JSON to break.
+            value = answer.get("label", answer.get("score"))
+            content = f"Weighing the item, I lean towards {value}. {answer['reasoning']}"
+            tokens_out = _estimate_tokens(content)
+            outcome = "ok"
+        elif outcome == "truncated":
             content = ""
             finish = "length"
             tokens_out = max_tokens
@@ -507,7 +518,7 @@ class SimulatorServer:
         confidence_mean = profile.confidence_mean - (0.0 if correct else 0.15)
         confidence = round(min(1.0, max(0.0, rng.gauss(confidence_mean, profile.confidence_sd))), 2)
 
-        score_match = _SCORE_RE.search(user_text)
+        score_match = _SCORE_RE.search(user_text) or _PROSE_SCORE_RE.search(user_text)
         if score_match and "exactly one of" not in user_text:
             low, high = float(score_match.group(1)), float(score_match.group(2))
             truth = _as_float(truth_text)
@@ -632,8 +643,13 @@ def _last_user_text(messages: Any) -> str:
     return ""
 
 
+def _is_free_text(user_text: str) -> bool:
+    """A request for prose (`judging.compound`'s reasoning and debate steps), not a verdict."""
+    return "Answer with one JSON object" not in user_text and "as plain text" in user_text
+
+
 def _parse_labels(user_text: str) -> list[str]:
-    match = _LABELS_RE.search(user_text)
+    match = _LABELS_RE.search(user_text) or _PROSE_LABELS_RE.search(user_text)
     if not match:
         return []
     return [part.strip() for part in match.group(1).split(",") if part.strip()]

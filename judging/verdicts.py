@@ -77,6 +77,11 @@ class Verdict:
     model: str | None = None
     simulated: bool = False
     cached: bool = False  # served from the cache of an earlier successful call
+    # The calls behind a critic that makes more than one per item (`judging.compound`): in the
+    # order they were made. Empty for a single call, which is its own evidence.
+    steps: list[Verdict] = field(default_factory=list)
+    role: str | None = None  # a step's part in the chain: "reason", "judge", "verify", ...
+    sample: int = 0  # which repeat a step belongs to (0 = the first)
 
     @property
     def ok(self) -> bool:
@@ -87,9 +92,16 @@ class Verdict:
         """The label, or the score on numeric scales."""
         return self.label if self.label is not None else self.score
 
+    @property
+    def calls(self) -> list[Verdict]:
+        """The calls that were made: its steps, or the verdict itself for a single call."""
+        return self.steps or [self]
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["failure"] = self.failure.value if self.failure else None
+        for step in data["steps"]:
+            step["failure"] = step["failure"].value if step["failure"] else None
         return data
 
 

@@ -36,7 +36,7 @@ if notice:
 if run["status"] in ("pending", "running"):
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
-filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics)
+filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics, panel)
 k = f"rv{run_id}."
 # Who is reviewing, in one field above the list (not inside the decision form, where a name
 # only counts once saved): the signed-in email, else the name typed (kept across saves and

@@ -105,6 +105,43 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
     return rows
 
 
+_STEP_COLUMNS = (
+    "run_id", "item_id", "critic", "sample", "position", "role", "final", "label", "score",
+    "confidence", "reasoning", "failure", "message", "raw_request", "raw_response", "latency_ms",
+    "attempts", "tokens_in", "tokens_out", "cost_usd", "cache_key", "vendor", "model",
+    "simulated", "cached", "created_at",
+)
+_STEP_KEY = ("run_id", "item_id", "critic", "position")
+_INSERT_STEP = (
+    f"INSERT INTO call_steps ({', '.join(_STEP_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _STEP_COLUMNS)}) ON CONFLICT ({', '.join(_STEP_KEY)}) "
+    "DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _STEP_COLUMNS if c not in _STEP_KEY)
+)
+
+
+def _step_rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[Any, ...]]:
+    """One row per step of the verdicts that have steps (a compound or repeated critic), the
+    steps of a cancelled verdict included: they were paid, and resume reads them back from the
+    cache. A step that was itself cancelled was never sent and is skipped."""
+    rows: list[tuple[Any, ...]] = []
+    for v in verdicts:
+        steps = v.steps
+        for position, step in enumerate(steps):
+            if step.failure == FailureKind.CANCELLED:
+                continue
+            final = position == len(steps) - 1 or steps[position + 1].sample != step.sample
+            rows.append((
+                run_id, str(v.item_id), v.critic, step.sample, position, step.role or "",
+                int(final), step.label, step.score, step.confidence, step.reasoning,
+                step.failure.value if step.failure is not None else None, step.message,
+                request_json(step.raw_request), step.raw_response, step.latency_ms,
+                step.attempts, step.tokens_in, step.tokens_out, step.cost_usd, step.cache_key,
+                step.vendor, step.model, int(step.simulated), int(step.cached), stamp,
+            ))
+    return rows
+
+
 def write_verdicts(
     db: sqlite_utils.Database,
     run_id: int,
@@ -133,12 +170,24 @@ def write_verdicts(
         success counts, though the success stays).
     """
 
-    rows = _rows(run_id, verdicts, now())
-    if not rows:
+    verdicts = list(verdicts)
+    stamp = now()
+    rows = _rows(run_id, verdicts, stamp)
+    step_rows = _step_rows(run_id, verdicts, stamp)
+    if not rows and not step_rows:
         return 0
     sql = _INSERT if replace_success else _INSERT + _KEEP_SUCCESS
     with _write_transaction(db):
         conn = db.conn
+        if step_rows:
+            if replace_success:  # a re-judged chain may take another path: drop the old one
+                conn.executemany(
+                    "DELETE FROM call_steps WHERE run_id = ? AND item_id = ? AND critic = ?",
+                    sorted({row[:3] for row in step_rows}),
+                )
+            conn.executemany(_INSERT_STEP if replace_success
+                             else _INSERT_STEP + " WHERE call_steps.failure IS NOT NULL",
+                             step_rows)
         before = conn.execute("SELECT coalesce(max(id), 0) FROM calls").fetchone()[0]
         conn.executemany(sql, rows)
         # New successes into the small level of the cache index, in one statement over the
@@ -246,14 +295,15 @@ def failure_summary(db: sqlite_utils.Database, run_id: int) -> list[dict[str, An
 def delete_item_calls(
     db: sqlite_utils.Database, run_id: int, item_id: str, *, critic: str | None = None
 ) -> None:
-    """Forget the stored outcomes of one item (of one critic only, when given)."""
-    if critic is None:
-        db.execute("DELETE FROM calls WHERE run_id = ? AND item_id = ?", [run_id, item_id])
-    else:
-        db.execute(
-            "DELETE FROM calls WHERE run_id = ? AND item_id = ? AND critic = ?",
-            [run_id, item_id, critic],
-        )
+    """Forget the stored outcomes of one item (of one critic only, when given), steps too."""
+    for table in ("calls", "call_steps"):
+        if critic is None:
+            db.execute(f"DELETE FROM {table} WHERE run_id = ? AND item_id = ?", [run_id, item_id])
+        else:
+            db.execute(
+                f"DELETE FROM {table} WHERE run_id = ? AND item_id = ? AND critic = ?",
+                [run_id, item_id, critic],
+            )
 
 
 def stored_critics(db: sqlite_utils.Database, run_id: int, item_id: str) -> list[str]:
@@ -305,6 +355,44 @@ _CACHE_LOOKUP = (
 )
 
 
+_STEP_CACHE_LOOKUP = (
+    _VERDICT_SELECT.replace("FROM calls", "FROM call_steps")
+    + " WHERE cache_key = ? AND failure IS NULL ORDER BY id DESC LIMIT 1"
+)
+
+
+def load_steps(
+    db: sqlite_utils.Database, run_id: int, item_id: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The calls behind each critic's verdict on one item, for the critics that made more than
+    one (critic -> its steps in order, as rows)."""
+    steps: dict[str, list[dict[str, Any]]] = {}
+    for row in db.query(
+        "SELECT critic, sample, role, final, label, score, confidence, reasoning, failure,"
+        " message, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cached, raw_request,"
+        " raw_response FROM call_steps WHERE run_id = ? AND item_id = ? ORDER BY critic, position",
+        [run_id, item_id],
+    ):
+        steps.setdefault(row["critic"], []).append(row)
+    return steps
+
+
+def sample_values(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, list[Any]]]:
+    """Each repeated critic's answers per item, one per sample (its final step; None where the
+    sample failed): critic -> item id -> values in sample order."""
+    values: dict[str, dict[str, list[Any]]] = {}
+    for critic, item_id, value in db.execute(
+        "SELECT critic, item_id, CASE WHEN failure IS NULL THEN coalesce(label, score) END"
+        " FROM call_steps WHERE run_id = ? AND final AND (critic, item_id) IN ("
+        "  SELECT critic, item_id FROM call_steps WHERE run_id = ? AND final"
+        "  GROUP BY critic, item_id HAVING count(*) > 1)"
+        " ORDER BY critic, item_id, sample",
+        [run_id, run_id],
+    ):
+        values.setdefault(critic, {}).setdefault(item_id, []).append(value)
+    return values
+
+
 class CallCacheStore:
     """The call cache over the database: successful calls found by their cache key.
 
@@ -347,7 +435,10 @@ class CallCacheStore:
             recent = self._recent.get(key)
         if recent is None:
             digest = cache_hash(key)
-            row = self._conn().execute(_CACHE_LOOKUP, [digest, digest, key]).fetchone()
+            conn = self._conn()
+            row = conn.execute(_CACHE_LOOKUP, [digest, digest, key]).fetchone()
+            if row is None:  # a step of a compound or repeated critic, maybe
+                row = conn.execute(_STEP_CACHE_LOOKUP, [key]).fetchone()
             found = None if row is None else _verdict(tuple(row), cached=True)
         else:
             found = _copy_cached(recent)

@@ -311,6 +311,50 @@ def _run_budget(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN stop_reason TEXT")
 
 
+@migrations(name="0015_call_steps")
+def _call_steps(db: sqlite_utils.Database) -> None:
+    # The calls behind one critic's verdict when it takes more than one (a compound critic's
+    # chain, a critic's repeats): each with its own evidence and cache key. `calls` keeps one
+    # row per run x item x critic, the critic's verdict, so every reader of it stays as it was.
+    # Cache lookups read this table too (by key, a plain index: it is small next to `calls`).
+    _script(
+        db,
+        """
+        CREATE TABLE call_steps (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            critic TEXT NOT NULL,
+            sample INTEGER NOT NULL DEFAULT 0,
+            position INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            final INTEGER NOT NULL DEFAULT 0,
+            label TEXT,
+            score REAL,
+            confidence REAL,
+            reasoning TEXT,
+            failure TEXT,
+            message TEXT,
+            raw_request TEXT,
+            raw_response TEXT,
+            latency_ms REAL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER,
+            tokens_out INTEGER,
+            cost_usd REAL,
+            cache_key TEXT,
+            vendor TEXT,
+            model TEXT,
+            simulated INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX call_steps_place ON call_steps (run_id, item_id, critic, position);
+        CREATE INDEX call_steps_cache_key ON call_steps (cache_key) WHERE failure IS NULL;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
+from storage.calls import load_steps
 from storage.db import NotFoundError, StorageError, loads
 from storage.overrides import override_history
 
@@ -87,6 +88,7 @@ def _filtered(
     ties_only: bool,
     sort: str,
     assigned_to: str | None = None,
+    unstable: float | None = None,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -154,6 +156,15 @@ def _filtered(
             " AND coalesce(a.label, a.score) IS NOT coalesce(b.label, b.score))"
         )
         params["pair_a"], params["pair_b"] = str(critic_pair[0]), str(critic_pair[1])
+    if unstable is not None:
+        # A critic asked several times gave different answers (`judging.stability`): labels
+        # that differ, or scores further apart than the tolerance.
+        where.append(
+            "EXISTS (SELECT 1 FROM call_steps s WHERE s.run_id = c.run_id"
+            " AND s.item_id = c.item_id AND s.final AND s.failure IS NULL GROUP BY s.critic"
+            " HAVING count(DISTINCT s.label) > 1 OR max(s.score) - min(s.score) > :unstable)"
+        )
+        params["unstable"] = float(unstable)
     if assigned_to is not None:
         where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
                      " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
@@ -181,6 +192,7 @@ def review_table(
     ties_only: bool = False,
     sort: str = "contested",
     assigned_to: str | None = None,
+    unstable: float | None = None,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -204,6 +216,8 @@ def review_table(
             two differ (the Agreement heatmap's cell).
         ties_only: only items whose vote was tied (the panel's tie rule chose, or abstained).
         assigned_to: only the items assigned to this reviewer (`storage.assignments`).
+        unstable: only the items where a repeated critic's samples disagree: different labels,
+            or scores further apart than this (`judging.stability.tolerance`).
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -225,7 +239,7 @@ def review_table(
         run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
-        sort=sort, assigned_to=assigned_to,
+        sort=sort, assigned_to=assigned_to, unstable=unstable,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -286,6 +300,7 @@ def item_position(
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
         "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
+        "unstable": None,
     }
     unknown = set(filters) - set(args)
     if unknown:
@@ -403,6 +418,7 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
         "gold": item[1],
         "consensus": consensus,
         "verdicts": verdicts,
+        "steps": load_steps(db, run_id, item_id),
         "overrides": history,
         "final_label": final,
     }

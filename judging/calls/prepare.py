@@ -26,16 +26,19 @@ class PreparedCall:
     cache_key: str
 
 
-def _request_body(critic: Critic, messages: list[dict[str, str]]) -> dict[str, Any]:
+def _request_body(
+    critic: Critic, messages: list[dict[str, str]], *, free_text: bool
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": critic.model,
         "messages": messages,
         "temperature": critic.temperature,
         "max_tokens": critic.max_tokens,
     }
-    if json_mode_for(critic):
+    # A free-text step (reasoning, a debater's argument) must not be forced into JSON.
+    if json_mode_for(critic) and not free_text:
         body["response_format"] = {"type": "json_object"}
-    if critic.logprobs:
+    if critic.logprobs and not free_text:
         body.update(logprobs_request(critic.top_logprobs))
     # Extra parameters (seed, top_p, ...) may override, except the two that define the call.
     for name, value in critic.extra.items():
@@ -44,12 +47,27 @@ def _request_body(critic: Critic, messages: list[dict[str, str]]) -> dict[str, A
     return body
 
 
-def prepare_call(critic: Critic, item: Item, scale: Scale) -> PreparedCall:
+def prepare_call(
+    critic: Critic,
+    item: Item,
+    scale: Scale,
+    *,
+    messages: list[dict[str, str]] | None = None,
+    free_text: bool = False,
+    sample: int = 0,
+) -> PreparedCall:
     """Build the request body and cache key for one call, without sending anything.
 
     The cache key is the sha256 of vendor, base URL, model, messages and parameters; never the
     key. The simulated vendor's key uses "simulated://" instead of its (random) port so a cache
     survives a restart of the simulator.
+
+    Args:
+        messages: the messages of a compound critic's step (default: the critic's own).
+        free_text: a step whose reply is prose, not a verdict (no JSON mode, no logprobs).
+        sample: which repeat this is. Repeats 1, 2, ... get keys of their own (the same request
+            asked again is a new draw, not a cache hit); repeat 0 keeps the plain call's key,
+            so a critic given more samples reuses the call it made before.
 
     Raises:
         PlaceholderError: the critic's prompt uses a field this item lacks.
@@ -62,12 +80,15 @@ def prepare_call(critic: Critic, item: Item, scale: Scale) -> PreparedCall:
         url_key = "simulated://"
     else:
         url_key = resolve_base_url(critic)
-    messages = critic.build_messages(item.fields, scale)
-    body = _request_body(critic, messages)
+    if messages is None:
+        messages = critic.build_messages(item.fields, scale)
+    body = _request_body(critic, messages, free_text=free_text)
     # Sorted keys make the bytes (and so the key) independent of dict order; the model,
     # messages and every parameter are in the body, the API key never is.
     content = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
     digest = hashlib.sha256(f"{critic.vendor}\n{url_key}\n".encode())
+    if sample:
+        digest.update(f"sample {sample}\n".encode())
     digest.update(content)
     return PreparedCall(
         critic=critic, item=item, url_key=url_key, body=body, content=content,

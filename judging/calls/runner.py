@@ -211,6 +211,9 @@ class CallRunner:
         gate: CriticGate | None = None,
         limiter: VendorLimiter | None = None,
         budget: BudgetGuard | None = None,
+        messages: list[dict[str, str]] | None = None,
+        free_text: bool = False,
+        sample: int = 0,
     ) -> Verdict:
         """Judge one item with one critic. Never raises: failures come back as verdicts.
 
@@ -228,6 +231,9 @@ class CallRunner:
                 come from the run's limiter only, so a panel can raise or lower them.
             budget: the run's cap: a call that could pass it is not sent (CANCELLED, with the
                 reason); a cache hit is free and never refused (`judging.budget`).
+            messages / free_text / sample: one step of a compound or repeated critic (see
+                `prepare_call`); a free-text step's reply text comes back as `reasoning`, with
+                no label.
 
         Returns:
             A `Verdict` with the label/score, or `failure` + `message`, and the evidence. No
@@ -237,7 +243,8 @@ class CallRunner:
         started = time.perf_counter()
         try:
             preset = get_preset(critic.vendor)
-            prepared = prepare_call(critic, item, scale)
+            prepared = prepare_call(critic, item, scale, messages=messages,
+                                    free_text=free_text, sample=sample)
         except CallFailure as failure:
             return self._failed(critic, item, FailureKind(failure.kind), str(failure))
         except PlaceholderError as error:  # this item lacks a field the prompt uses
@@ -279,15 +286,15 @@ class CallRunner:
             if held is None:
                 return self._fail(verdict, FailureKind.CANCELLED, _OVER_BUDGET)
         try:
-            return self._send(critic, item, scale, preset, prepared, verdict, gate, cancel,
-                              limiter, started)
+            return self._send(critic, item, scale if not free_text else None, preset,
+                              prepared, verdict, gate, cancel, limiter, started)
         finally:
             if held is not None and budget is not None:
                 budget.settle(held, verdict.cost_usd,
                               (verdict.tokens_in or 0) + (verdict.tokens_out or 0))
 
     def _send(
-        self, critic: Critic, item: Item, scale: Scale, preset: VendorPreset, prepared: PreparedCall,
+        self, critic: Critic, item: Item, scale: Scale | None, preset: VendorPreset, prepared: PreparedCall,
         verdict: Verdict, gate: CriticGate, cancel: threading.Event | None,
         limiter: VendorLimiter | None, started: float,
     ) -> Verdict:
@@ -378,7 +385,7 @@ class CallRunner:
     def _run_attempts(
         self,
         critic: Critic,
-        scale: Scale,
+        scale: Scale | None,
         route: Route,
         headers: httpx.Headers,
         prepared: PreparedCall,
@@ -459,7 +466,7 @@ class CallRunner:
         reply_headers: httpx.Headers,
         body: str,
         critic: Critic,
-        scale: Scale,
+        scale: Scale | None,
         verdict: Verdict,
     ) -> ParsedReply | _Failed | GiveUp:
         try:

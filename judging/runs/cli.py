@@ -34,6 +34,7 @@ from judging.runs.cli_runs import (
     add_export,
     add_resume,
     add_runs,
+    add_stability,
     add_stats,
     add_taxonomy,
     positive_int,
@@ -127,6 +128,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_resume,
     add_export,
     add_stats,
+    add_stability,
     add_taxonomy,
 ]
 

@@ -29,9 +29,10 @@ from judging.ledger import Ledger
 from judging.panel_files import load_panel
 from judging.runner import RunProgress
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from judging.runs.report import run_agreement_report, run_verbosity
+from judging.runs.report import run_agreement_report, run_stability, run_verbosity
 from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
+from judging.stability import stability_text
 from storage.consensus import load_panel_verdicts
 from storage.datasets import load_items, save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
@@ -334,6 +335,18 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_stats)
 
 
+def add_stability(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "stability", help="print how often each repeated critic changes its answer",
+        description="For critics asked several times per item (samples: N): the flip rate (the "
+        "share of items whose samples disagree), the within-critic agreement and alpha, next to "
+        "the between-critic alpha, and the unstable items.",
+    )
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    add_db_option(p)
+    p.set_defaults(func=cmd_stability)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
 
     db = open_cli_db(args, read_only=True)
@@ -413,6 +426,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
         db.close()
     print(report.to_text())
     print(verbosity.to_text())
+    return EXIT_OK
+
+
+def cmd_stability(args: argparse.Namespace) -> int:
+
+    db = open_cli_db(args, read_only=True)
+    try:
+        results = run_stability(db, args.run)
+        report = run_agreement_report(db, args.run, resamples=1) if results else None
+    except NotFoundError:
+        print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
+              "list the runs with `jurybox runs`.", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        db.close()
+    between = report.alpha.value if report is not None else None
+    print(stability_text(results, between))
     return EXIT_OK
 
 

@@ -17,7 +17,9 @@ import pandas as pd
 from judging.errors import DataError
 from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report
+from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
+from storage.calls import sample_values
 from storage.consensus import load_consensus
 from storage.datasets import load_items
 from storage.overrides import human_labels
@@ -139,3 +141,14 @@ def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> Verbos
                 for critic, rows in valid.groupby("critic", sort=False)}
     ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
     return verbosity_probe(lengths, ordered, panel.scale, name)
+
+
+def run_stability(db: Any, run_id: int) -> list[CriticStability]:
+    """Each repeated critic's stability in a stored run (`judging.stability`); empty when no
+    critic was asked more than once per item.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    return stability(sample_values(db, run_id), panel.scale)

@@ -65,8 +65,10 @@ class Writer:
         with self._cond:
             # Counted even when not stored: a call cancelled between retries was paid for.
             self._ledger.add(verdict)
-            if verdict.failure == FailureKind.CANCELLED:
+            if verdict.failure == FailureKind.CANCELLED and not verdict.steps:
                 return  # not stored: the pair stays open for a resume
+            # (A cancelled chain is queued for its finished steps: paid, and cached for the
+            # resume. Its own row is not stored, so the pair stays open.)
             if not self._pending and not self._decided:
                 self._first_at = time.monotonic()
             self._pending.append(verdict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from judging.calls import CallRunner
+from judging.chains import judge_with
 from judging.panel import Panel
 from judging.verdicts import Item, Verdict
 from pages.ui.state import key_lookup
@@ -23,5 +24,6 @@ def judge_one(panel: Panel, critic_name: str, item: Item) -> Verdict:
     Returns:
         The verdict, with its raw request (no key) and raw reply, or a failure with its reason.
     """
-    critic = next(c for c in panel.critics if c.name == critic_name)
-    return _runner().call(critic, item, panel.scale)
+    critics = {c.name: c for c in panel.critics}
+    # The critic as the run would ask it: a compound critic's whole chain, every repeat.
+    return judge_with(critics[critic_name], item, panel.scale, _runner().call, critics=critics)

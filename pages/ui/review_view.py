@@ -14,6 +14,7 @@ import streamlit as st
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.scales import Scale
+from judging.stability import tolerance
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
@@ -71,7 +72,8 @@ def run_panel(panel_yaml: str) -> Panel:
     return load_panel(panel_yaml)
 
 
-def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filters:
+def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
+               panel: Panel | None = None) -> Filters:
     """Draw the filters; returns the `review_table` keyword arguments they stand for.
 
     Args:
@@ -79,6 +81,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
         labels: `storage.review.review_labels(...)`: consensus labels, labels per critic,
             failure kinds seen.
         critics: the run's critic names in panel order.
+        panel: the run's panel: a panel with repeated critics gets an "Unstable items only"
+            switch.
     """
     k = f"rv{run_id}."
     filters = Filters()
@@ -113,6 +117,12 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
         st.query_params[TIES_PARAM] = "1"
     elif not ties and TIES_PARAM in params:
         del st.query_params[TIES_PARAM]
+    repeated = panel is not None and any(c.samples > 1 for c in panel.critics)
+    unstable = repeated and row[0].toggle(
+        "Unstable items only", key=k + "unstable",
+        help="Items where a critic asked several times (samples) did not always give the same "
+        "answer: a disagreement inside one critic, not between critics",
+    )
     consensus = row[1].selectbox("Consensus", [ANY, *labels["consensus"]], key=k + "consensus")
     critic = row[2].selectbox("Critic", [ANY, *critics], key=k + "critic")
     critic_values = labels["critics"].get(critic, []) if critic != ANY else []
@@ -141,6 +151,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str]) -> Filte
     kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
     if ties:
         kwargs["ties_only"] = True
+    if unstable and panel is not None:
+        kwargs["unstable"] = tolerance(panel.scale)
     if consensus != ANY:
         kwargs["consensus_label"] = consensus
     if critic != ANY and critic_value != ANY:
@@ -343,6 +355,29 @@ def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | Non
             with st.container(border=True):
                 st.markdown(f"**Raw exchange of {plain(verdict.critic)}**")
                 raw_exchange(verdict)
+        for verdict in chunk:
+            steps = detail.get("steps", {}).get(verdict.critic)
+            if steps:
+                chain_of_calls(verdict.critic, steps)
+
+
+def chain_of_calls(critic: str, steps: list[dict[str, Any]]) -> None:
+    """The calls behind a compound or repeated critic's verdict, in the order they were made."""
+    samples = len({s["sample"] for s in steps})
+    with st.expander(f"How {plain(critic)} decided: {len(steps)} calls"
+                     + (f" over {samples} samples" if samples > 1 else "")):
+        for step in steps:
+            where = f"sample {step['sample'] + 1} · " if samples > 1 else ""
+            if step["failure"]:
+                answer = f"⚠ {step['failure']}: {step['message'] or ''}"
+            elif step["label"] is not None or step["score"] is not None:
+                answer = str(step["label"] if step["label"] is not None else f"{step['score']:g}")
+            else:
+                answer = "(prose)"
+            cached = " · from cache" if step["cached"] else ""
+            st.markdown(f"**{plain(where + step['role'])}** → {plain(answer)}{cached}")
+            if step["reasoning"]:
+                st.text(step["reasoning"])
 
 
 def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:

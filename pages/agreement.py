@@ -5,13 +5,12 @@ import math
 import streamlit as st
 
 from judging.panel_files import load_panel
-from judging.runs.report import run_verbosity
 from judging.voting import tie_rule_text
 from pages.ui import charts
-from pages.ui.agreement_data import run_report
+from pages.ui.agreement_data import run_report, run_stability_figures, run_verbosity_probe
 from pages.ui.calibration_view import calibration_section
 from pages.ui.errors import user_errors
-from pages.ui.review_view import TIES_PARAM
+from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
@@ -156,6 +155,31 @@ else:
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
 
+stable = run_stability_figures(run)
+if stable:
+    st.subheader("Within each critic: stability over repeated samples")
+    st.dataframe(
+        [{"critic": r.critic, "items": r.items, "flip rate": r.flip_rate,
+          "agreement with itself": r.agreement,
+          "alpha with itself": r.alpha.value if r.alpha is not None else None}
+         for r in stable]
+        + [{"critic": "(between critics)", "items": None, "flip rate": None,
+            "agreement with itself": None, "alpha with itself": report.alpha.value}],
+        hide_index=True, column_config={
+            "critic": st.column_config.TextColumn(),
+            "flip rate": st.column_config.NumberColumn(format="percent"),
+            "agreement with itself": st.column_config.NumberColumn(format="percent"),
+            "alpha with itself": st.column_config.NumberColumn(format="%.3f")})
+    unstable = sorted({item for r in stable for item in r.unstable})
+    st.caption(
+        "Each critic asked the same item several times: the flip rate is the share of items "
+        "whose samples did not all agree. A critic that disagrees with itself this often "
+        "explains part of the disagreement between critics (the last row).")
+    if unstable:
+        st.page_link("pages/review.py", label=f"Review the {len(unstable):,} unstable items",
+                     icon=":material/shuffle:",
+                     query_params={RUN_PARAM: str(run["id"]), UNSTABLE_PARAM: "1"})
+
 if report.confusion_vs_humans:
     st.subheader("Each critic against the humans")
     names = list(report.confusion_vs_humans)
@@ -170,7 +194,7 @@ if fields:
     with user_errors("No verbosity probe"):
         # The field picked, else the one with the longest texts (the response, usually).
         picked = st.session_state.get("verbosity_field")
-        probe = run_verbosity(db(), int(run["id"]), picked if picked in fields else None)
+        probe = run_verbosity_probe(run, picked if picked in fields else None)
         st.selectbox("Length of", fields, key="verbosity_field",
                      index=fields.index(probe.measured) if probe.measured in fields else 0)
         if probe.reason:

@@ -63,7 +63,9 @@ def _rich_panels() -> dict[str, Panel]:
     }
 
 
-PANEL_FILES = {"demo": demo_panel_path().read_text(encoding="utf-8")} | {
+CHAINS_PANEL = demo_panel_path().with_name("chains_panel.yaml")  # compound and repeated critics
+PANEL_FILES = {"demo": demo_panel_path().read_text(encoding="utf-8"),
+               "chains": CHAINS_PANEL.read_text(encoding="utf-8")} | {
     name: dump_panel(panel) for name, panel in _rich_panels().items()
 }
 
@@ -127,6 +129,10 @@ EDITS = [  # (panel file, field path, widget kind, new value, expected stored va
     ("scores-with-thresholds", "voting.max_spread", "number_input", 1.5, 1.5),
     ("cascade", "cascade.min_agreement", "number_input", 0.5, 0.5),
     ("cascade", "cascade.guard_tiers", "text_input", "0, 1", [0, 1]),
+    ("chains", "critics.0.samples", "number_input", 5, 5),
+    ("chains", "critics.1.kind", "selectbox", "self-verify", "self-verify"),
+    ("chains", "critics.3.debaters", "multiselect", ["strict", "lenient"], ["strict", "lenient"]),
+    ("chains", "critics.3.rounds", "number_input", 2, 2),
 ]
 
 
@@ -143,7 +149,8 @@ def test_changing_one_field_changes_only_that_field(app_db: pathlib.Path, name: 
     before = load_panel(text).model_dump(mode="json")
     after = _saved_panel(app_db).model_dump(mode="json")
     assert _differences(before, after) == [path] or (
-        isinstance(stored, dict) and all(d.startswith(path) for d in _differences(before, after))
+        isinstance(stored, (dict, list))
+        and all(d.startswith(path) for d in _differences(before, after))
     )
     node: Any = after
     for part in path.split("."):

@@ -13,7 +13,9 @@ from typing import Any
 import streamlit as st
 
 from judging.report import AgreementReport
-from judging.runs.report import run_agreement_report
+from judging.runs.report import run_agreement_report, run_stability, run_verbosity
+from judging.stability import CriticStability
+from judging.verbosity import VerbosityProbe
 from pages.ui.state import db, db_path
 from storage.overrides import human_labels
 
@@ -29,5 +31,31 @@ def _report(path: str, run_id: int, calls_done: int, humans: tuple[tuple[str, st
 def run_report(run: dict[str, Any]) -> AgreementReport:
     """The agreement report of `run` (a `storage.runs.list_runs` row), fresh after any change."""
     humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
-    done = int(run.get("ok_calls") or 0) + int(run.get("failed_calls") or 0)
-    return _report(str(db_path()), int(run["id"]), done, humans)
+    return _report(str(db_path()), int(run["id"]), _calls_done(run), humans)
+
+
+def _calls_done(run: dict[str, Any]) -> int:
+    return int(run.get("ok_calls") or 0) + int(run.get("failed_calls") or 0)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _stability(path: str, run_id: int, calls_done: int) -> list[CriticStability]:
+    del path, calls_done  # part of the cache key only
+    return run_stability(db(), run_id)
+
+
+def run_stability_figures(run: dict[str, Any]) -> list[CriticStability]:
+    """Each repeated critic's stability (`judging.stability`), until more verdicts come."""
+    return _stability(str(db_path()), int(run["id"]), _calls_done(run))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _verbosity(path: str, run_id: int, calls_done: int, field: str | None) -> VerbosityProbe:
+    del path, calls_done  # part of the cache key only
+    return run_verbosity(db(), run_id, field)
+
+
+def run_verbosity_probe(run: dict[str, Any], field: str | None) -> VerbosityProbe:
+    """The verbosity probe of `run` over `field` (it reads every item's text: cached until
+    more verdicts come)."""
+    return _verbosity(str(db_path()), int(run["id"]), _calls_done(run), field)

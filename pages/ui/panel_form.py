@@ -198,8 +198,18 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
             if name == "prompt_template" else "System prompt",
             str, critic.get(name) or "", f"{prefix}.{name}",
         )
-    model_editor(Critic, critic, prefix, skip=prompts, drawers={"vendor": _vendor_drawer},
-                 columns=3)
+    others = [str(c.get("name") or "") for c in draft["critics"] if c is not critic]
+
+    def debaters_drawer(label: str, value: Any, key: str) -> Any:
+        # A debate's two debaters are critics of this panel: picked by name, not typed.
+        chosen = [str(v) for v in value or []]
+        return st.multiselect(label, list(dict.fromkeys([*others, *chosen])), default=chosen,
+                              key=key, max_selections=2,
+                              help="debate: the two critics of the panel who argue before this "
+                              "critic decides")
+
+    model_editor(Critic, critic, prefix, skip=prompts,
+                 drawers={"vendor": _vendor_drawer, "debaters": debaters_drawer}, columns=3)
     preset = PRESETS.get(critic.get("vendor") or "", None)
     if preset is not None and preset.simulated:
         st.caption("Simulated vendor: verdicts are labelled *simulated* and its critics do not "

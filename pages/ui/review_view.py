@@ -35,6 +35,7 @@ SORT_LABELS = {
 # Query parameters the Agreement page sets to open a set of items here.
 PAIR_PARAMS = ("critic_a", "critic_b")
 TIES_PARAM = "ties"  # "1": only the items whose vote was tied
+UNSTABLE_PARAM = "unstable"  # "1": only the items where a repeated critic changed its answer
 
 
 @dataclass
@@ -118,11 +119,20 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     elif not ties and TIES_PARAM in params:
         del st.query_params[TIES_PARAM]
     repeated = panel is not None and any(c.samples > 1 for c in panel.critics)
-    unstable = repeated and row[0].toggle(
-        "Unstable items only", key=k + "unstable",
-        help="Items where a critic asked several times (samples) did not always give the same "
-        "answer: a disagreement inside one critic, not between critics",
-    )
+    unstable = False
+    if repeated:
+        unstable_key = k + "unstable"
+        if unstable_key not in st.session_state:  # a link from Agreement opens them
+            st.session_state[unstable_key] = params.get(UNSTABLE_PARAM) == "1"
+        unstable = row[0].toggle(
+            "Unstable items only", key=unstable_key,
+            help="Items where a critic asked several times (samples) did not always give the "
+            "same answer: a disagreement inside one critic, not between critics",
+        )
+        if unstable and params.get(UNSTABLE_PARAM) != "1":
+            st.query_params[UNSTABLE_PARAM] = "1"
+        elif not unstable and UNSTABLE_PARAM in params:
+            del st.query_params[UNSTABLE_PARAM]
     consensus = row[1].selectbox("Consensus", [ANY, *labels["consensus"]], key=k + "consensus")
     critic = row[2].selectbox("Critic", [ANY, *critics], key=k + "critic")
     critic_values = labels["critics"].get(critic, []) if critic != ANY else []

@@ -65,6 +65,18 @@ def sample_offsets(critics: Sequence[Critic]) -> dict[str, int]:
     return offsets
 
 
+def planned_calls(critic: Critic, critics: Mapping[str, Critic]) -> list[tuple[Critic, int]]:
+    """Who sends how many calls per item for this critic's verdict, as `judge_with` makes them:
+    the critic itself, and for a debate each debater's turns (at the debater's model and
+    price). Used by the estimate before a run."""
+    own = {"single": 1, "reason-then-judge": 2, "self-verify": 2, "debate": 1}[critic.kind]
+    plan = [(critic, own * critic.samples)]
+    if critic.kind == "debate":
+        plan += [(critics[name], critic.rounds * critic.samples) for name in critic.debaters
+                 if name in critics]
+    return plan
+
+
 def judge_with(
     critic: Critic,
     item: Item,

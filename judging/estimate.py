@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judging.budget import CHARS_PER_TOKEN  # one rule of thumb for the estimate and the cap
+from judging.chains import planned_calls
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.panel import Panel
@@ -29,7 +30,8 @@ class CriticEstimate:
 
     Attributes:
         critic: the critic's name.
-        calls: calls it would make (every item; an upper bound for a later cascade tier).
+        calls: calls it would make (every item; an upper bound for a later cascade tier): a
+            compound or repeated critic's every step, a debate's turns included.
         tokens_in: estimated prompt tokens over the run.
         tokens_out: estimated reply tokens over the run.
         cost_usd: estimated cost in US dollars; None when the critic's price is unknown.
@@ -93,18 +95,29 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
     if n_items < 0:
         raise ConfigError(f"A run cannot have {n_items} items: give 0 or more.")
     rows: list[CriticEstimate] = []
+    by_name = {critic.name: critic for critic in panel.critics}
     for critic in panel.critics:
-        per_call_in = _prompt_tokens(panel, critic, sample_items)
-        per_call_out = min(TYPICAL_REPLY_TOKENS, critic.max_tokens)
-        tokens_in = per_call_in * n_items
-        tokens_out = per_call_out * n_items
+        plan = planned_calls(critic, by_name)
+        calls_per_item = sum(count for _, count in plan)
+        # A later step of a chain also reads what the earlier ones said (a reply each).
+        chain_length = calls_per_item // critic.samples
+        carried = TYPICAL_REPLY_TOKENS * critic.samples * chain_length * (chain_length - 1) // 2
+        tokens_in = tokens_out = 0
+        cost: float | None = 0.0
+        for sender, count in plan:
+            sender_in = (_prompt_tokens(panel, sender, sample_items) * count
+                         + (carried if sender is critic else 0)) * n_items
+            sender_out = min(TYPICAL_REPLY_TOKENS, sender.max_tokens) * count * n_items
+            tokens_in, tokens_out = tokens_in + sender_in, tokens_out + sender_out
+            price = cost_usd(sender, sender_in, sender_out)
+            cost = None if cost is None or price is None else cost + price
         rows.append(
             CriticEstimate(
                 critic=critic.name,
-                calls=n_items,
+                calls=calls_per_item * n_items,
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
-                cost_usd=cost_usd(critic, tokens_in, tokens_out),
+                cost_usd=cost,
             )
         )
     unpriced = [row.critic for row in rows if row.cost_usd is None]

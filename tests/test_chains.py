@@ -17,6 +17,7 @@ from judging.calls import MemoryCache, prepare_call
 from judging.chains import vote_samples
 from judging.compound import Argument, delimited, transcript
 from judging.errors import ConfigError
+from judging.estimate import estimate_run
 from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.panel_files import load_panel
@@ -312,6 +313,30 @@ def test_flip_rates_match_the_noise_of_the_simulator_profiles(tmp_path, simulato
     text = out.getvalue()
     assert f"{noisy.flip_rate:.0%}" in text and "between-critic alpha" in text
     assert f"unstable items ({len(noisy.unstable)})" in text
+
+
+def test_the_estimate_counts_every_call_a_run_of_chains_sends(simulator_factory):
+    server = simulator_factory(profiles={"m": Profile(), "p": Profile()})
+    panel = _panel(server, [
+        "name: steady, model: m, temperature: 0.7, samples: 3, price_in_per_mtok: 1,"
+        " price_out_per_mtok: 2",
+        "name: thinker, model: m, kind: reason-then-judge, price_in_per_mtok: 1,"
+        " price_out_per_mtok: 2",
+        "name: referee, model: p, kind: debate, debaters: [steady, thinker], rounds: 2,"
+        " price_in_per_mtok: 1, price_out_per_mtok: 2",
+    ])
+    items = _items(7)
+    estimate = estimate_run(panel, items, len(items))
+    result = run_panel(panel, items, concurrency=4)
+    # 3 samples + 2 steps + (2 debaters x 2 rounds + 1 verdict) per item.
+    assert estimate.calls == result.progress.ledger.sent_calls == 7 * (3 + 2 + 5)
+    assert [row.calls for row in estimate.per_critic] == [21, 14, 35]
+    unpriced = panel.model_copy(update={"critics": [
+        *panel.critics[:1], panel.critics[1].model_copy(update={"price_in_per_mtok": None}),
+        panel.critics[2]]})
+    # A debate whose debater has no price has no known cost either.
+    assert [row.cost_usd is None for row in estimate_run(unpriced, items, 7).per_critic] == [
+        False, True, True]
 
 
 # -- panel checks ---------------------------------------------------------------------------

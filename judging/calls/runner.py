@@ -266,8 +266,10 @@ class CallRunner:
         if self.cache is not None:
             stored = self.cache.get(prepared.cache_key)
             if stored is not None:
+                # A stored step may be served to a plain call and the other way round: the
+                # hit is this call's own, whatever part it played where it was made.
                 hit = dataclasses.replace(stored, critic=critic.name, item_id=item.id,
-                                          cached=True)
+                                          cached=True, role=None, sample=0, steps=[])
                 self._scrubber.verdict(hit)  # stored by an older version, maybe unscrubbed
                 return hit
 

@@ -137,6 +137,12 @@ def _check_strategy(panel: Panel) -> None:
             f"voting.strategy: {name!r} aggregates scores but the scale is {panel.scale.kind}; "
             "use plurality, majority, unanimous, weighted, any or first-disagreement"
         )
+    if (name in ("median", "max", "min") and not panel.scale.is_numeric
+            and panel.scale.level != "ordinal"):
+        raise ConfigError(
+            f"voting.strategy: {name!r} needs an order among the labels, but "
+            f"{panel.scale.kind} labels have none; use an ordinal or likert scale, or plurality"
+        )
     if name == "any" and voting.target_label is None:
         raise ConfigError("voting.target_label: the 'any' strategy needs the label to look for")
     if name == "spread" and voting.max_spread is None:

@@ -23,6 +23,10 @@ Label strategies (nominal, ordinal, likert, yes/no scales):
                         disagreed first.
     dawid-skene         (dataset-level) labels weighted by each critic's estimated accuracy.
 
+Ordered-label strategies (ordinal and likert scales, by each label's place on the scale):
+    median, max, min    the middle, highest or lowest label (two different middle labels are a
+                        tie, broken by the tie policy).
+
 Score strategies (score scales):
     mean, weighted-mean, median, max, min
     mean-variance       the mean, with the (population) variance of the scores reported.
@@ -296,20 +300,51 @@ def weighted_mean(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decisio
     return Decision(total / weight_sum)
 
 
+def _ordered_labels(ballot: Ballot, scale: Scale, name: str) -> list[str] | Decision:
+    """The valid labels sorted by their place on an ordered scale (ordinal, likert)."""
+    if scale.level != "ordinal":
+        raise ConfigError(
+            f"voting.strategy: {name!r} needs an ordered scale (ordinal or likert), but "
+            f"{scale.kind} labels have no order; use plurality or another label strategy"
+        )
+    labels = sorted((str(vote.value) for vote in ballot.votes), key=scale.rank)
+    return labels if labels else Decision(None, note="no valid verdicts to count")
+
+
 def median(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
-    """The median of the valid scores (the mean of the middle two for an even count)."""
+    """The median of the valid scores (the mean of the middle two for an even count); on an
+    ordered label scale, the middle label (two different middle labels: a tie, broken by the
+    tie policy)."""
+    if not scale.is_numeric:
+        labels = _ordered_labels(ballot, scale, "median")
+        if isinstance(labels, Decision):
+            return labels
+        low, high = labels[(len(labels) - 1) // 2], labels[len(labels) // 2]
+        if low == high:
+            return Decision(low)
+        if config.tie_policy == "abstain":
+            return Decision(None, tie=True, note=f"median between {low} and {high}: abstained")
+        order = priority_order(config, scale)
+        tied = sorted({low, high}, key=order.index)
+        return Decision(*tie_choice(tied, config))
     scores = _scores_or_abstain(ballot)
     return scores if isinstance(scores, Decision) else Decision(float(statistics.median(scores)))
 
 
 def maximum(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
-    """The highest valid score."""
+    """The highest valid score; on an ordered label scale, the label furthest up the scale."""
+    if not scale.is_numeric:
+        labels = _ordered_labels(ballot, scale, "max")
+        return labels if isinstance(labels, Decision) else Decision(labels[-1])
     scores = _scores_or_abstain(ballot)
     return scores if isinstance(scores, Decision) else Decision(max(scores))
 
 
 def minimum(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
-    """The lowest valid score."""
+    """The lowest valid score; on an ordered label scale, the label furthest down the scale."""
+    if not scale.is_numeric:
+        labels = _ordered_labels(ballot, scale, "min")
+        return labels if isinstance(labels, Decision) else Decision(labels[0])
     scores = _scores_or_abstain(ballot)
     return scores if isinstance(scores, Decision) else Decision(min(scores))
 
@@ -365,9 +400,9 @@ STRATEGY_KINDS: dict[str, StrategyKind] = {
     "first-disagreement": "label",
     "mean": "score",
     "weighted-mean": "score",
-    "median": "score",
-    "max": "score",
-    "min": "score",
+    "median": "both",  # on label scales: ordered ones only (the panel check says so)
+    "max": "both",
+    "min": "both",
     "mean-variance": "score",
     "spread": "score",
     "dawid-skene": "label",

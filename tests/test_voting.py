@@ -590,3 +590,59 @@ def test_the_tie_rule_is_stated_before_a_run() -> None:
     assert text is not None and "No tie priority is set" in text and "KEEP, REJECT" in text
     assert "in the priority (MERGE, KEEP" in (tie_rule_text(cfg(priority=["MERGE"]), TAXONOMY) or "")
     assert tie_rule_text(cfg(tie_policy="abstain"), TAXONOMY) is None
+
+
+# -- ordered labels: median, max, min (issue 10 part 3) -------------------------------------
+
+
+def _said(*labels: str | None) -> list[Verdict]:
+    return [Verdict(f"c{n}", "i1", label=label) if label is not None
+            else Verdict(f"c{n}", "i1", failure=FailureKind.ERROR, message="HTTP 500 x3")
+            for n, label in enumerate(labels)]
+
+
+LIKERT = Scale(kind="likert", min=1, max=5)
+GRADES = Scale(kind="ordinal", labels=["poor", "fair", "good", "great"])
+
+
+@pytest.mark.parametrize(("strategy", "labels", "expected"), [
+    ("median", ("1", "4", "5"), "4"),
+    ("max", ("1", "4", "5"), "5"),
+    ("min", ("1", "4", "5"), "1"),
+    ("median", ("5", "5", "1", None), "5"),  # a failed critic is left out, never a 0
+    ("median", ("3", "2", "4", "3"), "3"),  # both middle labels are 3
+])
+def test_ordered_labels_are_aggregated_by_their_place_on_the_scale(strategy, labels, expected):
+    outcome = vote(_said(*labels), {}, VotingConfig(strategy=strategy), LIKERT)
+    assert outcome.consensus == expected and not outcome.tie
+    valid = [label for label in labels if label is not None]
+    assert outcome.agreement == pytest.approx(valid.count(expected) / len(labels))
+
+
+def test_the_order_is_the_scales_not_the_alphabets():
+    said = _said("great", "fair", "poor")  # alphabetically: fair < great < poor
+    assert vote(said, {}, VotingConfig(strategy="median"), GRADES).consensus == "fair"
+    assert vote(said, {}, VotingConfig(strategy="max"), GRADES).consensus == "great"
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    (VotingConfig(strategy="median"), "fair"),  # no priority: first in the scale's order
+    (VotingConfig(strategy="median", priority=["good"]), "good"),
+    (VotingConfig(strategy="median", tie_policy="optimistic"), "good"),
+    (VotingConfig(strategy="median", tie_policy="abstain"), None),
+])
+def test_two_different_middle_labels_are_a_tie_broken_by_the_tie_policy(config, expected):
+    outcome = vote(_said("poor", "fair", "good", "great"), {}, config, GRADES)
+    assert outcome.consensus == expected and outcome.tie
+    assert "fair" in outcome.note and "good" in outcome.note
+
+
+@pytest.mark.parametrize("strategy", ["median", "max", "min"])
+def test_a_nominal_scale_has_no_order_to_aggregate(strategy):
+    from judging.panel import Panel
+
+    with pytest.raises(ConfigError, match=f"'{strategy}' needs an order among the labels"):
+        Panel.model_validate({
+            "name": "p", "scale": {"kind": "nominal", "labels": ["a", "b"]},
+            "voting": {"strategy": strategy},
+            "critics": [{"name": "c", "model": "m", "prompt_template": "{x}"}]})

@@ -24,6 +24,7 @@ from judging.compound import (
     verify_messages,
 )
 from judging.critics import Critic
+from judging.pairwise import PairwiseConfig
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
 
@@ -85,15 +86,28 @@ def judge_with(
     *,
     critics: Mapping[str, Critic],
     first_sample: int = 0,
+    pairwise: PairwiseConfig | None = None,
 ) -> Verdict:
     """The critic's verdict on the item, sending every call it needs through `send`.
 
     Args:
         critics: the panel's critics by name (a debate's debaters are among them).
         first_sample: the number of this critic's first sample (see `sample_offsets`).
+        pairwise: the panel's pairwise settings: with `swap`, the critic is asked again with
+            the two responses swapped (`judging.pairwise`).
 
     Never raises: a failed step ends the chain and the verdict says which step failed.
     """
+    if pairwise is not None and pairwise.active and pairwise.swap:
+        forward = _asked(critic, item, scale, send, critics, first_sample)
+        backward = _asked(critic, pairwise.swapped(item), scale, send, critics, first_sample)
+        return both_orders(pairwise, critic, item, forward, backward)
+    return _asked(critic, item, scale, send, critics, first_sample)
+
+
+def _asked(critic: Critic, item: Item, scale: Scale, send: Send,
+           critics: Mapping[str, Critic], first_sample: int) -> Verdict:
+    """The critic's answer on the item as given: one call, a chain, or a vote over samples."""
     if critic.samples == 1:
         if critic.kind == "single":
             return send(critic, item, scale, sample=first_sample)
@@ -233,3 +247,33 @@ def vote_samples(critic: Critic, item: Item, samples: list[Verdict], scale: Scal
     verdict.reasoning = f"{top} of {len(samples)} samples: {chosen.reasoning or ''}"
     return verdict
 
+
+def both_orders(config: PairwiseConfig, critic: Critic, item: Item, forward: Verdict,
+                backward: Verdict) -> Verdict:
+    """A pairwise critic's verdict from its answers in the two orders (`backward` as given on
+    the swapped item). Every call of both is kept as a step, the second order's marked
+    `swapped`. An answer that changes with the order is a tie, or flagged `inconsistent`."""
+    steps: list[Verdict] = []
+    for answer, order in ((forward, "A first"), (backward, "B first")):
+        for call in answer.calls:
+            call.role = f"{order} · {call.role}" if call.role else order
+            call.swapped = order == "B first"
+            steps.append(call)
+    failed = (next((a for a in (forward, backward) if a.failure is FailureKind.CANCELLED), None)
+              or next((a for a in (forward, backward) if a.failure is not None), None))
+    if failed is not None:
+        assert failed.failure is not None
+        which = "with A first" if failed is forward else "with B first"
+        return derived(critic, item, steps, failed, (failed.failure, f"{which}: {failed.message}"))
+    back = config.flip(backward.label)
+    if back == forward.label:
+        return derived(critic, item, steps, forward)
+    said = (f"said {forward.label} with A first and {back} with B first (it answered "
+            f"{backward.label} to the swapped pair)")
+    if config.inconsistent == "tie" and config.tie_label is not None:
+        verdict = derived(critic, item, steps, forward)
+        verdict.label = config.tie_label
+        verdict.reasoning = f"Inconsistent when the order was swapped: {said}; counted as a tie."
+        return verdict
+    return derived(critic, item, steps, forward, (
+        FailureKind.INCONSISTENT, f"inconsistent when the order was swapped: {said}"))

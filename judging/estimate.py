@@ -97,11 +97,14 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
     rows: list[CriticEstimate] = []
     by_name = {critic.name: critic for critic in panel.critics}
     for critic in panel.critics:
-        plan = planned_calls(critic, by_name)
+        # A pairwise critic that swaps is asked everything twice, once in each order.
+        orders = 2 if panel.pairwise.active and panel.pairwise.swap else 1
+        plan = [(sender, count * orders) for sender, count in planned_calls(critic, by_name)]
         calls_per_item = sum(count for _, count in plan)
         # A later step of a chain also reads what the earlier ones said (a reply each).
-        chain_length = calls_per_item // critic.samples
-        carried = TYPICAL_REPLY_TOKENS * critic.samples * chain_length * (chain_length - 1) // 2
+        chain_length = calls_per_item // (critic.samples * orders)
+        carried = (TYPICAL_REPLY_TOKENS * critic.samples * orders
+                   * chain_length * (chain_length - 1) // 2)
         tokens_in = tokens_out = 0
         cost: float | None = 0.0
         for sender, count in plan:

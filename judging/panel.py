@@ -12,6 +12,7 @@ from judging.calls import CallCache, CallRunner, VendorLimiter
 from judging.cascade import CascadeConfig
 from judging.critics import Critic
 from judging.curation import CurationConfig
+from judging.pairwise import PairwiseConfig
 from judging.panel_checks import check_panel
 from judging.runner import RunProgress, run_panel
 from judging.scales import Scale
@@ -68,6 +69,9 @@ class Panel(BaseModel):
     # Taxonomy curation (off by default): which item field names the class, which labels keep,
     # remove, split or merge it. Checked by panel_checks against the scale's labels.
     curation: CurationConfig = Field(default_factory=CurationConfig)
+    # Pairwise judging (off by default): the item fields holding responses A and B, whether to
+    # ask again with them swapped, and what an answer that changes with the order counts as.
+    pairwise: PairwiseConfig = Field(default_factory=PairwiseConfig)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:

@@ -44,6 +44,7 @@ def check_panel(panel: Panel) -> None:
     _check_cascade(panel)
     _check_limits(panel)
     _check_curation(panel)
+    _check_pairwise(panel)
 
 
 def _labels_text(labels: list[str]) -> str:
@@ -271,3 +272,34 @@ def _check_logprobs(panel: Panel, index: int) -> None:
             f"critics[{index}].logprobs: logprob scores need labels (a likert scale for "
             "scores 1..5, say), not a continuous score scale"
         )
+
+
+def _check_pairwise(panel: Panel) -> None:
+    pairwise = panel.pairwise
+    if not pairwise.active:
+        return
+    if pairwise.second_field is None or pairwise.second_field == pairwise.first_field:
+        raise ConfigError("pairwise.second_field: a comparison needs the field of response B, "
+                          "other than response A's")
+    if (pairwise.first_system is None) != (pairwise.second_system is None):
+        raise ConfigError("pairwise.first_system / second_system: name the system field of "
+                          "both responses, or of neither")
+    if panel.scale.is_numeric:
+        raise ConfigError("pairwise: a comparison needs a label scale (A, B, TIE), not scores")
+    wanted = [pairwise.a_label, pairwise.b_label] + (
+        [pairwise.tie_label] if pairwise.tie_label is not None else [])
+    missing = [label for label in wanted if label not in panel.scale.labels]
+    if missing or len(set(wanted)) != len(wanted):
+        raise ConfigError(
+            f"pairwise: the scale needs the labels {', '.join(wanted)} (three different labels; "
+            f"it has {_labels_text(panel.scale.labels)}); e.g. scale: {{kind: nominal, "
+            "labels: [A, B, TIE]}")
+    if pairwise.inconsistent == "tie" and pairwise.tie_label is None:
+        raise ConfigError("pairwise.inconsistent: 'tie' needs a tie_label; use 'flag' for a "
+                          "forced choice")
+    for index, critic in enumerate(panel.critics):
+        used = critic.placeholders
+        if pairwise.first_field not in used or pairwise.second_field not in used:
+            raise ConfigError(
+                f"critics[{index}].prompt_template: a pairwise critic must show both responses; "
+                f"use {{{pairwise.first_field}}} and {{{pairwise.second_field}}} in its prompt")

@@ -246,7 +246,7 @@ class _Run:
                 critic = self.critics[critic_index]
                 verdict = judge_with(
                     critic, state.item, self.scale, self.send, critics=self.by_name,
-                    first_sample=self.first_sample[critic.name],
+                    first_sample=self.first_sample[critic.name], pairwise=self.panel.pairwise,
                 )
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()

@@ -20,6 +20,11 @@ How a reply is decided, for one request:
    the profile's `bias` weights (labels it does not name weigh 1).
 4. Failure modes and reply shapes are drawn from the profile's rates.
 
+Comparisons: a request whose labels include A and B and whose prompt shows at least two
+`<item>` blocks is a pairwise one (`judging.pairwise`): the last two blocks are the responses in
+the order shown, and the better one (by `gold` quality, see `_compare`) is the truth; a
+profile's `position_bias` makes it pick the first one shown regardless.
+
 Determinism: every random choice comes from a generator seeded by (server seed, model, the
 request's messages, how many times this same request was seen before). A retried request (after
 a 429, say) draws afresh and may succeed; the same sequence of requests replayed against a fresh
@@ -95,6 +100,8 @@ class Profile:
         decoy_rate: share of think replies whose think block holds a decoy JSON verdict with a
             different label (a "first JSON object" parser gets these wrong).
         rate_prose: share of successes with prose before and after the JSON object.
+        position_bias: on a comparison (see below), the share of answers that pick whichever
+            response is shown first, whatever its content.
     """
 
     accuracy: float = 0.8
@@ -114,10 +121,12 @@ class Profile:
     rate_think: float = 0.0
     decoy_rate: float = 0.5
     rate_prose: float = 0.0
+    position_bias: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            if f.name.startswith("rate_") or f.name in ("accuracy", "decoy_rate"):
+            if f.name.startswith("rate_") or f.name in ("accuracy", "decoy_rate",
+                                                         "position_bias"):
                 value = getattr(self, f.name)
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"Profile.{f.name} must be between 0 and 1, got {value!r}")
@@ -539,6 +548,8 @@ class SimulatorServer:
             }
 
         labels = _parse_labels(user_text) or _FALLBACK_LABELS
+        if "A" in labels and "B" in labels and len(items) >= 2:
+            return self._compare(items[-2], items[-1], labels, profile, rng, correct, confidence)
         truth_label = _match_label(truth_text, labels) if truth_text is not None else None
         if truth_label is None:
             truth_label = labels[int(_unit_hash(anchor) * len(labels)) % len(labels)]
@@ -555,6 +566,32 @@ class SimulatorServer:
             "confidence": confidence,
             "reasoning": _REASONS.get(label.upper(), f"The item fits {label} best."),
         }
+
+    def _compare(self, first: str, second: str, labels: list[str], profile: Profile,
+                 rng: random.Random, correct: bool, confidence: float) -> dict[str, Any]:
+        """A comparison: the last two item blocks are responses A and B (in the order shown).
+        Each response's quality is its `gold` value when that is a number, else a stable hash
+        of its text; the better by more than 0.1 is the truth (else TIE, when offered)."""
+        quality_a, quality_b = self._quality(first), self._quality(second)
+        if abs(quality_a - quality_b) <= 0.1 and "TIE" in labels:
+            truth = "TIE"
+        else:
+            truth = "A" if quality_a > quality_b else "B"
+        if rng.random() < profile.position_bias:
+            label = "A"  # swayed by the order: the first response, whatever it says
+        elif correct:
+            label = truth
+        else:
+            label = rng.choice([l for l in labels if l != truth])
+        reasons = {"A": "Response A answers the question more fully and more accurately.",
+                   "B": "Response B answers the question more fully and more accurately.",
+                   "TIE": "Both responses are about as good as each other."}
+        return {"label": label, "confidence": confidence,
+                "reasoning": reasons.get(label, f"{label} is the better response.")}
+
+    def _quality(self, text: str) -> float:
+        value = _as_float(self.gold.get(text))
+        return value if value is not None else _unit_hash(text)
 
     def _shape(
         self, answer: dict[str, Any], user_text: str, profile: Profile, rng: random.Random

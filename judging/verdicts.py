@@ -23,6 +23,7 @@ class FailureKind(StrEnum):
     TRUNCATED = "truncated"  # finish_reason=length before a verdict
     PARSE_FAIL = "parse_fail"  # a reply came back but holds no verdict on the scale
     CANCELLED = "cancelled"  # the run was cancelled before this call was sent
+    INCONSISTENT = "inconsistent"  # a pairwise answer changed when the order was swapped
 
 
 @dataclass(slots=True)
@@ -82,6 +83,7 @@ class Verdict:
     steps: list[Verdict] = field(default_factory=list)
     role: str | None = None  # a step's part in the chain: "reason", "judge", "verify", ...
     sample: int = 0  # which repeat a step belongs to (0 = the first)
+    swapped: bool = False  # a pairwise step asked with the two responses swapped
 
     @property
     def ok(self) -> bool:

@@ -7,7 +7,12 @@ import streamlit as st
 from judging.panel_files import load_panel
 from judging.voting import tie_rule_text
 from pages.ui import charts
-from pages.ui.agreement_data import run_report, run_stability_figures, run_verbosity_probe
+from pages.ui.agreement_data import (
+    run_pairwise_report,
+    run_report,
+    run_stability_figures,
+    run_verbosity_probe,
+)
 from pages.ui.calibration_view import calibration_section
 from pages.ui.errors import user_errors
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
@@ -154,6 +159,37 @@ else:
     cols[2].page_link("pages/review.py", label="Review where they differ",
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
+
+pairwise = run_pairwise_report(run)
+if pairwise is not None:
+    st.subheader("Pairwise: which system wins")
+    st.dataframe(
+        [{"system": r.system, "wins": r.wins, "ties": r.ties, "losses": r.losses,
+          "win rate": r.win_rate, "95% low": r.low, "95% high": r.high,
+          "Bradley-Terry strength": pairwise.strengths.values.get(r.system)}
+         for r in pairwise.systems],
+        hide_index=True, column_config={
+            "system": st.column_config.TextColumn(),
+            **{c: st.column_config.NumberColumn(format="%.2f")
+               for c in ("win rate", "95% low", "95% high")},
+            "Bradley-Terry strength": st.column_config.NumberColumn(format="%.3f")})
+    st.caption(
+        f"Over {pairwise.comparisons:,} comparisons, by each item's final label (a reviewer's, "
+        "else the consensus); a tie counts half. The interval is a bootstrap over the "
+        "comparisons. A Bradley-Terry strength is a system's share of wins against all others "
+        "fitted together: the chance that i beats j is s_i / (s_i + s_j)."
+        + (f" No strengths: {pairwise.strengths.reason}." if pairwise.strengths.reason else ""))
+    if pairwise.bias:
+        st.markdown("**Position bias**: answers that changed when A and B were swapped")
+        st.dataframe(
+            [{"critic": b.critic, "changed": b.rate, "pairs": b.pairs,
+              "to the first shown both times": b.to_first} for b in pairwise.bias],
+            hide_index=True, column_config={
+                "critic": st.column_config.TextColumn(),
+                "changed": st.column_config.NumberColumn(format="percent")})
+        st.caption("Each critic was asked twice per item, the second time with the responses "
+                   "swapped. A critic swayed by the order says A both times: its answer "
+                   "changes with the position, not the content.")
 
 stable = run_stability_figures(run)
 if stable:

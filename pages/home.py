@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages.ui.demo import latest_demo_run, start_demo
+from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
 from pages.ui.errors import user_errors
 from pages.ui.runs_table import runs_table
 from pages.ui.shell import ensure_app_shell
@@ -24,31 +24,38 @@ def _run_page(run: dict) -> str:
     return "pages/review.py" if run["status"] == "done" else "pages/run.py"
 
 
-def _start_demo_run() -> None:
+def _start_demo_run(demo: Demo) -> None:
     with user_errors("The demo could not start"):
         with st.spinner("Importing the demo dataset and starting the run..."):
-            run_id = start_demo()
+            run_id = start_demo(demo)
         st.switch_page("pages/run.py", query_params={"run": str(run_id)})
 
 
-demo = latest_demo_run(db())
-if demo is None:
-    if st.button("Try the demo", type="primary", icon=":material/rocket_launch:", key="try_demo"):
-        _start_demo_run()
-    st.caption("The demo imports 300 taxonomy-curation items and runs four simulated critics on "
-               "them: no API key needed, nothing leaves this machine.")
-else:
+def demo_buttons(demo: Demo, title: str) -> None:
+    """Try a demo, or open its latest run (it was tried already) or start another."""
+    latest = latest_demo_run(db(), demo)
+    if latest is None:
+        if st.button(title, type="primary" if demo is TAXONOMY else "secondary",
+                     icon=":material/rocket_launch:", key=f"try_{demo.key}"):
+            _start_demo_run(demo)
+        st.caption(f"Imports its data and runs {demo.summary}: no API key needed, nothing "
+                   "leaves this machine.")
+        return
     # The demo was tried already: its run is the thing to open, not a new copy of it.
     left, right = st.columns([1, 1])
-    if left.button(f"Open the demo run #{demo['id']}", type="primary",
-                   icon=":material/rocket_launch:", key="open_demo", width="stretch"):
-        st.switch_page(_run_page(demo), query_params={"run": str(demo["id"])})
-    if right.button("Start a new demo run", icon=":material/replay:", key="new_demo",
+    if left.button(f"Open the {title[8:]} run #{latest['id']}",
+                   type="primary" if demo is TAXONOMY else "secondary",
+                   icon=":material/rocket_launch:", key=f"open_{demo.key}", width="stretch"):
+        st.switch_page(_run_page(latest), query_params={"run": str(latest["id"])})
+    if right.button(f"Start a new {title[8:]} run", icon=":material/replay:", key=f"new_{demo.key}",
                     width="stretch"):
-        _start_demo_run()
-    st.caption(f"Demo run #{demo['id']} is {demo['status']}: four simulated critics over 300 "
-               "taxonomy-curation items. Open it, or start another run of the same panel on the "
-               "same items.")
+        _start_demo_run(demo)
+    st.caption(f"Run #{latest['id']} is {latest['status']}: {demo.summary}. Open it, or start "
+               "another run of the same panel on the same items.")
+
+
+demo_buttons(TAXONOMY, "Try the demo")
+demo_buttons(PAIRWISE, "Try the pairwise demo")
 
 st.subheader("Recent runs")
 runs = list_runs(db())

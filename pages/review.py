@@ -164,7 +164,7 @@ else:
                 icon=":material/visibility:")
 fields_col, form_col = st.columns([3, 2])
 with fields_col:
-    rv.item_fields(detail)
+    rv.item_fields(detail, panel.pairwise)
 with form_col:
     if not reviewer.strip():
         # A decision says who made it, so the name comes first, on its own: typed just before

@@ -106,7 +106,8 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
 
 
 _STEP_COLUMNS = (
-    "run_id", "item_id", "critic", "sample", "position", "role", "final", "label", "score",
+    "run_id", "item_id", "critic", "sample", "swapped", "position", "role", "final", "label",
+    "score",
     "confidence", "reasoning", "failure", "message", "raw_request", "raw_response", "latency_ms",
     "attempts", "tokens_in", "tokens_out", "cost_usd", "cache_key", "vendor", "model",
     "simulated", "cached", "created_at",
@@ -130,10 +131,14 @@ def _step_rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tup
         for position, step in enumerate(steps):
             if step.failure == FailureKind.CANCELLED:
                 continue
-            final = position == len(steps) - 1 or steps[position + 1].sample != step.sample
+            # The last call of a sample (in one order) gives that sample's answer.
+            final = position == len(steps) - 1 or (
+                (steps[position + 1].sample, steps[position + 1].swapped)
+                != (step.sample, step.swapped))
             rows.append((
-                run_id, str(v.item_id), v.critic, step.sample, position, step.role or "",
-                int(final), step.label, step.score, step.confidence, step.reasoning,
+                run_id, str(v.item_id), v.critic, step.sample, int(step.swapped), position,
+                step.role or "", int(final), step.label, step.score, step.confidence,
+                step.reasoning,
                 step.failure.value if step.failure is not None else None, step.message,
                 request_json(step.raw_request), step.raw_response, step.latency_ms,
                 step.attempts, step.tokens_in, step.tokens_out, step.cost_usd, step.cache_key,
@@ -368,7 +373,7 @@ def load_steps(
     one (critic -> its steps in order, as rows)."""
     steps: dict[str, list[dict[str, Any]]] = {}
     for row in db.query(
-        "SELECT critic, sample, role, final, label, score, confidence, reasoning, failure,"
+        "SELECT critic, sample, swapped, role, final, label, score, confidence, reasoning, failure,"
         " message, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cached, raw_request,"
         " raw_response FROM call_steps WHERE run_id = ? AND item_id = ? ORDER BY critic, position",
         [run_id, item_id],
@@ -378,13 +383,14 @@ def load_steps(
 
 
 def sample_values(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, list[Any]]]:
-    """Each repeated critic's answers per item, one per sample (its final step; None where the
-    sample failed): critic -> item id -> values in sample order."""
+    """Each repeated critic's answers per item, one per sample (its final step, in the order the
+    responses were given; None where the sample failed): critic -> item id -> values in sample
+    order."""
     values: dict[str, dict[str, list[Any]]] = {}
     for critic, item_id, value in db.execute(
         "SELECT critic, item_id, CASE WHEN failure IS NULL THEN coalesce(label, score) END"
-        " FROM call_steps WHERE run_id = ? AND final AND (critic, item_id) IN ("
-        "  SELECT critic, item_id FROM call_steps WHERE run_id = ? AND final"
+        " FROM call_steps WHERE run_id = ? AND final AND NOT swapped AND (critic, item_id) IN ("
+        "  SELECT critic, item_id FROM call_steps WHERE run_id = ? AND final AND NOT swapped"
         "  GROUP BY critic, item_id HAVING count(*) > 1)"
         " ORDER BY critic, item_id, sample",
         [run_id, run_id],
@@ -474,3 +480,23 @@ def _copy_cached(v: Verdict) -> Verdict:
     data = {name: getattr(v, name) for name in Verdict.__slots__}
     data["cached"] = True
     return Verdict(**data)
+
+
+def order_answers(
+    db: sqlite_utils.Database, run_id: int
+) -> dict[str, dict[str, list[tuple[str | None, str | None]]]]:
+    """Each pairwise critic's answers per item in both orders, one pair per sample:
+    (the label with A first, the label with B first as it was given on the swapped pair; None
+    where that call failed). critic -> item id -> pairs in sample order."""
+    answers: dict[str, dict[str, dict[int, list[str | None]]]] = {}
+    for critic, item_id, sample, swapped, label in db.execute(
+        "SELECT critic, item_id, sample, swapped, CASE WHEN failure IS NULL THEN label END"
+        " FROM call_steps WHERE run_id = ? AND final ORDER BY critic, item_id, sample",
+        [run_id],
+    ):
+        pair = answers.setdefault(critic, {}).setdefault(item_id, {}).setdefault(
+            sample, [None, None])
+        pair[int(swapped)] = label
+    return {critic: {item: [(p[0], p[1]) for _, p in sorted(samples.items())]
+                     for item, samples in items.items()}
+            for critic, items in answers.items()}

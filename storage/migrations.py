@@ -314,7 +314,8 @@ def _run_budget(db: sqlite_utils.Database) -> None:
 @migrations(name="0015_call_steps")
 def _call_steps(db: sqlite_utils.Database) -> None:
     # The calls behind one critic's verdict when it takes more than one (a compound critic's
-    # chain, a critic's repeats): each with its own evidence and cache key. `calls` keeps one
+    # chain, a critic's repeats, a pairwise critic's two orders): each with its own evidence and
+    # cache key. `calls` keeps one
     # row per run x item x critic, the critic's verdict, so every reader of it stays as it was.
     # Cache lookups read this table too (by key, a plain index: it is small next to `calls`).
     _script(
@@ -326,6 +327,7 @@ def _call_steps(db: sqlite_utils.Database) -> None:
             item_id TEXT NOT NULL,
             critic TEXT NOT NULL,
             sample INTEGER NOT NULL DEFAULT 0,
+            swapped INTEGER NOT NULL DEFAULT 0,
             position INTEGER NOT NULL,
             role TEXT NOT NULL,
             final INTEGER NOT NULL DEFAULT 0,

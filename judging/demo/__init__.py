@@ -1,9 +1,15 @@
-"""Demo content: a taxonomy-curation dataset with gold labels, and a panel of simulated critics.
+"""Demo content: two datasets with gold labels, and panels of simulated critics for them.
 
-The dataset (`taxonomy_candidates.csv`, 300 rows, built by `make_dataset.py`) holds candidate
-classes of a retail product taxonomy; a curator decides KEEP, REJECT, SPLIT or MERGE for each.
-The panel (`demo_panel.yaml`) has four simulated critics whose behaviour is set by
-`demo_profiles()`: the shared simulator serves those profiles and the dataset's gold labels.
+- Taxonomy curation: `taxonomy_candidates.csv` (300 rows, built by `make_dataset.py`) holds
+  candidate classes of a retail product taxonomy; a curator decides KEEP, REJECT, SPLIT or
+  MERGE for each. `demo_panel.yaml` has four simulated critics; `chains_panel.yaml` asks the
+  same with compound and repeated critics.
+- Pairwise: `pairwise_answers.csv` (60 comparisons, built by `make_pairwise_dataset.py`) pits
+  three support assistants against each other two at a time; `pairwise_panel.yaml` asks three
+  critics which answer is better, in both orders.
+
+The critics' behaviour is set by `demo_profiles()`: the shared simulator serves those profiles
+and `demo_gold()` (the curation labels, and each pairwise answer's quality).
 """
 
 from __future__ import annotations
@@ -14,7 +20,14 @@ import pathlib
 
 from judging.simulator import Profile
 
-__all__ = ["demo_dataset_path", "demo_gold", "demo_panel_path", "demo_profiles"]
+__all__ = [
+    "demo_dataset_path",
+    "demo_gold",
+    "demo_panel_path",
+    "demo_profiles",
+    "pairwise_dataset_path",
+    "pairwise_panel_path",
+]
 
 _HERE = pathlib.Path(__file__).parent
 # The simulator finds an item's gold label by the text of this field (see judging.simulator).
@@ -32,17 +45,33 @@ def demo_panel_path() -> pathlib.Path:
     return _HERE / "demo_panel.yaml"
 
 
+def pairwise_dataset_path() -> pathlib.Path:
+    """Path of the pairwise demo dataset CSV (columns: id, question, system_a, answer_a,
+    system_b, answer_b, gold, quality_a, quality_b)."""
+    return _HERE / "pairwise_answers.csv"
+
+
+def pairwise_panel_path() -> pathlib.Path:
+    """Path of the pairwise demo panel YAML (three simulated critics, both orders asked)."""
+    return _HERE / "pairwise_panel.yaml"
+
+
 @functools.cache
 def _gold() -> tuple[tuple[str, str], ...]:
     with demo_dataset_path().open(newline="", encoding="utf-8") as fh:
-        return tuple((row[GOLD_KEY_FIELD], row["gold"]) for row in csv.DictReader(fh))
+        curation = [(row[GOLD_KEY_FIELD], row["gold"]) for row in csv.DictReader(fh)]
+    with pairwise_dataset_path().open(newline="", encoding="utf-8") as fh:
+        quality = [pair for row in csv.DictReader(fh) for pair in (
+            (row["answer_a"], row["quality_a"]), (row["answer_b"], row["quality_b"]))]
+    return tuple(curation + quality)
 
 
 def demo_gold() -> dict[str, str]:
-    """The demo dataset's gold labels, keyed by `candidate_class` (the simulator's gold key).
+    """What the simulator takes as the truth for the demo datasets.
 
     Returns:
-        A fresh dict, candidate class -> KEEP / REJECT / SPLIT / MERGE.
+        A fresh dict: candidate class -> KEEP / REJECT / SPLIT / MERGE, and each pairwise
+        answer's text -> its quality ("0.83"; the simulator compares two answers by it).
     """
     return dict(_gold())
 
@@ -55,6 +84,8 @@ def demo_profiles() -> dict[str, Profile]:
       <think> tags, sometimes with a decoy verdict inside.
     - sim-strict: about 80% right; when wrong it mostly says REJECT; wraps JSON in prose.
     - sim-flaky: about 85% right, but rate-limited, erroring, truncating and refusing now and then.
+    - sim-biased: about 85% right, but a quarter of its comparisons go to whichever answer it
+      reads first (the pairwise demo's position bias).
     """
     return {
         "sim-careful": Profile(
@@ -72,5 +103,8 @@ def demo_profiles() -> dict[str, Profile]:
             accuracy=0.85, confidence_mean=0.7, latency_ms=80, jitter_ms=150, rate_429=0.08,
             retry_after_ms=200, rate_500=0.04, rate_malformed=0.03, rate_truncated=0.02,
             rate_refusal=0.02, rate_fenced=0.3,
+        ),
+        "sim-biased": Profile(
+            accuracy=0.85, confidence_mean=0.8, latency_ms=50, jitter_ms=30, position_bias=0.25,
         ),
     }

@@ -29,7 +29,12 @@ from judging.ledger import Ledger
 from judging.panel_files import load_panel
 from judging.runner import RunProgress
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from judging.runs.report import run_agreement_report, run_stability, run_verbosity
+from judging.runs.report import (
+    run_agreement_report,
+    run_pairwise,
+    run_stability,
+    run_verbosity,
+)
 from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from judging.stability import stability_text
@@ -321,7 +326,9 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Print a run's agreement report: Krippendorff's alpha with a bootstrap "
         "interval, per-item alpha, Fleiss' kappa, Gwet's AC1, per-critic agreement with the "
         "consensus, the humans and the gold labels, leave-one-critic-out alpha, Dawid-Skene "
-        "accuracies and pairwise Cohen's kappa. The same figures as the Agreement page.",
+        "accuracies and pairwise Cohen's kappa; for a pairwise panel, win rates per system "
+        "with intervals, Bradley-Terry strengths and each critic's position bias. The same "
+        "figures as the Agreement page.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
     p.add_argument("--resamples", type=positive_int, default=1000,
@@ -418,6 +425,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     try:
         report = run_agreement_report(db, args.run, resamples=args.resamples, seed=args.seed)
         verbosity = run_verbosity(db, args.run, args.length_field)
+        pairwise = run_pairwise(db, args.run, resamples=args.resamples, seed=args.seed)
     except NotFoundError:
         print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
               "list the runs with `jurybox runs`.", file=sys.stderr)
@@ -425,6 +433,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     finally:
         db.close()
     print(report.to_text())
+    if pairwise is not None:
+        print(pairwise.to_text())
     print(verbosity.to_text())
     return EXIT_OK
 

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from judging.errors import DataError
+from judging.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
-from storage.calls import sample_values
+from storage.calls import order_answers, sample_values
 from storage.consensus import load_consensus
 from storage.datasets import load_items
-from storage.overrides import human_labels
+from storage.overrides import final_labels, human_labels
 from storage.review import gold_labels, ratings_frame
 from storage.runs import get_run
 
@@ -152,3 +153,31 @@ def run_stability(db: Any, run_id: int) -> list[CriticStability]:
     """
     panel = load_panel(get_run(db, run_id)["panel_yaml"])
     return stability(sample_values(db, run_id), panel.scale)
+
+
+def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0
+                 ) -> PairwiseReport | None:
+    """The results of a pairwise run (`judging.pairwise_stats`) from its final labels (a
+    reviewer's override, else the consensus) and each critic's answers in both orders; None
+    when the run's panel does not compare pairs.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    run = get_run(db, run_id)
+    config = load_panel(run["panel_yaml"]).pairwise
+    if not config.active:
+        return None
+    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
+    final = final_labels(db, run_id)
+    outcomes = [
+        (*config.systems(fields.get(str(item_id), {})), label)
+        for item_id, label in zip(final["item_id"], final["final_label"], strict=True)
+        if isinstance(label, str)  # an abstained item has no result to count
+    ]
+    return PairwiseReport(
+        comparisons=len(outcomes),
+        systems=win_rates(outcomes, config, resamples=resamples, seed=seed),
+        strengths=bradley_terry(outcomes, config),
+        bias=position_bias(order_answers(db, run_id), config),
+    )

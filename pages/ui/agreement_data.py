@@ -12,8 +12,9 @@ from typing import Any
 
 import streamlit as st
 
+from judging.pairwise_stats import PairwiseReport
 from judging.report import AgreementReport
-from judging.runs.report import run_agreement_report, run_stability, run_verbosity
+from judging.runs.report import run_agreement_report, run_pairwise, run_stability, run_verbosity
 from judging.stability import CriticStability
 from judging.verbosity import VerbosityProbe
 from pages.ui.state import db, db_path
@@ -59,3 +60,17 @@ def run_verbosity_probe(run: dict[str, Any], field: str | None) -> VerbosityProb
     """The verbosity probe of `run` over `field` (it reads every item's text: cached until
     more verdicts come)."""
     return _verbosity(str(db_path()), int(run["id"]), _calls_done(run), field)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _pairwise(path: str, run_id: int, calls_done: int,
+              humans: tuple[tuple[str, str], ...]) -> PairwiseReport | None:
+    del path, calls_done, humans  # part of the cache key only
+    return run_pairwise(db(), run_id, resamples=RESAMPLES, seed=0)
+
+
+def run_pairwise_report(run: dict[str, Any]) -> PairwiseReport | None:
+    """A pairwise run's win rates, strengths and position bias (None for other panels); fresh
+    after more verdicts or a reviewer's new label (final labels count)."""
+    humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
+    return _pairwise(str(db_path()), int(run["id"]), _calls_done(run), humans)

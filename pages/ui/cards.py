@@ -24,6 +24,7 @@ FAILURE_TEXT = {
     "truncated": "truncated",
     "parse_fail": "unreadable reply",
     "cancelled": "not called (cancelled)",
+    "inconsistent": "changed its answer when A and B were swapped",
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from judging.pairwise import PairwiseConfig
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.scales import Scale
@@ -311,12 +312,27 @@ def verdict_from_row(row: dict[str, Any]) -> Verdict:
     )
 
 
-def item_fields(detail: dict[str, Any]) -> None:
-    """The item's fields as plain text (never markdown or HTML), plus its gold label."""
+def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None) -> None:
+    """The item's fields as plain text (never markdown or HTML), plus its gold label; on a
+    pairwise panel, responses A and B side by side under the other fields."""
+    fields = detail["fields"]
+    compared = (pairwise.first_field, pairwise.second_field) if pairwise and pairwise.active \
+        else ()
     with st.container(border=True):
-        for name, value in detail["fields"].items():
+        for name, value in fields.items():
+            if name in compared:
+                continue
             st.caption(plain(name))  # a column name is data
             st.text(value if isinstance(value, str) else str(value))
+        if pairwise is not None and compared:
+            systems = pairwise.systems(fields)
+            for column, side, name, system in zip(st.columns(2), "AB", compared, systems,
+                                                  strict=True):
+                with column.container(border=True):
+                    column_title = f"Response {side}" + (f" · {system}" if system != name else "")
+                    st.markdown(f"**{plain(column_title)}**")
+                    value = fields.get(name)
+                    st.text(value if isinstance(value, str) else str(value))
         if detail.get("gold") is not None:
             st.caption("gold label")
             st.text(str(detail["gold"]))

@@ -10,7 +10,7 @@ import sqlite_utils
 from judging.errors import JuryboxError
 from judging.panel_files import load_panel
 from judging.vendors import PRESETS
-from pages.ui.demo import demo_file_hash
+from pages.ui.demo import demo_file_hashes
 from storage.datasets import get_dataset
 from storage.runs import get_run
 
@@ -28,7 +28,7 @@ def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) ->
     """The sentence to show next to any figure against the user's gold labels (and the
     critics' labels themselves) when simulated critics judged data that is not the demo's.
 
-    The simulator knows only the demo dataset's answers; on other data it does not read the
+    The simulator knows only the demo datasets' answers; on other data it does not read the
     items, so its critics' agreement with the user's gold labels is chance, whatever their
     agreement with each other.
 
@@ -43,7 +43,7 @@ def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) ->
     names = simulated_critics(panel_yaml)
     if not names:
         return None
-    if get_dataset(database, int(run["dataset_id"])).get("file_hash") == demo_file_hash():
+    if get_dataset(database, int(run["dataset_id"])).get("file_hash") in demo_file_hashes():
         return None
     if len(names) == len(run.get("critics") or names):
         who = "Every critic of this run is simulated"

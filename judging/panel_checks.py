@@ -95,6 +95,11 @@ def _check_chains(panel: Panel) -> None:
                 "same question the same way, so they measure nothing; raise the temperature "
                 "(0.7 is common) or set samples to 1"
             )
+        if critic.reference_field is not None and critic.reference_field not in critic.placeholders:
+            raise ConfigError(
+                f"critics[{index}].reference_field: the prompt never shows "
+                f"{{{critic.reference_field}}}; add it to the prompt template, or clear the field"
+            )
         if critic.kind != "debate":
             if critic.debaters:
                 raise ConfigError(

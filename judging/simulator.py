@@ -20,6 +20,9 @@ How a reply is decided, for one request:
    the profile's `bias` weights (labels it does not name weigh 1).
 4. Failure modes and reply shapes are drawn from the profile's rates.
 
+References: a prompt with a `<reference>` block (`Critic.reference_field`) grades its items
+against it: the share of the reference's words they contain sets the truth (see `_graded`).
+
 Comparisons: a request whose labels include A and B and whose prompt shows at least two
 `<item>` blocks is a pairwise one (`judging.pairwise`): the last two blocks are the responses in
 the order shown, and the better one (by `gold` quality, see `_compare`) is the truth; a
@@ -162,6 +165,7 @@ _SCORE_RE = re.compile(rf'"score":\s*a number from\s*{_NUMBER}\s*to\s*{_NUMBER}'
 _PROSE_LABELS_RE = re.compile(r"The verdict will be exactly one of:\s*(.+?)\.(?:\s|$)")
 _PROSE_SCORE_RE = re.compile(rf"The verdict will be a number from\s*{_NUMBER}\s*to\s*{_NUMBER}")
 _ITEM_RE = re.compile(r'<item field="[^"]*">\n?(.*?)\n?</item>', re.S)
+_REFERENCE_RE = re.compile(r'<reference field="[^"]*">\n?(.*?)\n?</reference>', re.S)
 _FALLBACK_LABELS = ["yes", "no"]
 
 
@@ -522,6 +526,9 @@ class SimulatorServer:
         items = _ITEM_RE.findall(user_text)
         item_text = next((t for t in items if t in self.gold), None)
         truth_text = self.gold.get(item_text) if item_text is not None else None
+        reference = _REFERENCE_RE.search(user_text)
+        if reference is not None:
+            truth_text = _graded(" ".join(items), reference.group(1), user_text)
         anchor = item_text if item_text is not None else "\x1f".join(items) or user_text
         correct = rng.random() < profile.accuracy
         confidence_mean = profile.confidence_mean - (0.0 if correct else 0.15)
@@ -678,6 +685,30 @@ def _last_user_text(messages: Any) -> str:
                 )
             return str(content or "")
     return ""
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_YES = ("yes", "pass", "correct", "true", "match", "good")
+_NO = ("no", "fail", "incorrect", "false", "mismatch", "bad")
+
+
+def _graded(answer: str, reference: str, user_text: str) -> str | None:
+    """The truth for an answer graded against a reference answer: the share of the reference's
+    words the answer contains (recall). On a score scale, that share of the range; on a scale
+    with a yes-like and a no-like label (yes/no, pass/fail, correct/incorrect, ...), yes when
+    the share is at least 0.6. None for other scales (the usual truth then applies)."""
+    wanted = set(_WORD.findall(reference.lower()))
+    recall = len(wanted & set(_WORD.findall(answer.lower()))) / len(wanted) if wanted else 0.0
+    score = _SCORE_RE.search(user_text)
+    if score is not None and "exactly one of" not in user_text:
+        low, high = float(score.group(1)), float(score.group(2))
+        return str(low + recall * (high - low))
+    labels = _parse_labels(user_text)
+    yes = next((label for label in labels if label.casefold() in _YES), None)
+    no = next((label for label in labels if label.casefold() in _NO), None)
+    if yes is None or no is None:
+        return None
+    return yes if recall >= 0.6 else no
 
 
 def _is_free_text(user_text: str) -> bool:

@@ -25,6 +25,15 @@ from judging.compound import (
 )
 from judging.critics import Critic
 from judging.pairwise import PairwiseConfig
+from judging.rubric import (
+    MARK_SCALE,
+    RubricConfig,
+    all_criteria_context,
+    marks_text,
+    one_criterion_context,
+    rubric_answer,
+    rubric_score,
+)
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
 
@@ -36,7 +45,7 @@ class Send(Protocol):
         self,
         critic: Critic,
         item: Item,
-        scale: Scale,
+        scale: Scale | RubricConfig,
         *,
         messages: list[dict[str, str]] | None = None,
         free_text: bool = False,
@@ -66,11 +75,14 @@ def sample_offsets(critics: Sequence[Critic]) -> dict[str, int]:
     return offsets
 
 
-def planned_calls(critic: Critic, critics: Mapping[str, Critic]) -> list[tuple[Critic, int]]:
+def planned_calls(critic: Critic, critics: Mapping[str, Critic],
+                  rubric: RubricConfig | None = None) -> list[tuple[Critic, int]]:
     """Who sends how many calls per item for this critic's verdict, as `judge_with` makes them:
     the critic itself, and for a debate each debater's turns (at the debater's model and
     price). Used by the estimate before a run."""
     own = {"single": 1, "reason-then-judge": 2, "self-verify": 2, "debate": 1}[critic.kind]
+    if rubric is not None and rubric.active and rubric.per_criterion:
+        own = len(rubric.criteria)
     plan = [(critic, own * critic.samples)]
     if critic.kind == "debate":
         plan += [(critics[name], critic.rounds * critic.samples) for name in critic.debaters
@@ -87,6 +99,7 @@ def judge_with(
     critics: Mapping[str, Critic],
     first_sample: int = 0,
     pairwise: PairwiseConfig | None = None,
+    rubric: RubricConfig | None = None,
 ) -> Verdict:
     """The critic's verdict on the item, sending every call it needs through `send`.
 
@@ -95,9 +108,13 @@ def judge_with(
         first_sample: the number of this critic's first sample (see `sample_offsets`).
         pairwise: the panel's pairwise settings: with `swap`, the critic is asked again with
             the two responses swapped (`judging.pairwise`).
+        rubric: the panel's rubric: the critic marks every criterion, in one call or one call
+            per criterion (`judging.rubric`).
 
     Never raises: a failed step ends the chain and the verdict says which step failed.
     """
+    if rubric is not None and rubric.active:
+        return _graded(critic, item, send, rubric, first_sample)
     if pairwise is not None and pairwise.active and pairwise.swap:
         forward = _asked(critic, item, scale, send, critics, first_sample)
         backward = _asked(critic, pairwise.swapped(item), scale, send, critics, first_sample)
@@ -119,6 +136,32 @@ def _asked(critic: Critic, item: Item, scale: Scale, send: Send,
         for k in range(critic.samples)
     ]
     return vote_samples(critic, item, made, scale)
+
+
+def _graded(critic: Critic, item: Item, send: Send, rubric: RubricConfig,
+            sample: int) -> Verdict:
+    """A rubric critic's marks: one call for every criterion, or a call per criterion."""
+    if not rubric.per_criterion:
+        messages = critic.build_messages(item.fields, MARK_SCALE,
+                                         context=all_criteria_context(rubric),
+                                         answer=rubric_answer(rubric))
+        return send(critic, item, rubric, messages=messages, sample=sample)
+    steps: list[Verdict] = []
+    for criterion in rubric.criteria:
+        messages = critic.build_messages(item.fields, MARK_SCALE,
+                                         context=one_criterion_context(criterion))
+        step = _as_step(send(critic, item, MARK_SCALE, messages=messages, sample=sample),
+                        f"criterion {criterion.id}")
+        steps.append(step)
+        if not step.ok:
+            return derived(critic, item, steps)
+    verdict = derived(critic, item, steps)
+    verdict.marks = {c.id: (str(s.label), s.reasoning) for c, s in zip(rubric.criteria, steps,
+                                                                        strict=True)}
+    verdict.score = rubric_score({c: m for c, (m, _) in verdict.marks.items()}, rubric)
+    verdict.label, verdict.confidence = None, None
+    verdict.reasoning = marks_text(verdict.marks)
+    return verdict
 
 
 def _as_step(verdict: Verdict, role: str) -> Verdict:

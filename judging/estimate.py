@@ -99,7 +99,8 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
     for critic in panel.critics:
         # A pairwise critic that swaps is asked everything twice, once in each order.
         orders = 2 if panel.pairwise.active and panel.pairwise.swap else 1
-        plan = [(sender, count * orders) for sender, count in planned_calls(critic, by_name)]
+        plan = [(sender, count * orders)
+                for sender, count in planned_calls(critic, by_name, panel.rubric)]
         calls_per_item = sum(count for _, count in plan)
         # A later step of a chain also reads what the earlier ones said (a reply each).
         chain_length = calls_per_item // (critic.samples * orders)

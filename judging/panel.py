@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,11 +14,12 @@ from judging.critics import Critic
 from judging.curation import CurationConfig
 from judging.pairwise import PairwiseConfig
 from judging.panel_checks import check_panel
+from judging.rubric import RubricConfig, rubric_vote
 from judging.runner import RunProgress, run_panel
 from judging.scales import Scale
 from judging.vendors import get_preset
-from judging.verdicts import Item, PanelVerdict, Verdict
-from judging.voting import VotingConfig
+from judging.verdicts import Item, PanelVerdict, Verdict, VoteOutcome
+from judging.voting import VotingConfig, vote
 
 __all__ = ["PANEL_SCHEMA_VERSION", "CascadeConfig", "Panel", "VendorLimits"]
 
@@ -72,6 +73,9 @@ class Panel(BaseModel):
     # Pairwise judging (off by default): the item fields holding responses A and B, whether to
     # ask again with them swapped, and what an answer that changes with the order counts as.
     pairwise: PairwiseConfig = Field(default_factory=PairwiseConfig)
+    # A rubric (off while it has no criteria): the item is graded against weighted criteria,
+    # and the panel votes per criterion (`judging.rubric`); the scale is then the score, 0..1.
+    rubric: RubricConfig = Field(default_factory=RubricConfig)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:
@@ -100,6 +104,16 @@ class Panel(BaseModel):
             {v: lim.requests_per_minute for v, lim in self.limits.items()
              if lim.requests_per_minute},
         )
+
+    def vote(self, verdicts: Sequence[Verdict], config: VotingConfig | None = None
+             ) -> VoteOutcome:
+        """The panel's decision on one item from its critics' verdicts: the vote of `config`
+        (default: the panel's), per criterion for a rubric panel."""
+        weights = {critic.name: critic.weight for critic in self.critics}
+        config = config or self.voting
+        if self.rubric.active:
+            return rubric_vote(verdicts, weights, config, self.rubric)
+        return vote(verdicts, weights, config, self.scale)
 
     def check_fields(self, fields: list[str]) -> None:
         """Check every critic's prompt placeholders against the dataset's fields.

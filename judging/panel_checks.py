@@ -11,6 +11,8 @@ import difflib
 from typing import TYPE_CHECKING
 
 from judging.errors import ConfigError
+from judging.rubric import MARK_SCALE
+from judging.scales import Scale
 from judging.vendors import PRESETS
 from judging.voting import (
     DATASET_STRATEGIES,
@@ -45,6 +47,7 @@ def check_panel(panel: Panel) -> None:
     _check_limits(panel)
     _check_curation(panel)
     _check_pairwise(panel)
+    _check_rubric(panel)
 
 
 def _labels_text(labels: list[str]) -> str:
@@ -127,27 +130,33 @@ def _check_chains(panel: Panel) -> None:
                                   "a debater must be a critic that argues in one call")
 
 
+def _vote_scale(panel: Panel) -> Scale:
+    """What the panel votes on: its scale, or a rubric's marks (one vote per criterion)."""
+    return MARK_SCALE if panel.rubric.active else panel.scale
+
+
 def _check_strategy(panel: Panel) -> None:
+    vote_scale = _vote_scale(panel)
     voting = panel.voting
     name = voting.strategy
     if name not in STRATEGIES and name not in DATASET_STRATEGIES:
         raise ConfigError(unknown_strategy_message(name))
     kind = STRATEGY_KINDS.get(name, "both")
-    if kind == "label" and panel.scale.is_numeric:
+    if kind == "label" and vote_scale.is_numeric:
         raise ConfigError(
             f"voting.strategy: {name!r} votes on labels but the scale is a score scale; "
             "use mean, weighted-mean, median, max, min, mean-variance or spread"
         )
-    if kind == "score" and not panel.scale.is_numeric:
+    if kind == "score" and not vote_scale.is_numeric:
         raise ConfigError(
-            f"voting.strategy: {name!r} aggregates scores but the scale is {panel.scale.kind}; "
+            f"voting.strategy: {name!r} aggregates scores but the scale is {vote_scale.kind}; "
             "use plurality, majority, unanimous, weighted, any or first-disagreement"
         )
-    if (name in ("median", "max", "min") and not panel.scale.is_numeric
-            and panel.scale.level != "ordinal"):
+    if (name in ("median", "max", "min") and not vote_scale.is_numeric
+            and vote_scale.level != "ordinal"):
         raise ConfigError(
             f"voting.strategy: {name!r} needs an order among the labels, but "
-            f"{panel.scale.kind} labels have none; use an ordinal or likert scale, or plurality"
+            f"{vote_scale.kind} labels have none; use an ordinal or likert scale, or plurality"
         )
     if name == "any" and voting.target_label is None:
         raise ConfigError("voting.target_label: the 'any' strategy needs the label to look for")
@@ -156,7 +165,7 @@ def _check_strategy(panel: Panel) -> None:
 
 
 def _check_labels(panel: Panel) -> None:
-    labels = panel.scale.labels
+    labels = _vote_scale(panel).labels
     voting = panel.voting
     named: list[tuple[str, str | None]] = [
         (f"voting.priority[{i}]", label) for i, label in enumerate(voting.priority)
@@ -178,7 +187,7 @@ def _check_labels(panel: Panel) -> None:
 
 def _check_policies(panel: Panel) -> None:
     voting = panel.voting
-    scale = panel.scale
+    scale = _vote_scale(panel)
     if voting.error_policy == "count_as":
         if scale.is_numeric:
             raise ConfigError(
@@ -308,3 +317,35 @@ def _check_pairwise(panel: Panel) -> None:
             raise ConfigError(
                 f"critics[{index}].prompt_template: a pairwise critic must show both responses; "
                 f"use {{{pairwise.first_field}}} and {{{pairwise.second_field}}} in its prompt")
+
+
+def _check_rubric(panel: Panel) -> None:
+    rubric = panel.rubric
+    if not rubric.active:
+        return
+    ids = rubric.ids
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ConfigError(f"rubric.criteria: the id {twice[0]!r} is used twice; every criterion "
+                          "needs its own id")
+    if sum(c.weight for c in rubric.criteria if c.weight > 0) <= 0:
+        raise ConfigError("rubric.criteria: no criterion has a positive weight, so no item could "
+                          "score; give at least one a weight above 0 (negative ones are penalties)")
+    scale = panel.scale
+    if scale.kind != "score" or scale.min != 0 or scale.max != 1:
+        raise ConfigError("scale: a rubric panel's scale is the item's score; use "
+                          "{kind: score, min: 0, max: 1}")
+    if panel.voting.strategy in DATASET_STRATEGIES:
+        raise ConfigError(f"voting.strategy: a rubric panel votes per item and criterion; "
+                          f"{panel.voting.strategy!r} needs the whole dataset")
+    if len({c.tier for c in panel.critics}) > 1:
+        raise ConfigError("critics: a rubric panel has no cascade yet; put every critic in one "
+                          "tier")
+    if panel.pairwise.active:
+        raise ConfigError("rubric: a panel grades against a rubric or compares pairs, not both")
+    for index, critic in enumerate(panel.critics):
+        if critic.kind != "single" or critic.samples > 1 or critic.logprobs:
+            raise ConfigError(
+                f"critics[{index}]: a rubric critic is a single call (kind single, samples 1, "
+                "no logprobs); for long rubrics set rubric.per_criterion for a call per criterion"
+            )

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from judging.errors import (
@@ -31,6 +31,7 @@ from judging.errors import (
     RetryableCallError,
     TruncatedError,
 )
+from judging.rubric import Marks, RubricConfig, marks_text, parse_marks, rubric_score
 from judging.scales import Scale
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -69,6 +70,7 @@ class ParsedReply:
     tokens_in: int | None
     tokens_out: int | None
     finish_reason: str | None
+    marks: Marks = field(default_factory=dict)  # a rubric call's mark per criterion
 
 
 def looks_like_html(text: str) -> bool:
@@ -257,14 +259,16 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_RAW else text[:_MAX_RAW] + "..."
 
 
-def parse_reply(status: int, body: str, scale: Scale | None) -> ParsedReply:
+def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> ParsedReply:
     """Read one chat-completions reply.
 
     Args:
         status: the HTTP status code.
         body: the reply body as text.
         scale: the panel's scale; the verdict is normalised onto it. None for a free-text step
-            (a compound critic's reasoning or argument): its text is the `reasoning`.
+            (a compound critic's reasoning or argument): its text is the `reasoning`. A rubric
+            for a call that marks every criterion (`judging.rubric`): the marks, and their
+            score.
 
     Returns:
         The label (or score on numeric scales), confidence, reasoning, tokens and finish reason.
@@ -345,6 +349,18 @@ def parse_reply(status: int, body: str, scale: Scale | None) -> ParsedReply:
             label=None, score=None, confidence=None, reasoning=answer.strip(),
             tokens_in=tokens_in, tokens_out=tokens_out,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        )
+    if isinstance(scale, RubricConfig):
+        if finish_reason == "length":
+            raise TruncatedError(
+                "the reply was cut off (finish_reason=length) before every criterion was "
+                "marked: raise max_tokens", raw=content)
+        marks, said_confidence = parse_marks(answer, scale)
+        return ParsedReply(
+            label=None, score=rubric_score({c: m for c, (m, _) in marks.items()}, scale),
+            confidence=normalize_confidence(said_confidence), reasoning=marks_text(marks),
+            tokens_in=tokens_in, tokens_out=tokens_out,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None, marks=marks,
         )
     label: str | None = None
     score: float | None = None

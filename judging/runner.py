@@ -46,7 +46,7 @@ from judging.errors import ConfigError
 from judging.ledger import Ledger, LedgerTotals
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
-from judging.voting import DATASET_STRATEGIES, VotingConfig, vote
+from judging.voting import DATASET_STRATEGIES, VotingConfig
 
 if TYPE_CHECKING:
     from judging.panel import Panel
@@ -247,6 +247,7 @@ class _Run:
                 verdict = judge_with(
                     critic, state.item, self.scale, self.send, critics=self.by_name,
                     first_sample=self.first_sample[critic.name], pairwise=self.panel.pairwise,
+                    rubric=self.panel.rubric,
                 )
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()
@@ -324,7 +325,7 @@ class _Run:
         return [state.verdicts[i] for i in sorted(state.verdicts)]
 
     def _vote(self, verdicts: Sequence[Verdict]) -> VoteOutcome:
-        outcome = vote(verdicts, self.weights, self.item_config, self.scale)
+        outcome = self.panel.vote(verdicts, self.item_config)
         if self.fallback_note:
             outcome.note = (
                 f"{outcome.note}; {self.fallback_note}" if outcome.note else self.fallback_note

@@ -20,6 +20,8 @@ How a reply is decided, for one request:
    the profile's `bias` weights (labels it does not name weigh 1).
 4. Failure modes and reply shapes are drawn from the profile's rates.
 
+Rubrics: a prompt listing `<criteria>` is graded per criterion (see `_grade`).
+
 References: a prompt with a `<reference>` block (`Critic.reference_field`) grades its items
 against it: the share of the reference's words they contain sets the truth (see `_graded`).
 
@@ -165,6 +167,9 @@ _SCORE_RE = re.compile(rf'"score":\s*a number from\s*{_NUMBER}\s*to\s*{_NUMBER}'
 _PROSE_LABELS_RE = re.compile(r"The verdict will be exactly one of:\s*(.+?)\.(?:\s|$)")
 _PROSE_SCORE_RE = re.compile(rf"The verdict will be a number from\s*{_NUMBER}\s*to\s*{_NUMBER}")
 _ITEM_RE = re.compile(r'<item field="[^"]*">\n?(.*?)\n?</item>', re.S)
+# A rubric's criteria as `judging.rubric` lists them: "<criteria>\n- id: text\n</criteria>".
+_CRITERIA_RE = re.compile(r"<criteria>\n(.*?)\n</criteria>", re.S)
+_CRITERION_RE = re.compile(r"^- ([A-Za-z0-9_.-]+):", re.M)
 _REFERENCE_RE = re.compile(r'<reference field="[^"]*">\n?(.*?)\n?</reference>', re.S)
 _FALLBACK_LABELS = ["yes", "no"]
 
@@ -534,6 +539,11 @@ class SimulatorServer:
         confidence_mean = profile.confidence_mean - (0.0 if correct else 0.15)
         confidence = round(min(1.0, max(0.0, rng.gauss(confidence_mean, profile.confidence_sd))), 2)
 
+        listing = _CRITERIA_RE.search(user_text)
+        criteria = _CRITERION_RE.findall(listing.group(1)) if listing else []
+        if criteria:
+            return self._grade(criteria, anchor, user_text, profile, rng, confidence)
+
         score_match = _SCORE_RE.search(user_text) or _PROSE_SCORE_RE.search(user_text)
         if score_match and "exactly one of" not in user_text:
             low, high = float(score_match.group(1)), float(score_match.group(2))
@@ -595,6 +605,27 @@ class SimulatorServer:
                    "TIE": "Both responses are about as good as each other."}
         return {"label": label, "confidence": confidence,
                 "reasoning": reasons.get(label, f"{label} is the better response.")}
+
+    def _grade(self, criteria: list[str], anchor: str, user_text: str, profile: Profile,
+               rng: random.Random, confidence: float) -> dict[str, Any]:
+        """A rubric call (`judging.rubric`): each criterion's true mark comes from a hash of the
+        item and the criterion (about 60% MET, 35% UNMET, 5% CANNOT_ASSESS), answered right
+        with the profile's accuracy, per criterion. Every criterion in one JSON object, or a
+        label when the call asks about one criterion."""
+        marks = {}
+        for criterion in criteria:
+            draw = _unit_hash(f"{anchor}\x1f{criterion}")
+            truth = "CANNOT_ASSESS" if draw > 0.95 else "MET" if draw < 0.6 else "UNMET"
+            if rng.random() >= profile.accuracy:
+                truth = rng.choice([m for m in ("MET", "UNMET", "CANNOT_ASSESS") if m != truth])
+            marks[criterion] = truth
+        if '"criteria": {' not in user_text:  # one call per criterion: a plain label
+            (criterion, mark), = marks.items()
+            said = {"MET": "meets", "UNMET": "does not meet"}.get(mark, "gives no way to assess")
+            return {"label": mark, "confidence": confidence,
+                    "reasoning": f"The item {said} {criterion}."}
+        return {"criteria": {c: {"mark": m, "reasoning": f"{c}: {m.lower().replace('_', ' ')}."}
+                             for c, m in marks.items()}, "confidence": confidence}
 
     def _quality(self, text: str) -> float:
         value = _as_float(self.gold.get(text))

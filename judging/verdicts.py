@@ -84,6 +84,8 @@ class Verdict:
     role: str | None = None  # a step's part in the chain: "reason", "judge", "verify", ...
     sample: int = 0  # which repeat a step belongs to (0 = the first)
     swapped: bool = False  # a pairwise step asked with the two responses swapped
+    # A rubric critic's mark and reason per criterion (`judging.rubric`); its score is theirs.
+    marks: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -135,6 +137,8 @@ class VoteOutcome:
     variance: float | None = None
     tie: bool = False
     note: str | None = None
+    # A rubric item: criterion -> {"mark", "agreement", "disputed"} of its vote.
+    marks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ from pages.ui import charts
 from pages.ui.agreement_data import (
     run_pairwise_report,
     run_report,
+    run_rubric_report,
     run_stability_figures,
     run_verbosity_probe,
 )
@@ -159,6 +160,30 @@ else:
     cols[2].page_link("pages/review.py", label="Review where they differ",
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
+
+rubric = run_rubric_report(run)
+if rubric is not None:
+    st.subheader("Rubric: agreement per criterion")
+    st.dataframe(
+        [{"criterion": c.criterion, "weight": c.weight, "items": c.items,
+          "in dispute": c.disputed, "alpha": c.alpha.value,
+          **{f"{critic} = panel": share for critic, share in c.with_panel.items()}}
+         for c in rubric.criteria],
+        hide_index=True, column_config={
+            "criterion": st.column_config.TextColumn(),
+            "weight": st.column_config.NumberColumn(format="%g"),
+            "alpha": st.column_config.NumberColumn(format="%.3f"),
+            **{f"{critic} = panel": st.column_config.NumberColumn(format="percent")
+               for critic in run["critics"]}})
+    st.caption("Per criterion: Krippendorff's alpha of the critics' marks (MET, UNMET, "
+               "CANNOT_ASSESS), the items where the critics' marks differ, and how often each "
+               "critic's mark is the panel's. On Review, **Criterion in dispute** opens those "
+               "items. The figures above are on the items' scores.")
+    picked = st.selectbox("Cohen's kappa between the critics on", [c.criterion for c in
+                          rubric.criteria], key="rubric_kappa_criterion")
+    chosen = next(c for c in rubric.criteria if c.criterion == picked)
+    st.dataframe(chosen.kappa.to_frame(), column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in chosen.kappa.critics})
 
 pairwise = run_pairwise_report(run)
 if pairwise is not None:

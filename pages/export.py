@@ -5,6 +5,7 @@ taxonomy and what changed."""
 import streamlit as st
 
 from judging.panel_files import load_panel
+from judging.runs.export import export_options
 from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import pick_run
@@ -43,7 +44,7 @@ if run is not None:
                     icon=":material/science:")
         st.markdown("**For curation, also include**")
         cols = st.columns(3)
-        options = ExportOptions(
+        options = export_options(db(), run_id, ExportOptions(
             fields=cols[0].checkbox("The item's fields", key="export_fields",
                                     help="One `field: <name>` column per field of the item."),
             reasoning=cols[1].checkbox("Each critic's reasoning", key="export_reasoning",
@@ -52,7 +53,7 @@ if run is not None:
                                      help="Every override of the item, oldest first, in "
                                           "`override_history` (a list in JSONL, JSON text in "
                                           "CSV and Parquet)."),
-        )
+        ))
         # Behind a toggle: building the whole export for 100,000 items on every rerun is slow.
         if st.toggle("Show the first rows", key="export_preview"):
             st.dataframe(export_frame(db(), run_id, options).head(20), hide_index=True)

@@ -7,6 +7,7 @@ import streamlit as st
 from judging.curation import check_decision, parse_children
 from pages.ui import review_view as rv
 from pages.ui.errors import user_errors
+from pages.ui.rubric_view import criterion_mark_form, rubric_grid
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
@@ -237,6 +238,12 @@ with form_col:
 
 if hidden:
     st.stop()  # nothing of the critics' until the blind label is in
+if panel.rubric.active:
+    grid_col, mark_col = st.columns([3, 2])
+    with grid_col:
+        rubric_grid(detail, panel.rubric, critics)
+    with mark_col:
+        criterion_mark_form(run_id, item_id, panel.rubric, reviewer, k, flash_key)
 st.markdown("**Critics**")
 rv.critic_cards(detail, scale=panel.scale)
 # Re-judging is for an item whose verdicts look wrong for a passing reason (an outage, a fixed

@@ -46,7 +46,7 @@ _COLUMNS = (
     "run_id", "item_id", "critic", "label", "score", "confidence", "reasoning", "failure",
     "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
     "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
-    "cache_hash",
+    "cache_hash", "marks",
 )
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
 _INSERT = (
@@ -100,7 +100,7 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
             run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning,
             failure, v.message, encode(v.raw_request), v.raw_response, v.latency_ms, v.attempts,
             v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
-            int(v.cached), stamp, hash_key(key),
+            int(v.cached), stamp, hash_key(key), _marks_json(v),
         ))
     return rows
 
@@ -145,6 +145,14 @@ def _step_rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tup
                 step.vendor, step.model, int(step.simulated), int(step.cached), stamp,
             ))
     return rows
+
+
+def _marks_json(verdict: Verdict) -> str | None:
+    """A rubric critic's marks as {"criterion": {"mark": ..., "reasoning": ...}} (or None)."""
+    if not verdict.marks:
+        return None
+    return dumps({criterion: {"mark": mark, "reasoning": reason}
+                  for criterion, (mark, reason) in verdict.marks.items()})
 
 
 def write_verdicts(
@@ -322,20 +330,21 @@ def stored_critics(db: sqlite_utils.Database, run_id: int, item_id: str) -> list
 _VERDICT_SELECT = (
     "SELECT critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,"
     " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
-    " model, simulated FROM calls"
+    " model, simulated, marks FROM calls"
 )
 
 
 def _verdict(row: tuple[Any, ...], *, cached: bool = False) -> Verdict:
     (critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,
      raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,
-     model, simulated) = row
+     model, simulated, marks) = row
     return Verdict(
         critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
         reasoning=reasoning, failure=FailureKind(failure) if failure else None, message=message,
         raw_request=loads(raw_request), raw_response=raw_response, latency_ms=latency_ms,
         attempts=attempts, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
         cache_key=cache_key, vendor=vendor, model=model, simulated=bool(simulated), cached=cached,
+        marks={c: (m["mark"], m.get("reasoning")) for c, m in (loads(marks) or {}).items()},
     )
 
 
@@ -360,8 +369,8 @@ _CACHE_LOOKUP = (
 )
 
 
-_STEP_CACHE_LOOKUP = (
-    _VERDICT_SELECT.replace("FROM calls", "FROM call_steps")
+_STEP_CACHE_LOOKUP = (  # a step has no marks of its own (a criterion's call is a label)
+    _VERDICT_SELECT.replace(" marks FROM calls", " NULL FROM call_steps")
     + " WHERE cache_key = ? AND failure IS NULL ORDER BY id DESC LIMIT 1"
 )
 

@@ -40,6 +40,7 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
                 run_id, str(pv.item_id), run_id, str(pv.item_id), label, score, o.agreement,
                 int(bool(o.disagreement)), int(o.failed), dumps(dict(o.counts)), pv.tier,
                 pv.settled_by, pv.strategy, o.recommendation, o.spread, int(bool(o.tie)), o.note,
+                dumps(o.marks) if o.marks else None,
             )
         )
     if not rows:
@@ -49,18 +50,18 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
             """
             INSERT INTO consensus (run_id, item_id, position, consensus, score, agreement,
                 disagreement, failed, counts, tier, settled_by, strategy, recommendation, spread,
-                tie, note)
+                tie, note, marks)
             VALUES (?, ?, coalesce((SELECT i.position FROM items i JOIN runs r
                                     ON r.dataset_id = i.dataset_id
                                     WHERE r.id = ? AND i.item_id = ?), 0),
-                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (run_id, item_id) DO UPDATE SET
                 consensus = excluded.consensus, score = excluded.score,
                 agreement = excluded.agreement, disagreement = excluded.disagreement,
                 failed = excluded.failed, counts = excluded.counts, tier = excluded.tier,
                 settled_by = excluded.settled_by, strategy = excluded.strategy,
                 recommendation = excluded.recommendation, spread = excluded.spread,
-                tie = excluded.tie, note = excluded.note
+                tie = excluded.tie, note = excluded.note, marks = excluded.marks
             """,
             rows,
         )
@@ -85,12 +86,13 @@ def set_item_alpha(db: sqlite_utils.Database, run_id: int, alphas: Mapping[str, 
 
 
 def load_consensus(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
-    """Every stored decision of the run, in item order (counts decoded)."""
+    """Every stored decision of the run, in item order (counts and a rubric's marks decoded)."""
     out = []
     for row in db.query(
         "SELECT * FROM consensus WHERE run_id = ? ORDER BY position, item_id", [run_id]
     ):
         row["counts"] = loads(row["counts"]) or {}
+        row["marks"] = loads(row.get("marks")) or {}
         row["disagreement"] = bool(row["disagreement"])
         row["tie"] = bool(row["tie"])
         out.append(row)

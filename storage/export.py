@@ -6,8 +6,10 @@ then for each critic `<critic>: label` (its label or score; empty when the call 
 `<critic>: confidence` and `<critic>: failure` (the failure kind: error, parse_fail, refusal,
 truncated; empty on success). `ExportOptions` adds, for curation, the item's fields
 (`field: <name>`), each critic's reasoning (`<critic>: reasoning`) and every override of the
-item, oldest first (`override_history`). `override_history_bytes` gives the run's whole
-override history as JSONL, one decision per line.
+item, oldest first (`override_history`). A rubric run adds, per criterion, each critic's mark
+(`<criterion>: <critic>`), the panel's (`<criterion>: consensus`) and the final one, a
+reviewer's else the panel's (`<criterion>: final`), and `final_score`. `override_history_bytes`
+gives the run's whole override history as JSONL, one decision per line.
 
 No API key can appear: the rows come from items, labels, reasons, notes and numbers, never from
 raw requests (keys are scrubbed from reasons when calls are stored).
@@ -20,12 +22,14 @@ import json
 import math
 import os
 import pathlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 import pandas as pd
 import sqlite_utils
 
+from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.overrides import final_labels
 from storage.review import _run_meta
@@ -58,6 +62,10 @@ class ExportOptions:
     fields: bool = False
     reasoning: bool = False
     history: bool = False
+    # A rubric run: the score of a set of marks (criterion -> mark), for the `final_score`
+    # column (the marks with reviewers' criterion marks applied). Storage cannot score a rubric
+    # itself: `judging.runs.export.export_options` fills this in.
+    score_marks: Callable[[dict[str, str | None]], float | None] | None = None
 
 
 def escape_cell(value: Any) -> Any:
@@ -160,8 +168,40 @@ def export_frame(
     if options.fields:
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
+    extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))
     # One concat, not a column at a time: a wide panel would fragment the frame.
     return pd.concat([frame[ordered], pd.DataFrame(extra, index=frame.index)], axis=1)
+
+
+def _criterion_columns(
+    db: sqlite_utils.Database, run_id: int, critics: list[str], item_ids: pd.Series,
+    score_marks: Callable[[dict[str, str | None]], float | None] | None,
+) -> dict[str, pd.Series]:
+    """A rubric run's marks: `<criterion>: <critic>` for each critic, `<criterion>: consensus`
+    (the panel's vote) and `<criterion>: final` (a reviewer's mark, else the vote); then
+    `final_score`, the score of the final marks. Nothing for other runs."""
+    marks = critic_marks(db, run_id)
+    if not marks:
+        return {}
+    final = final_marks(db, run_id)
+    voted = {item: {c: v.get("mark") for c, v in (loads(m) or {}).items()} for item, m in
+             db.execute("SELECT item_id, marks FROM consensus WHERE run_id = ?", [run_id])}
+    criteria = list(dict.fromkeys(criterion for _, _, criterion, _ in marks))
+    by_critic: dict[tuple[str, str, str], str | None] = {
+        (item, critic, criterion): mark for item, critic, criterion, mark in marks}
+    columns: dict[str, pd.Series] = {}
+    for criterion in criteria:
+        for critic in critics:
+            columns[f"{criterion}: {critic}"] = item_ids.map(
+                lambda item, c=critic, k=criterion: by_critic.get((item, c, k)))
+        columns[f"{criterion}: consensus"] = item_ids.map(
+            lambda item, k=criterion: voted.get(item, {}).get(k))
+        columns[f"{criterion}: final"] = item_ids.map(
+            lambda item, k=criterion: final.get(item, {}).get(k))
+    if score_marks is not None:
+        columns["final_score"] = item_ids.map(
+            lambda item: score_marks(final[item]) if item in final else None)
+    return columns
 
 
 def _json_safe(value: Any) -> Any:

@@ -357,6 +357,33 @@ def _call_steps(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0016_rubric_marks")
+def _rubric_marks(db: sqlite_utils.Database) -> None:
+    # Rubric panels: each critic's mark and reason per criterion (on its call row), the panel's
+    # vote per criterion (on the consensus row), and a reviewer's mark for one criterion, kept
+    # apart from item overrides (append-only like them: the history is the audit trail).
+    _script(
+        db,
+        """
+        ALTER TABLE calls ADD COLUMN marks TEXT;
+        ALTER TABLE consensus ADD COLUMN marks TEXT;
+        CREATE TABLE criterion_overrides (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            criterion TEXT NOT NULL,
+            mark TEXT NOT NULL,
+            note TEXT NOT NULL DEFAULT '',
+            reviewer TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX criterion_overrides_item ON criterion_overrides (run_id, item_id, id);
+        CREATE TRIGGER criterion_overrides_no_update BEFORE UPDATE ON criterion_overrides
+        BEGIN SELECT RAISE(ABORT, 'overrides are append-only: add a new one instead'); END;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

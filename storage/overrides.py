@@ -25,7 +25,8 @@ _LATEST = (
 )
 
 
-def _check_item(db: sqlite_utils.Database, run_id: int, item_id: str) -> None:
+def check_item(db: sqlite_utils.Database, run_id: int, item_id: str) -> None:
+    """Raise `NotFoundError` unless the run exists and its dataset holds the item."""
     row = db.execute(
         "SELECT EXISTS (SELECT 1 FROM items i JOIN runs r ON r.dataset_id = i.dataset_id"
         " WHERE r.id = ? AND i.item_id = ?), EXISTS (SELECT 1 FROM runs WHERE id = ?)",
@@ -67,7 +68,7 @@ def add_override(
         NotFoundError: the run, or the item in the run's dataset, does not exist.
     """
     label, reviewer = _clean(label, reviewer)
-    _check_item(db, run_id, item_id)
+    check_item(db, run_id, item_id)
     cursor = db.execute(
         "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind,"
         " children, merge_into, adjudication) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

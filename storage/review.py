@@ -13,6 +13,7 @@ import pandas as pd
 import sqlite_utils
 
 from storage.calls import load_steps
+from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
 from storage.overrides import override_history
 
@@ -89,6 +90,7 @@ def _filtered(
     sort: str,
     assigned_to: str | None = None,
     unstable: float | None = None,
+    disputed: bool | str = False,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -165,6 +167,10 @@ def _filtered(
             " HAVING count(DISTINCT s.label) > 1 OR max(s.score) - min(s.score) > :unstable)"
         )
         params["unstable"] = float(unstable)
+    if disputed:
+        sql, extra = disputed_filter_sql(disputed if isinstance(disputed, str) else None)
+        where.append(sql)
+        params.update(extra)
     if assigned_to is not None:
         where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
                      " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
@@ -193,6 +199,7 @@ def review_table(
     sort: str = "contested",
     assigned_to: str | None = None,
     unstable: float | None = None,
+    disputed: bool | str = False,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -218,6 +225,8 @@ def review_table(
         assigned_to: only the items assigned to this reviewer (`storage.assignments`).
         unstable: only the items where a repeated critic's samples disagree: different labels,
             or scores further apart than this (`judging.stability.tolerance`).
+        disputed: a rubric run's items with a criterion in dispute (True), or with that
+            criterion in dispute (its id).
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -239,7 +248,7 @@ def review_table(
         run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
-        sort=sort, assigned_to=assigned_to, unstable=unstable,
+        sort=sort, assigned_to=assigned_to, unstable=unstable, disputed=disputed,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -300,7 +309,7 @@ def item_position(
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
         "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
-        "unstable": None,
+        "unstable": None, "disputed": False,
     }
     unknown = set(filters) - set(args)
     if unknown:
@@ -397,15 +406,17 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
         consensus["counts"] = loads(consensus["counts"]) or {}
         consensus["disagreement"] = bool(consensus["disagreement"])
         consensus["tie"] = bool(consensus["tie"])
+        consensus["marks"] = loads(consensus.get("marks")) or {}
     order = {name: n for n, name in enumerate(critics)}
     verdicts = []
     for row in db.query(
         "SELECT critic, label, score, confidence, reasoning, failure, message, raw_request,"
         " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
-        " model, simulated, cached, created_at FROM calls WHERE run_id = ? AND item_id = ?",
+        " model, simulated, cached, created_at, marks FROM calls WHERE run_id = ? AND item_id = ?",
         [run_id, item_id],
     ):
         row["raw_request"] = loads(row["raw_request"])
+        row["marks"] = loads(row["marks"]) or {}
         row["simulated"] = bool(row["simulated"])
         row["cached"] = bool(row["cached"])
         verdicts.append(row)
@@ -419,6 +430,7 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
         "consensus": consensus,
         "verdicts": verdicts,
         "steps": load_steps(db, run_id, item_id),
+        "criterion_overrides": criterion_override_history(db, run_id, item_id),
         "overrides": history,
         "final_label": final,
     }

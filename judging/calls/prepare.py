@@ -9,6 +9,7 @@ from typing import Any
 
 from judging.critics import Critic
 from judging.logprobs import logprobs_request
+from judging.rubric import RubricConfig
 from judging.scales import Scale
 from judging.vendors import get_preset, json_mode_for, resolve_base_url
 from judging.verdicts import Item
@@ -50,7 +51,7 @@ def _request_body(
 def prepare_call(
     critic: Critic,
     item: Item,
-    scale: Scale,
+    scale: Scale | RubricConfig,
     *,
     messages: list[dict[str, str]] | None = None,
     free_text: bool = False,
@@ -81,6 +82,8 @@ def prepare_call(
     else:
         url_key = resolve_base_url(critic)
     if messages is None:
+        if not isinstance(scale, Scale):  # a rubric call's messages come from judging.chains
+            raise TypeError("a rubric call needs its messages")
         messages = critic.build_messages(item.fields, scale)
     body = _request_body(critic, messages, free_text=free_text)
     # Sorted keys make the bytes (and so the key) independent of dict order; the model,

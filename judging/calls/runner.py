@@ -32,6 +32,7 @@ from judging.calls.transports import VendorTransport
 from judging.critics import Critic
 from judging.errors import CallFailure, ConfigError, PlaceholderError
 from judging.parsing import ParsedReply, parse_reply, reply_usage
+from judging.rubric import RubricConfig
 from judging.scales import Scale
 from judging.vendors import (
     KeyLookup,
@@ -205,7 +206,7 @@ class CallRunner:
         self,
         critic: Critic,
         item: Item,
-        scale: Scale,
+        scale: Scale | RubricConfig,
         *,
         cancel: threading.Event | None = None,
         gate: CriticGate | None = None,
@@ -296,9 +297,9 @@ class CallRunner:
                               (verdict.tokens_in or 0) + (verdict.tokens_out or 0))
 
     def _send(
-        self, critic: Critic, item: Item, scale: Scale | None, preset: VendorPreset, prepared: PreparedCall,
-        verdict: Verdict, gate: CriticGate, cancel: threading.Event | None,
-        limiter: VendorLimiter | None, started: float,
+        self, critic: Critic, item: Item, scale: Scale | RubricConfig | None,
+        preset: VendorPreset, prepared: PreparedCall, verdict: Verdict, gate: CriticGate,
+        cancel: threading.Event | None, limiter: VendorLimiter | None, started: float,
     ) -> Verdict:
         """The part of `call` that talks to the vendor (after the cache, gate and budget)."""
         try:
@@ -387,7 +388,7 @@ class CallRunner:
     def _run_attempts(
         self,
         critic: Critic,
-        scale: Scale | None,
+        scale: Scale | RubricConfig | None,
         route: Route,
         headers: httpx.Headers,
         prepared: PreparedCall,
@@ -439,6 +440,7 @@ class CallRunner:
                 verdict.score = outcome.score
                 verdict.confidence = outcome.confidence
                 verdict.reasoning = outcome.reasoning
+                verdict.marks = outcome.marks
                 self._add_usage(verdict, critic, outcome.tokens_in, outcome.tokens_out)
                 return
             decision = (outcome if isinstance(outcome, GiveUp)
@@ -468,7 +470,7 @@ class CallRunner:
         reply_headers: httpx.Headers,
         body: str,
         critic: Critic,
-        scale: Scale | None,
+        scale: Scale | RubricConfig | None,
         verdict: Verdict,
     ) -> ParsedReply | _Failed | GiveUp:
         try:

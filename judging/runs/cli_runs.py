@@ -28,10 +28,12 @@ from judging.errors import ConfigError, DataError
 from judging.ledger import Ledger
 from judging.panel_files import load_panel
 from judging.runner import RunProgress
+from judging.runs.export import export_options
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from judging.runs.report import (
     run_agreement_report,
     run_pairwise,
+    run_rubric,
     run_stability,
     run_verbosity,
 )
@@ -327,7 +329,8 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "interval, per-item alpha, Fleiss' kappa, Gwet's AC1, per-critic agreement with the "
         "consensus, the humans and the gold labels, leave-one-critic-out alpha, Dawid-Skene "
         "accuracies and pairwise Cohen's kappa; for a pairwise panel, win rates per system "
-        "with intervals, Bradley-Terry strengths and each critic's position bias. The same "
+        "with intervals, Bradley-Terry strengths and each critic's position bias; for a rubric "
+        "panel, alpha, disputes and each critic's agreement per criterion. The same "
         "figures as the Agreement page.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
@@ -396,7 +399,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
     db = open_cli_db(args, read_only=True)
     try:
-        options = ExportOptions(fields=args.fields, reasoning=args.reasoning, history=args.history)
+        options = export_options(db, args.run, ExportOptions(
+            fields=args.fields, reasoning=args.reasoning, history=args.history))
         rows = export_run(db, args.run, fmt, args.out, options)
     finally:
         db.close()
@@ -426,6 +430,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         report = run_agreement_report(db, args.run, resamples=args.resamples, seed=args.seed)
         verbosity = run_verbosity(db, args.run, args.length_field)
         pairwise = run_pairwise(db, args.run, resamples=args.resamples, seed=args.seed)
+        rubric = run_rubric(db, args.run)
     except NotFoundError:
         print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
               "list the runs with `jurybox runs`.", file=sys.stderr)
@@ -435,6 +440,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     print(report.to_text())
     if pairwise is not None:
         print(pairwise.to_text())
+    if rubric is not None:
+        print(rubric.to_text())
     print(verbosity.to_text())
     return EXIT_OK
 

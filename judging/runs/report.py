@@ -18,10 +18,12 @@ from judging.errors import DataError
 from judging.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report
+from judging.rubric_stats import RubricReport, rubric_report
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
 from storage.calls import order_answers, sample_values
 from storage.consensus import load_consensus
+from storage.criteria import critic_marks
 from storage.datasets import load_items
 from storage.overrides import final_labels, human_labels
 from storage.review import gold_labels, ratings_frame
@@ -181,3 +183,18 @@ def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0
         strengths=bradley_terry(outcomes, config),
         bias=position_bias(order_answers(db, run_id), config),
     )
+
+
+def run_rubric(db: Any, run_id: int) -> RubricReport | None:
+    """Agreement per criterion of a rubric run (`judging.rubric_stats`); None when the run's
+    panel has no rubric.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    run = get_run(db, run_id)
+    rubric = load_panel(run["panel_yaml"]).rubric
+    if not rubric.active:
+        return None
+    panel_marks = {row["item_id"]: row.get("marks") or {} for row in load_consensus(db, run_id)}
+    return rubric_report(critic_marks(db, run_id), panel_marks, rubric, run["critics"])

@@ -10,9 +10,11 @@ import json
 import pathlib
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from judging.errors import JuryboxError
 from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.runner import RunProgress
@@ -101,6 +103,17 @@ class RunSummary:
     simulated: bool
 
 
+def _gold_fits(panel: Panel, labels: Iterable[str]) -> bool:
+    """Whether the dataset's gold labels are on the panel's scale (numbers on a score scale,
+    the scale's labels otherwise); gold of another task is not compared at all."""
+    for label in labels:
+        try:
+            panel.scale.normalize(label)
+        except JuryboxError:
+            return False
+    return True
+
+
 def summarize(
     panel: Panel, items: list[Item], verdicts: list[PanelVerdict], seconds: float
 ) -> RunSummary:
@@ -113,6 +126,8 @@ def summarize(
         seconds: wall time of the run.
     """
     gold = {item.id: item.gold for item in items if item.gold is not None}
+    if not _gold_fits(panel, gold.values()):
+        gold = {}  # labels of another task (a comparison's A/B beside a rubric's scores)
     critics = {c.name: CriticSummary(c.name) for c in panel.critics}
     consensus: Counter[str] = Counter()
     no_consensus = disagreements = gold_correct = gold_items = 0

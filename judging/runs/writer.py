@@ -12,7 +12,7 @@ from judging.errors import JuryboxError
 from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
-from judging.voting import DATASET_STRATEGIES, vote
+from judging.voting import DATASET_STRATEGIES
 from storage.calls import write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
@@ -208,7 +208,7 @@ class LiveVotes:
             del self._open[str(item.id)]
         verdicts = [got[name] for name in self.names if name in got]
         try:
-            outcome = vote(verdicts, self.weights, self.panel.voting, self.panel.scale)
+            outcome = self.panel.vote(verdicts)
         except JuryboxError:
             return  # the runner meets the same problem and the run reports it
         self.writer.decided(

@@ -14,7 +14,14 @@ import streamlit as st
 
 from judging.pairwise_stats import PairwiseReport
 from judging.report import AgreementReport
-from judging.runs.report import run_agreement_report, run_pairwise, run_stability, run_verbosity
+from judging.rubric_stats import RubricReport
+from judging.runs.report import (
+    run_agreement_report,
+    run_pairwise,
+    run_rubric,
+    run_stability,
+    run_verbosity,
+)
 from judging.stability import CriticStability
 from judging.verbosity import VerbosityProbe
 from pages.ui.state import db, db_path
@@ -74,3 +81,14 @@ def run_pairwise_report(run: dict[str, Any]) -> PairwiseReport | None:
     after more verdicts or a reviewer's new label (final labels count)."""
     humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
     return _pairwise(str(db_path()), int(run["id"]), _calls_done(run), humans)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _rubric(path: str, run_id: int, calls_done: int) -> RubricReport | None:
+    del path, calls_done  # part of the cache key only
+    return run_rubric(db(), run_id)
+
+
+def run_rubric_report(run: dict[str, Any]) -> RubricReport | None:
+    """A rubric run's agreement per criterion (None for other panels), until more verdicts."""
+    return _rubric(str(db_path()), int(run["id"]), _calls_done(run))

@@ -27,4 +27,4 @@ def judge_one(panel: Panel, critic_name: str, item: Item) -> Verdict:
     critics = {c.name: c for c in panel.critics}
     # The critic as the run would ask it: a compound critic's whole chain, every repeat.
     return judge_with(critics[critic_name], item, panel.scale, _runner().call, critics=critics,
-                      pairwise=panel.pairwise)
+                      pairwise=panel.pairwise, rubric=panel.rubric)

@@ -159,7 +159,15 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
         "Sort", list(SORT_LABELS), format_func=SORT_LABELS.get, key=k + "sort"
     )
 
+    disputed: str | None = None
+    if panel is not None and panel.rubric.active:
+        disputed = row2[0].selectbox(
+            "Criterion in dispute", [ANY, "any criterion", *panel.rubric.ids],
+            key=k + "disputed", help="Items whose critics gave different marks on a criterion")
+
     kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
+    if disputed not in (None, ANY):
+        kwargs["disputed"] = True if disputed == "any criterion" else disputed
     if ties:
         kwargs["ties_only"] = True
     if unstable and panel is not None:

@@ -1,0 +1,28 @@
+"""What the export needs from the domain: a rubric run's scoring of its final marks.
+
+Storage writes the export but cannot score a rubric (`judging.rubric`); the CLI and the Export
+page get their `ExportOptions` here, so both score the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from judging.panel_files import load_panel
+from judging.rubric import rubric_score
+from storage.export import ExportOptions
+from storage.runs import get_run
+
+
+def export_options(db: Any, run_id: int, options: ExportOptions | None = None) -> ExportOptions:
+    """`options` (default: none) with the run's rubric scorer when its panel has a rubric.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    options = options or ExportOptions()
+    rubric = load_panel(get_run(db, run_id)["panel_yaml"]).rubric
+    if not rubric.active:
+        return options
+    return dataclasses.replace(options, score_marks=lambda marks: rubric_score(marks, rubric))

@@ -133,7 +133,7 @@ with right:
         st.caption(f"Dawid-Skene: {plain(report.dawid_skene_reason)}.")
 
 st.subheader("Between critics")
-chart = charts.kappa_heatmap(report)
+chart = charts.kappa_heatmap(report.kappa)
 if chart is None:
     st.caption(plain(report.kappa_reason or "No pairwise kappa."))
 else:
@@ -182,8 +182,9 @@ if rubric is not None:
     picked = st.selectbox("Cohen's kappa between the critics on", [c.criterion for c in
                           rubric.criteria], key="rubric_kappa_criterion")
     chosen = next(c for c in rubric.criteria if c.criterion == picked)
-    st.dataframe(chosen.kappa.to_frame(), column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in chosen.kappa.critics})
+    heatmap = charts.kappa_heatmap(chosen.kappa, title=f"Cohen's kappa on {picked}")
+    if heatmap is not None:
+        st.altair_chart(heatmap)
 
 pairwise = run_pairwise_report(run)
 if pairwise is not None:

@@ -104,6 +104,10 @@ with st.expander("Per-vendor limits", expanded=bool(draft.get("limits"))):
     pf.limits_editor(draft)
 with st.expander("Taxonomy curation", expanded=bool(draft["curation"].get("class_field"))):
     pf.curation_editor(draft)
+with st.expander("Pairwise comparison", expanded=bool(draft["pairwise"].get("first_field"))):
+    pf.pairwise_editor(draft)
+with st.expander("Rubric", expanded=bool(draft["rubric"].get("criteria"))):
+    pf.rubric_editor(draft)
 
 st.subheader("Preview and test on a sample item")
 if not datasets:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judging.demo import demo_panel_path
+from judging.demo import demo_panel_path, pairwise_panel_path
 from judging.panel import Panel
 from judging.panel_files import dump_panel, load_panel, panel_hash
 from pages.ui.model_form import field_paths
@@ -65,7 +65,10 @@ def _rich_panels() -> dict[str, Panel]:
 
 CHAINS_PANEL = demo_panel_path().with_name("chains_panel.yaml")  # compound and repeated critics
 PANEL_FILES = {"demo": demo_panel_path().read_text(encoding="utf-8"),
-               "chains": CHAINS_PANEL.read_text(encoding="utf-8")} | {
+               "chains": CHAINS_PANEL.read_text(encoding="utf-8"),
+               "pairwise": pairwise_panel_path().read_text(encoding="utf-8"),
+               "rubric": CHAINS_PANEL.with_name("rubric_panel.yaml").read_text(encoding="utf-8"),
+               } | {
     name: dump_panel(panel) for name, panel in _rich_panels().items()
 }
 
@@ -133,6 +136,13 @@ EDITS = [  # (panel file, field path, widget kind, new value, expected stored va
     ("chains", "critics.1.kind", "selectbox", "self-verify", "self-verify"),
     ("chains", "critics.3.debaters", "multiselect", ["strict", "lenient"], ["strict", "lenient"]),
     ("chains", "critics.3.rounds", "number_input", 2, 2),
+    ("pairwise", "pairwise.inconsistent", "selectbox", "flag", "flag"),
+    ("pairwise", "pairwise.swap", "checkbox", False, False),
+    ("rubric", "rubric.cannot_assess", "selectbox", "unmet", "unmet"),
+    ("rubric", "rubric.criteria", "text_area",
+     "- {id: answers, text: It answers., weight: 3}\n- {id: steps, text: Steps., weight: 1}",
+     [{"id": "answers", "text": "It answers.", "weight": 3.0},
+      {"id": "steps", "text": "Steps.", "weight": 1.0}]),
 ]
 
 

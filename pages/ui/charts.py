@@ -12,6 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from judging.agreement import KappaMatrix
 from judging.report import AgreementReport
 
 KAPPA_SELECTION = "kappa_cell"
@@ -117,11 +118,10 @@ def critic_agreement_bars(report: AgreementReport) -> alt.Chart | None:
     )
 
 
-def kappa_frame(report: AgreementReport) -> pd.DataFrame:
-    """Long table of the pairwise kappa matrix: critic_a, critic_b, kappa (NaN undefined), n."""
-    if report.kappa is None:
+def kappa_frame(k: KappaMatrix | None) -> pd.DataFrame:
+    """Long table of a pairwise kappa matrix: critic_a, critic_b, kappa (NaN undefined), n."""
+    if k is None:
         return pd.DataFrame(columns=["critic_a", "critic_b", "kappa", "n", "label"])
-    k = report.kappa
     rows = []
     for i, a in enumerate(k.critics):
         for j, b in enumerate(k.critics):
@@ -135,14 +135,16 @@ def kappa_frame(report: AgreementReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def kappa_heatmap(report: AgreementReport) -> alt.Chart | None:
+def kappa_heatmap(k: KappaMatrix | None, *,
+                  title: str = "Pairwise Cohen's kappa (click a cell to review where the two "
+                  "differ)") -> alt.Chart | None:
     """Pairwise Cohen's kappa as a heatmap; clicking a cell selects that pair of critics."""
-    data = kappa_frame(report)
-    if data.empty:
+    data = kappa_frame(k)
+    if data.empty or k is None:
         return None
     pick = alt.selection_point(name=KAPPA_SELECTION, fields=["critic_a", "critic_b"],
                                on="click", clear="dblclick")
-    order = report.critics
+    order = list(k.critics)
     base = alt.Chart(data).encode(
         x=alt.X("critic_b:N", title=None, sort=order),
         y=alt.Y("critic_a:N", title=None, sort=order),
@@ -154,10 +156,7 @@ def kappa_heatmap(report: AgreementReport) -> alt.Chart | None:
     ).add_params(pick)
     text = base.mark_text(fontSize=13).encode(text="label:N")
     size = max(200, 70 * len(order))
-    return (cells + text).properties(
-        title="Pairwise Cohen's kappa (click a cell to review where the two differ)",
-        width=size, height=size,
-    )
+    return (cells + text).properties(title=title, width=size, height=size)
 
 
 def leave_one_out_bars(report: AgreementReport) -> alt.Chart | None:

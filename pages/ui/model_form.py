@@ -50,14 +50,19 @@ def _yaml_text(value: Any) -> str:
     return yaml.safe_dump(value, sort_keys=False, allow_unicode=True).strip()
 
 
+def _is_model(args: tuple[Any, ...]) -> bool:
+    return bool(args) and isinstance(args[0], type) and issubclass(args[0], pydantic.BaseModel)
+
+
 def field_widget(label: str, annotation: Any, value: Any, key: str, *, help: str | None = None) -> Any:
     """Draw one widget for a value of type `annotation`; returns the (possibly edited) value.
 
     Literal -> select box; bool -> checkbox (an optional bool: a three-way select box);
     int / float -> number input (optional ones may be left empty: None); str -> text input
     (text area for prompts); list of str -> one entry per line; list of int -> comma separated;
-    dicts and anything else -> YAML in a text area. A text that does not parse is reported
-    under the widget and the previous value kept (the user's text stays in the widget).
+    dicts, lists of models (a rubric's criteria) and anything else -> YAML in a text area. A
+    text that does not parse is reported under the widget and the previous value kept (the
+    user's text stays in the widget).
     """
     inner, optional = _unwrap_optional(annotation)
     origin = typing.get_origin(inner)
@@ -93,7 +98,7 @@ def field_widget(label: str, annotation: Any, value: Any, key: str, *, help: str
         if optional and not text.strip():
             return None
         return text
-    if origin is list:
+    if origin is list and not _is_model(typing.get_args(inner)):  # a list of models: YAML
         (item_type,) = typing.get_args(inner) or (Any,)
         if item_type is int:
             shown = ", ".join(str(v) for v in value or [])

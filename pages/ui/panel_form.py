@@ -22,7 +22,9 @@ import streamlit as st
 
 from judging.critics import Critic
 from judging.curation import CurationConfig
+from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
+from judging.rubric import RubricConfig
 from judging.scales import Scale
 from judging.vendors import PRESETS
 from judging.voting import VotingConfig, strategy_help, strategy_names
@@ -162,7 +164,7 @@ def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
                  skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
-                       "curation"))
+                       "curation", "pairwise", "rubric"))
 
 
 def scale_editor(draft: dict[str, Any]) -> None:
@@ -286,6 +288,22 @@ def curation_editor(draft: dict[str, Any]) -> None:
                "then asks for the new child classes and a merge for its target; Export writes "
                "the curated taxonomy.")
     model_editor(CurationConfig, draft["curation"], f"{key_prefix(draft)}.curation", columns=3)
+
+
+def pairwise_editor(draft: dict[str, Any]) -> None:
+    st.caption("To compare two responses: the item fields holding response A and B (and the "
+               "systems behind them), the labels for A, B and a tie (on the scale), whether to "
+               "ask each critic again with the two swapped, and what an answer that changes "
+               "with the order counts as.")
+    model_editor(PairwiseConfig, draft["pairwise"], f"{key_prefix(draft)}.pairwise", columns=3)
+
+
+def rubric_editor(draft: dict[str, Any]) -> None:
+    st.caption("To grade against criteria instead of one label: each criterion's id, text and "
+               "weight (negative: a penalty), as YAML, e.g. `- {id: accurate, text: It is "
+               "right., weight: 2}`. The scale is then the score, {kind: score, min: 0, max: "
+               "1}; the voting settings decide each criterion's mark.")
+    model_editor(RubricConfig, draft["rubric"], f"{key_prefix(draft)}.rubric", columns=2)
 
 
 def limits_editor(draft: dict[str, Any]) -> None:

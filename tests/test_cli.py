@@ -249,7 +249,19 @@ def test_demo_content_is_consistent() -> None:
     assert rows == [{k: str(v) for k, v in r.items()} for r in build_rows()]
     assert len(rows) == 300 and len({r["candidate_class"] for r in rows}) == 300
     assert set(C(r["gold"] for r in rows)) == {"KEEP", "REJECT", "SPLIT", "MERGE"}
-    assert demo_gold() == {r["candidate_class"]: r["gold"] for r in rows}
+    gold = demo_gold()
+    assert {r["candidate_class"]: gold[r["candidate_class"]] for r in rows} == {
+        r["candidate_class"]: r["gold"] for r in rows}
+    # The pairwise demo: its CSV is what its generator builds, and the simulator gets each
+    # answer's quality (the rest of the demo's gold).
+    from judging.demo import pairwise_dataset_path
+    from judging.demo.make_pairwise_dataset import build
+
+    with pairwise_dataset_path().open(newline="", encoding="utf-8") as fh:
+        pairs = list(csv.DictReader(fh))
+    assert pairs == build()
+    quality = {r[f"answer_{s}"]: r[f"quality_{s}"] for r in pairs for s in "ab"}
+    assert gold == {**{r["candidate_class"]: r["gold"] for r in rows}, **quality}
     panel = load_panel(demo_panel_path())
     assert panel.scale.labels == ["KEEP", "REJECT", "SPLIT", "MERGE"]
     assert len(panel.critics) >= 3 and panel.voting.strategy == "plurality"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+from storage.datasets import save_dataset
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import (
     accept_consensus,
@@ -15,7 +17,9 @@ from storage.overrides import (
     human_labels,
     override_history,
 )
-from tests.fixtures_storage import seed_run
+from storage.panels import save_panel
+from storage.runs import create_run
+from tests.fixtures_storage import make_parsed, seed_run
 
 
 @pytest.fixture
@@ -142,7 +146,12 @@ def test_an_older_database_gets_the_blind_column_and_keeps_its_overrides(tmp_pat
     path = tmp_path / "old.db"
     old = sqlite_utils.Database(connect(path))
     migrations.apply(old, stop_before="0011_override_blind")
-    seeded = seed_run(old, 3)
+    # A run with items but no verdicts: today's writer would write columns of later migrations.
+    parsed = make_parsed(3, salt="old")
+    dataset_id = save_dataset(old, parsed, name="old").id
+    save_panel(old, panel_hash="old-panel", name="old", yaml_text="name: old\n")
+    seeded = SimpleNamespace(run_id=create_run(old, dataset_id=dataset_id, panel_hash="old-panel",
+                                               critics=["alpha"]))
     old.execute("INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at)"
                 " VALUES (?, 'item-000001', 'KEEP', 'old note', 'ann', 'then')", [seeded.run_id])
     old.close()

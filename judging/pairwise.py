@@ -8,16 +8,25 @@ critic's verdict is flagged and left out of the vote (`inconsistent: flag`). Eit
 counts towards the critic's position-bias rate (`judging.pairwise_stats`). `judging.chains`
 asks both orders and combines the answers.
 
+Data whose items hold several systems' responses side by side (one field per system) becomes a
+dataset of comparisons with `compared_in_pairs`: one item per item and pair of systems, with
+the two responses in `response_a` / `response_b` and the systems in `system_a` / `system_b`.
+Which goes first is drawn at random with a seed, so the first position carries no hint.
+
 The swap is on the item: the two response fields (and the fields naming their systems) trade
 values, so every prompt, compound critic and repeat works on swapped items unchanged.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from judging.errors import DataError
 from judging.verdicts import Item
 
 
@@ -76,3 +85,45 @@ class PairwiseConfig(BaseModel):
         second = fields.get(self.second_system) if self.second_system else None
         return (str(first) if first is not None else self.first_field,
                 str(second) if second is not None else self.second_field)
+
+
+# The fields of a comparison made by `compared_in_pairs`: what a pairwise panel names.
+PAIR_FIELDS = ("system_a", "response_a", "system_b", "response_b")
+
+
+def compared_in_pairs(items: Sequence[Item], responses: Sequence[str], *,
+                      seed: int = 0) -> list[Item]:
+    """One item per item and pair of response fields (see the module docstring).
+
+    Args:
+        items: the items, each holding every field of `responses`.
+        responses: the fields holding each system's response; the field name is the system's
+            name. At least two.
+        seed: which response goes first in each pair.
+
+    Raises:
+        DataError: fewer than two response fields, a field named twice, or an item without one.
+    """
+    if len(responses) < 2 or len(set(responses)) != len(responses):
+        raise DataError("Pick at least two different response columns to compare in pairs.")
+    clash = [name for name in PAIR_FIELDS if name in (items[0].fields if items else {})]
+    if clash:
+        raise DataError(f"The items already have a field {clash[0]!r}: rename it before making "
+                        "pairs (the pairs use system_a, response_a, system_b and response_b).")
+    rng = random.Random(seed)
+    pairs: list[Item] = []
+    for item in items:
+        missing = [name for name in responses if name not in item.fields]
+        if missing:
+            raise DataError(f"Item {item.id!r} has no field {missing[0]!r}; every item needs a "
+                            "response from every system compared.")
+        shared = {k: v for k, v in item.fields.items() if k not in responses}
+        for first, second in itertools.combinations(responses, 2):
+            if rng.random() < 0.5:
+                first, second = second, first
+            pairs.append(Item(
+                id=f"{item.id}:{first}-vs-{second}",
+                fields={**shared, "system_a": first, "response_a": item.fields[first],
+                        "system_b": second, "response_b": item.fields[second]},
+            ))
+    return pairs

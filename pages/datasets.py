@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from judging.runs.pairs import pairs_dataset
 from pages.ui.errors import user_errors
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
@@ -88,6 +89,12 @@ if upload is not None:
                 columns,
                 default=[c for c in columns if c not in (guess_id, guess_gold)],
             )
+            responses = st.multiselect(
+                "Compare these response columns in pairs (optional)", columns,
+                help="For a pairwise panel, when each row holds several systems' responses, "
+                     "one column each: every pair of them becomes one comparison item, with "
+                     "system_a, response_a, system_b and response_b (which goes first is "
+                     "drawn at random).")
             submitted = st.form_submit_button("Import", type="primary")
         if submitted:
             with user_errors(f"{upload.name} was not imported"):
@@ -96,8 +103,11 @@ if upload is not None:
                         data, filename=upload.name, id_column=id_column,
                         gold_column=gold_column, fields=fields or None,
                     )
+                    if responses:
+                        parsed = pairs_dataset(parsed, responses)
                     saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
-                message = (f"Imported {len(parsed.items):,} items as dataset #{saved.id}."
+                kind = "comparisons" if responses else "items"
+                message = (f"Imported {len(parsed.items):,} {kind} as dataset #{saved.id}."
                            if saved.created else
                            f"This file's content was already imported as dataset #{saved.id}.")
                 st.session_state[IMPORTED] = message

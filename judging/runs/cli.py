@@ -32,6 +32,7 @@ from judging.runs.cli_runs import (
     add_budget_options,
     add_db_option,
     add_export,
+    add_pairs,
     add_resume,
     add_runs,
     add_stability,
@@ -130,6 +131,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_stats,
     add_stability,
     add_taxonomy,
+    add_pairs,
 ]
 
 

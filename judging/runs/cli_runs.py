@@ -30,6 +30,7 @@ from judging.panel_files import load_panel
 from judging.runner import RunProgress
 from judging.runs.export import export_options
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+from judging.runs.pairs import pairs_dataset
 from judging.runs.report import (
     run_agreement_report,
     run_pairwise,
@@ -43,7 +44,7 @@ from judging.stability import stability_text
 from storage.consensus import load_panel_verdicts
 from storage.datasets import load_items, save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
-from storage.export import ExportOptions, export_run
+from storage.export import ExportOptions, export_run, rows_csv_bytes
 from storage.faults import check_folder, is_read_only
 from storage.importing import read_dataset, suggest_columns
 from storage.runs import get_run, list_runs
@@ -357,6 +358,22 @@ def add_stability(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.set_defaults(func=cmd_stability)
 
 
+def add_pairs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "pairs", help="turn a dataset with one response column per system into comparisons",
+        description="For a pairwise panel: every pair of the response columns of every item "
+        "becomes one comparison (system_a, response_a, system_b, response_b; which goes first "
+        "is drawn at random with the seed), written as CSV with the item's other columns.",
+    )
+    p.add_argument("--data", type=pathlib.Path, required=True, help="the dataset file")
+    p.add_argument("--responses", required=True, metavar="COL,COL,...",
+                   help="the response columns to compare, one per system (at least two)")
+    p.add_argument("--out", type=pathlib.Path, required=True, help="the CSV file to write")
+    p.add_argument("--id-column", default=None, help="the item id column (default: guessed)")
+    p.add_argument("--seed", type=int, default=0, help="which response goes first (default 0)")
+    p.set_defaults(func=cmd_pairs)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
 
     db = open_cli_db(args, read_only=True)
@@ -443,6 +460,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if rubric is not None:
         print(rubric.to_text())
     print(verbosity.to_text())
+    return EXIT_OK
+
+
+def cmd_pairs(args: argparse.Namespace) -> int:
+
+    parsed = read_for_cli(args.data, id_column=args.id_column)
+    responses = [name.strip() for name in args.responses.split(",") if name.strip()]
+    unknown = [name for name in responses if name not in parsed.columns]
+    if unknown:
+        raise DataError(f"{args.data.name} has no column {unknown[0]!r}; its columns: "
+                        f"{', '.join(parsed.columns)}")
+    pairs = pairs_dataset(parsed, responses, seed=args.seed)
+    rows = [{"id": item.id, **item.fields} for item in pairs.items]
+    args.out.write_bytes(rows_csv_bytes(rows))
+    print(f"Wrote {len(rows):,} comparisons of {', '.join(responses)} to {args.out}: give a "
+          "pairwise panel first_field response_a, second_field response_b, first_system "
+          "system_a and second_system system_b.")
     return EXIT_OK
 
 

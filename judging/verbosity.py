@@ -63,7 +63,8 @@ def spearman(x: Any, y: Any) -> float | None:
     ry = pd.Series(y, dtype=float).rank().to_numpy()
     if len(rx) < 2 or np.std(rx) == 0 or np.std(ry) == 0:
         return None
-    return float(np.corrcoef(rx, ry)[0, 1])
+    rho = float(np.corrcoef(rx, ry)[0, 1])
+    return rho if math.isfinite(rho) else None
 
 
 def fisher_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -113,7 +114,10 @@ def verbosity_probe(
     for critic, said in verdicts.items():
         pairs = [(lengths[item], value if position is None else position.get(str(value)))
                  for item, value in said.items() if item in lengths]
-        pairs = [(length, value) for length, value in pairs if value is not None]
+        # A missing value (None, or NaN from a table: a rubric score with nothing to count)
+        # is no verdict.
+        pairs = [(length, value) for length, value in pairs
+                 if value is not None and not (isinstance(value, float) and math.isnan(value))]
         n = len(pairs)
         if n < MIN_ITEMS:
             rows.append(VerbosityRow(critic, n, None, reason=f"{n} items, fewer than {MIN_ITEMS}"))

@@ -81,3 +81,11 @@ def test_the_agreement_page_has_the_probe(demo_db):
     assert at.selectbox(key="verbosity_field").value == longest_field(
         {item.id: item.fields for item in items})
     assert any("have no order" in c.value for c in at.caption)
+
+
+def test_a_missing_score_is_no_verdict_not_a_nan_figure():
+    scale = Scale(kind="score", min=0, max=1)
+    lengths = {f"i{n}": 10 * (n + 1) for n in range(16)}
+    said = {f"i{n}": (float("nan") if n % 4 == 0 else n / 16) for n in range(16)}
+    (row,) = verbosity_probe(lengths, {"c": said}, scale, "response").rows
+    assert row.n == 12 and row.rho == pytest.approx(1.0)

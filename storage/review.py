@@ -63,6 +63,8 @@ def critic_columns(critics: list[str]) -> dict[str, str]:
 def _cell(label: Any, score: Any, failure: Any) -> Any:
     if failure:
         return f"⚠ {failure}"
+    if label is None and isinstance(score, float):
+        return round(score, 3)  # 0.333, not 0.3333333333333333 in a narrow column
     return label if label is not None else score
 
 

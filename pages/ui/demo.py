@@ -35,6 +35,9 @@ class Demo:
     panel_path: pathlib.Path
     dataset_name: str
     summary: str  # "four simulated critics over 300 taxonomy-curation items"
+    # The columns items carry (None: every column but the id and gold). The pairwise demo
+    # leaves out each answer's hidden quality: the simulator's truth, not something to show.
+    fields: tuple[str, ...] | None = None
 
     @functools.cached_property
     def file_hash(self) -> str:
@@ -52,7 +55,8 @@ TAXONOMY = Demo("demo", demo_dataset_path(), demo_panel_path(), "Demo: taxonomy 
                 "four simulated critics over 300 taxonomy-curation items")
 PAIRWISE = Demo("pairwise_demo", pairwise_dataset_path(), pairwise_panel_path(),
                 "Demo: support answers, pairwise",
-                "three simulated critics comparing 60 pairs of support answers in both orders")
+                "three simulated critics comparing 60 pairs of support answers in both orders",
+                fields=("question", "system_a", "answer_a", "system_b", "answer_b"))
 DEMOS = (TAXONOMY, PAIRWISE)
 DEMO_DATASET_NAME = TAXONOMY.dataset_name
 
@@ -88,7 +92,8 @@ def start_demo(demo: Demo = TAXONOMY) -> int:
     Raises:
         JuryboxError: the demo files cannot be read, or the run cannot start.
     """
-    parsed = read_dataset(demo.dataset_path, id_column="id", gold_column="gold")
+    parsed = read_dataset(demo.dataset_path, id_column="id", gold_column="gold",
+                          fields=list(demo.fields) if demo.fields else None)
     saved = save_dataset(db(), parsed, name=demo.dataset_name)
     panel = load_panel(demo.panel_path)
     run_id = prepare_run(db(), dataset_id=saved.id, panel=panel, name="Demo run")

@@ -146,7 +146,6 @@ class _Run:
         self.scale = panel.scale
         self.tiers: list[Tier] = plan_tiers(self.critics)
         self.cascaded = len(self.tiers) > 1
-        self.weights = {critic.name: critic.weight for critic in self.critics}
         self.runner = runner
         self.limiter = limiter
         self.on_progress = on_progress

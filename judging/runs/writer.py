@@ -192,7 +192,6 @@ class LiveVotes:
         self.panel = panel
         self.writer = writer
         self.names = [c.name for c in panel.critics]
-        self.weights = {c.name: c.weight for c in panel.critics}
         self._open: dict[str, dict[str, Verdict]] = {}
         self._lock = threading.Lock()
 

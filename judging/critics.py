@@ -45,7 +45,9 @@ REFERENCE_PREAMBLE = (
 )
 
 
-def _as_data(value: Any) -> str:
+def as_data(value: Any) -> str:
+    """A field's value as a prompt shows it: text, JSON for anything else, with the closing
+    tags of the data blocks escaped."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     # An item must not be able to close its own data block (or the reference's) and speak as
     # the prompt.
@@ -71,7 +73,7 @@ def render_template(template: str, fields: dict[str, Any], *, critic: str = "?",
         if name not in fields:
             raise PlaceholderError(critic, name, list(fields))
         tag = "reference" if name == reference else "item"
-        return f"<{tag} field={json.dumps(name)}>\n{_as_data(fields[name])}\n</{tag}>"
+        return f"<{tag} field={json.dumps(name)}>\n{as_data(fields[name])}\n</{tag}>"
 
     return _PLACEHOLDER.sub(substitute, template)
 

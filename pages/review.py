@@ -5,6 +5,7 @@ import math
 import streamlit as st
 
 from judging.curation import check_decision, parse_children
+from judging.runs.evidence import fill_requests
 from pages.ui import review_view as rv
 from pages.ui.errors import user_errors
 from pages.ui.rubric_view import criterion_mark_form, rubric_grid
@@ -140,7 +141,7 @@ if st.query_params.get("item") != item_id:
 
 detail = None
 with user_errors():
-    detail = item_detail(db(), run_id, item_id)
+    detail = fill_requests(db(), run_id, item_detail(db(), run_id, item_id))
 if detail is None:
     st.session_state[item_key] = None
     st.stop()

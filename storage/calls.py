@@ -12,7 +12,7 @@ import contextlib
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlite_utils
@@ -46,7 +46,7 @@ _COLUMNS = (
     "run_id", "item_id", "critic", "label", "score", "confidence", "reasoning", "failure",
     "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
     "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
-    "cache_hash", "marks",
+    "cache_hash", "marks", "request_rebuilt",
 )
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
 _INSERT = (
@@ -78,8 +78,10 @@ def request_json(raw_request: dict[str, Any] | None) -> str | None:
     return text
 
 
-def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[Any, ...]]:
+def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str,
+          rebuilt: Sequence[bool] | None = None) -> list[tuple[Any, ...]]:
     """One parameter tuple per verdict, in `_COLUMNS` order; cancelled verdicts are skipped.
+    A verdict flagged in `rebuilt` stores no request: its run's template rebuilds it.
 
     The hot loop of writing a run: plain tuples for one `executemany` (not a dict per row
     through sqlite-utils), the request encoded to JSON once, locals instead of globals.
@@ -88,7 +90,7 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
     encode, hash_key = request_json, cache_hash
     rows: list[tuple[Any, ...]] = []
     append = rows.append
-    for v in verdicts:
+    for index, v in enumerate(verdicts):
         failure: str | None = None
         if v.failure is not None:
             if v.failure == cancelled:
@@ -96,11 +98,13 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tuple[An
             # sqlite3 would bind a StrEnum as its text anyway; .value keeps it a plain str.
             failure = v.failure.value if isinstance(v.failure, FailureKind) else str(v.failure)
         key = v.cache_key
+        from_template = rebuilt is not None and rebuilt[index]
         append((
             run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning,
-            failure, v.message, encode(v.raw_request), v.raw_response, v.latency_ms, v.attempts,
+            failure, v.message, None if from_template else encode(v.raw_request),
+            v.raw_response, v.latency_ms, v.attempts,
             v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
-            int(v.cached), stamp, hash_key(key), _marks_json(v),
+            int(v.cached), stamp, hash_key(key), _marks_json(v), int(from_template),
         ))
     return rows
 
@@ -162,6 +166,7 @@ def write_verdicts(
     *,
     replace_success: bool = False,
     refresh_totals: bool = True,
+    rebuilt: Sequence[bool] | None = None,
 ) -> int:
     """Write a batch of verdicts in ONE transaction and refresh the run's totals.
 
@@ -177,6 +182,8 @@ def write_verdicts(
         replace_success: overwrite a stored success too (re-judging an item on purpose).
         refresh_totals: recompute the run's totals in the same transaction (a job's writer
             turns this off and refreshes every few seconds: it costs a scan of the run).
+        rebuilt: per verdict, True when its request is left to the run's request template
+            (`save_request_template`; the writer checked the rebuild gives the bytes sent).
 
     Returns:
         How many verdicts were written (or offered to the upsert: a failure that met a stored
@@ -185,7 +192,7 @@ def write_verdicts(
 
     verdicts = list(verdicts)
     stamp = now()
-    rows = _rows(run_id, verdicts, stamp)
+    rows = _rows(run_id, verdicts, stamp, rebuilt)
     step_rows = _step_rows(run_id, verdicts, stamp)
     if not rows and not step_rows:
         return 0
@@ -268,6 +275,21 @@ def merge_cache_index(db: sqlite_utils.Database) -> None:
             " SELECT cache_hash, call_id FROM call_cache_recent ORDER BY cache_hash, call_id"
         )
         db.conn.execute("DELETE FROM call_cache_recent")
+
+
+def save_request_template(db: sqlite_utils.Database, run_id: int, critic: str, url: str,
+                          prefix: str, content: str) -> None:
+    """Keep a critic's request template for the run (the first one stays: a run's panel, and
+    so its requests, never change)."""
+    db.execute(
+        "INSERT OR IGNORE INTO request_templates (run_id, critic, url, prefix, content)"
+        " VALUES (?, ?, ?, ?, ?)", [run_id, critic, url, prefix, content])
+
+
+def request_templates(db: sqlite_utils.Database, run_id: int) -> dict[str, tuple[str, str, str]]:
+    """The run's request templates: critic -> (url, prefix, content)."""
+    return {critic: (url, prefix, content) for critic, url, prefix, content in db.execute(
+        "SELECT critic, url, prefix, content FROM request_templates WHERE run_id = ?", [run_id])}
 
 
 def successful_pairs(db: sqlite_utils.Database, run_id: int) -> set[tuple[str, str]]:

@@ -384,6 +384,29 @@ def _rubric_marks(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0017_request_templates")
+def _request_templates(db: sqlite_utils.Database) -> None:
+    # A critic's request for any item, with each field marked, stored once per run
+    # (`judging.calls.template`): a plain call's request is then rebuilt from it and the item
+    # instead of being stored whole (about 1.5 KB a verdict). `request_rebuilt` marks the rows
+    # whose request was left to the template because the rebuild was checked to give exactly
+    # the bytes sent; rows from before keep their request as they were.
+    _script(
+        db,
+        """
+        CREATE TABLE request_templates (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            critic TEXT NOT NULL,
+            url TEXT NOT NULL,
+            prefix TEXT NOT NULL,
+            content TEXT NOT NULL,
+            PRIMARY KEY (run_id, critic)
+        );
+        ALTER TABLE calls ADD COLUMN request_rebuilt INTEGER NOT NULL DEFAULT 0;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

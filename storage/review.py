@@ -414,7 +414,8 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
     for row in db.query(
         "SELECT critic, label, score, confidence, reasoning, failure, message, raw_request,"
         " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
-        " model, simulated, cached, created_at, marks FROM calls WHERE run_id = ? AND item_id = ?",
+        " model, simulated, cached, created_at, marks, request_rebuilt FROM calls"
+        " WHERE run_id = ? AND item_id = ?",
         [run_id, item_id],
     ):
         row["raw_request"] = loads(row["raw_request"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from judging.agreement import per_item_alpha
 from judging.budget import BudgetCap, BudgetGuard
+from judging.calls.template import request_template
 from judging.errors import JuryboxError
 from judging.ledger import Ledger
 from judging.panel import Panel
@@ -120,6 +121,8 @@ class Worker:
             self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
             owner=job.token, on_lost=job.cancel,
+            templates={c.name: request_template(c, panel.scale) for c in panel.critics}
+            if not panel.rubric.active else {},
         )
         on_verdict = LiveVotes(panel, self.writer).add if votes_live(panel) else self.writer.add
         budget = _budget_of(run)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from judging.calls.template import RequestTemplate, rebuilds
 from judging.errors import JuryboxError
 from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
 from judging.voting import DATASET_STRATEGIES
-from storage.calls import write_verdicts
+from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
@@ -33,8 +34,13 @@ class Writer:
         flush_interval_s: float,
         owner: str | None = None,
         on_lost: Callable[[], None] | None = None,
+        templates: Mapping[str, RequestTemplate | None] | None = None,
     ) -> None:
         self.db_path = db_path
+        # Critic -> its request template: a request the template rebuilds exactly is not
+        # stored whole (`judging.calls.template`).
+        self.templates = dict(templates or {})
+        self._templates_saved: set[str] = set()
         self.run_id = run_id
         self.owner = owner
         self.on_lost = on_lost
@@ -43,6 +49,8 @@ class Writer:
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
         self._pending: list[Verdict] = []
+        self._rebuilt: list[bool] = []  # per pending verdict: its request is the template's
+        self._new_templates: list[tuple[str, str, RequestTemplate]] = []  # (critic, url, ...)
         self._decided: list[PanelVerdict] = []
         # This job's share of the run ledger not yet stored (taken with each batch).
         self._ledger = Ledger()
@@ -50,6 +58,8 @@ class Writer:
         self._cond = threading.Condition()
         self._closing = False
         self._ledger_taken: Ledger | None = None
+        self._rebuilt_taken: list[bool] = []
+        self._templates_taken: list[tuple[str, str, RequestTemplate]] = []
         self.written = 0
         self.error: BaseException | None = None
         self.decisions_error: Exception | None = None
@@ -62,6 +72,9 @@ class Writer:
             raise RuntimeError(f"storing verdicts failed: {self.error}")
         if verdict.cached and (str(item.id), verdict.critic) in self.already_ok:
             return  # this run already holds that success: nothing new, nothing paid
+        template = self.templates.get(verdict.critic)
+        # Checked here, on the call thread: a hash of the rebuilt bytes (a few microseconds).
+        rebuilt = template is not None and rebuilds(template, verdict, item)
         with self._cond:
             # Counted even when not stored: a call cancelled between retries was paid for.
             self._ledger.add(verdict)
@@ -71,7 +84,13 @@ class Writer:
             # resume. Its own row is not stored, so the pair stays open.)
             if not self._pending and not self._decided:
                 self._first_at = time.monotonic()
+            if rebuilt and template is not None and verdict.critic not in self._templates_saved:
+                # Stored before (in the same batch as) the first row that relies on it.
+                self._templates_saved.add(verdict.critic)
+                url = str((verdict.raw_request or {}).get("url") or template.url)
+                self._new_templates.append((verdict.critic, url, template))
             self._pending.append(verdict)
+            self._rebuilt.append(rebuilt)
             if len(self._pending) >= self.batch_size:
                 self._cond.notify()
 
@@ -103,6 +122,8 @@ class Writer:
                     or time.monotonic() - (self._first_at or 0) >= self.flush_interval_s
                 ):
                     batch, self._pending = self._pending, []
+                    self._rebuilt_taken, self._rebuilt = self._rebuilt, []
+                    self._templates_taken, self._new_templates = self._new_templates, []
                     decided, self._decided = self._decided, []
                     self._ledger_taken, self._ledger = self._ledger, Ledger()
                     return batch, decided, False
@@ -140,9 +161,12 @@ class Writer:
                 if not batch and not decided:
                     continue
                 if batch:
+                    for critic, url, template in self._templates_taken:
+                        save_request_template(db, self.run_id, critic, url, template.prefix,
+                                              template.content)
                     write_verdicts(
                         db, self.run_id, batch, replace_success=self.replace_success,
-                        refresh_totals=False,
+                        refresh_totals=False, rebuilt=self._rebuilt_taken,
                     )
                     self.written += len(batch)
                 if decided and self.decisions_error is None:

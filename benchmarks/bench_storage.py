@@ -7,6 +7,12 @@ Figures:
                                     into a fresh file (median of 3; target <= 2 s); also its CPU
                                     time and the MB handed to write() (WAL + checkpoints: a
                                     figure the machine's load does not move)
+    storage_write_100k_verdicts_template_s  the same verdicts with their requests left to the
+                                    run's request template (`judging.calls.template`), side by
+                                    side; storage_write_template_speedup is the ratio
+    storage_bytes_per_verdict       the demo run (300 items x 4 critics on the simulator): its
+                                    calls, their indexes and templates over its calls, after
+                                    VACUUM (target <= 600 B)
     storage_review_page_100k_s      review table over 100,000 items x 3 critics: disagreements
                                     only, most contested first, one page of 50 (median)
     storage_review_search_100k_s    the same with a text search across items and reasons
@@ -113,30 +119,67 @@ def bench_write(workdir: Path, repeats: int = 3) -> None:
     rng = random.Random(1)
     verdicts = [_verdict(rng, item.id, c) for item in _items(n_items) for c in CRITICS]
     verdicts = verdicts[:N_VERDICTS]
-    walls, cpus, written = [], [], []
+    walls, cpus, written, templated = [], [], [], []
+    rebuilt = [True] * 200
     for n in range(repeats):
-        # A fresh file each time: the figure is a run's verdicts going into a new database.
-        path = workdir / f"write-{n}.db"
-        db = open_db(path)
-        run_id, _ = _seed_run(db, n_items, f"write-{n}")
-        before = _bytes_written()
-        start, cpu = time.perf_counter(), time.process_time()
-        for offset in range(0, len(verdicts), 200):
-            write_verdicts(db, run_id, verdicts[offset : offset + 200], refresh_totals=False)
-        refresh_run_totals(db, run_id)
-        walls.append(time.perf_counter() - start)
-        cpus.append(time.process_time() - cpu)
-        after = _bytes_written()
-        if before is not None and after is not None:
-            written.append((after - before) / 2**20)
-        db.close()
-        for leftover in workdir.glob(f"write-{n}.db*"):
-            leftover.unlink()
+        # Side by side: requests stored whole (the figure kept from before), then left to the
+        # run's request template (what a job's writer does for a plain call it checked).
+        for whole in (True, False):
+            # A fresh file each time: the figure is a run's verdicts going into a new database.
+            path = workdir / f"write-{n}-{whole}.db"
+            db = open_db(path)
+            run_id, _ = _seed_run(db, n_items, f"write-{n}-{whole}")
+            before = _bytes_written()
+            start, cpu = time.perf_counter(), time.process_time()
+            for offset in range(0, len(verdicts), 200):
+                write_verdicts(db, run_id, verdicts[offset : offset + 200], refresh_totals=False,
+                               rebuilt=None if whole else rebuilt)
+            refresh_run_totals(db, run_id)
+            if not whole:
+                templated.append(time.perf_counter() - start)
+            else:
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
+                after = _bytes_written()
+                if before is not None and after is not None:
+                    written.append((after - before) / 2**20)
+            db.close()
+            for leftover in workdir.glob(f"write-{n}-{whole}.db*"):
+                leftover.unlink()
     bench_line("storage_write_100k_verdicts_s", statistics.median(walls), "s")
+    bench_line("storage_write_100k_verdicts_template_s", statistics.median(templated), "s")
+    bench_line("storage_write_template_speedup", statistics.median(walls)
+               / statistics.median(templated), "x")
     bench_line("storage_write_100k_verdicts_cpu_s", statistics.median(cpus), "s")
     if written:
         # Independent of how loaded the shared machine is: WAL frames + checkpoints.
         bench_line("storage_write_100k_verdicts_written_mb", statistics.median(written), "MB")
+
+
+def bench_footprint(workdir: Path) -> None:
+    """Bytes per verdict of the demo run: its 1,200 calls with their indexes, cache index and
+    request templates, after VACUUM, over the number of calls (SQLite's dbstat table)."""
+    from judging.demo import demo_dataset_path, demo_panel_path
+    from judging.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.datasets import save_dataset
+    from storage.db import open_db
+    from storage.importing import read_dataset
+
+    path = workdir / "footprint.db"
+    db = open_db(path)
+    dataset = save_dataset(db, read_dataset(demo_dataset_path(), id_column="id",
+                                            gold_column="gold"), name="demo")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(demo_panel_path()))
+    if not JobRegistry().start_run(str(path), run_id, concurrency=64).wait(300):
+        raise RuntimeError("the demo run of the footprint benchmark did not finish")
+    db.execute("VACUUM")
+    sizes = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
+    calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
+    used = sum(size for name, size in sizes.items()
+               if name.startswith("call") or "request_templates" in name)
+    db.close()
+    bench_line("storage_bytes_per_verdict", used / calls, "B")
 
 
 def bench_review(workdir: Path) -> None:
@@ -252,6 +295,7 @@ def run() -> None:
     with tempfile.TemporaryDirectory(prefix="jurybox-bench-") as tmp:
         workdir = Path(tmp)
         bench_write(workdir)
+        bench_footprint(workdir)
         bench_review(workdir)
         bench_throughput(workdir)
     bench_line("storage_calibration_loop_s", statistics.median([before, calibration_loop()]), "s")

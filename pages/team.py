@@ -123,7 +123,7 @@ if open_conflicts:
                  hide_index=True, column_config={"item": st.column_config.TextColumn()})
     item_id = st.selectbox("Adjudicate", open_conflicts, key=k + "conflict")
     detail = item_detail(db(), run_id, item_id)
-    rv.item_fields(detail)
+    rv.item_fields(detail, panel.pairwise)
     st.text(rv.consensus_line(detail))
     with st.form(k + "adjudicate"):
         said = sorted(set(labels[item_id].values()))

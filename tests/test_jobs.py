@@ -13,6 +13,7 @@ import pytest
 import judging.runs.worker
 import judging.runs.writer
 from judging.errors import JobConflict
+from judging.runs.evidence import fill_requests
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from storage.datasets import save_dataset
 from storage.db import NotFoundError
@@ -53,8 +54,10 @@ def test_a_run_completes_and_stores_everything(db, db_path, simulator_factory):
     assert _count(db, "SELECT count(*) FROM consensus WHERE run_id = ? AND item_alpha IS NOT NULL",
                   run_id) > 0
     assert sim.stats()["successes"] == 120
-    detail = item_detail(db, run_id, "item-000003")
+    # The request is left to the run's template (issue 13): rebuilt whole on demand.
+    detail = fill_requests(db, run_id, item_detail(db, run_id, "item-000003"))
     assert detail["verdicts"][0]["raw_response"] and detail["verdicts"][0]["raw_request"]["body"]
+    assert detail["verdicts"][0]["request_rebuilt"] == 1
 
 
 def test_review_fills_up_while_the_run_goes_on(db, db_path, simulator_factory):

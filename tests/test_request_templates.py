@@ -41,15 +41,22 @@ def test_the_rebuild_is_byte_for_byte_what_prepare_call_sends(text):
     template = request_template(critic, scale)
     sent = prepare_call(critic, item, scale)
     assert rebuild(template, item.fields) == sent.content
-    assert rebuilds(template, Verdict("c", "i1", cache_key=sent.cache_key), item)
+    sent_verdict = Verdict("c", "i1", cache_key=sent.cache_key, raw_request={"body": sent.body})
+    assert rebuilds(template, sent_verdict, item)
     # Another item's key, a repeat's salted key, a chain: never left to the template.
     other = prepare_call(critic, Item("i2", {"text": "other", "parent": 1}), scale)
-    assert not rebuilds(template, Verdict("c", "i1", cache_key=other.cache_key), item)
+    assert not rebuilds(template, Verdict("c", "i1", cache_key=other.cache_key,
+                                          raw_request={"body": other.body}), item)
     salted = prepare_call(critic, item, scale, sample=1).cache_key
-    assert not rebuilds(template, Verdict("c", "i1", cache_key=salted), item)
+    assert not rebuilds(template, Verdict("c", "i1", cache_key=salted,
+                                          raw_request={"body": sent.body}), item)
     assert not rebuilds(template, Verdict("c", "i1", cache_key=sent.cache_key,
                                           steps=[Verdict("c", "i1")]), item)
     assert rebuild(template, {"text": text}) is None  # a field missing: nothing to rebuild
+    # Never sent (a critic stopped before it was asked): no request to show, none rebuilt.
+    unsent = Verdict("c", "i1", cache_key=sent.cache_key)
+    assert not rebuilds(template, unsent, item)
+    assert rebuilds(template, Verdict("c", "i1", cache_key=sent.cache_key, cached=True), item)
 
 
 def _run(tmp_path: pathlib.Path, server, critics: list[dict], name: str = "r.db"):

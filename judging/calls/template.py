@@ -82,8 +82,11 @@ def rebuild(template: RequestTemplate, fields: dict[str, Any]) -> bytes | None:
 def rebuilds(template: RequestTemplate, verdict: Verdict, item: Item) -> bool:
     """Whether the template rebuilds exactly the request this verdict's call sent: the rebuilt
     bytes hash to its cache key (a repeat's key is salted and never matches: kept whole). A
-    cache hit qualifies too: its key names the very bytes the first call sent."""
+    cache hit qualifies too: its key names the very bytes the first call sent. A call that was
+    never sent (a stopped critic, a cancel) has no request to rebuild, and gets none."""
     if verdict.cache_key is None or verdict.steps:
+        return False
+    if verdict.raw_request is None and not verdict.cached:
         return False
     content = rebuild(template, item.fields)
     if content is None:

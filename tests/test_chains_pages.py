@@ -82,6 +82,8 @@ def test_review_filters_the_unstable_items_and_shows_each_critics_chain_in_order
     assert "How strict decided: 2 calls" in chains
     assert "How lenient decided: 2 calls" in chains
     assert "How referee decided: 3 calls" in chains
+    # A card says how many calls its verdict took, not only their summed attempts.
+    assert any("3 calls" in c.value for c in at.caption)
     referee = next(e for e in at.expander if e.label == "How referee decided: 3 calls")
     steps = [m.value for m in referee.markdown]
     assert [s.split("**")[1] for s in steps] == [

@@ -112,7 +112,7 @@ def raw_exchange(verdict: Verdict) -> None:
 
 
 def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = None,
-                 scale: Scale | None = None) -> bool:
+                 scale: Scale | None = None, calls: int = 1) -> bool:
     """Draw one verdict in a bordered container.
 
     Args:
@@ -123,6 +123,8 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
         key: a unique key for the toggle when several cards share a page.
         scale: the panel's scale; with it, a reply that carries logprobs shows each label's
             probability (`judging.logprobs`).
+        calls: how many calls the verdict took (a compound or repeated critic, a pairwise
+            critic's two orders): their attempts are summed, so the card says both.
 
     Returns:
         True when the reviewer asked for the raw exchange (the toggle is on) and it is not
@@ -146,8 +148,11 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
             facts.append(f"{verdict.vendor or '?'} / {verdict.model}")
         if verdict.latency_ms is not None:
             facts.append(f"{verdict.latency_ms:,.0f} ms")
-        if verdict.attempts:
-            facts.append(f"{verdict.attempts} attempt{'s' if verdict.attempts != 1 else ''}")
+        attempts = f"{verdict.attempts} attempt{'s' if verdict.attempts != 1 else ''}"
+        if calls > 1:
+            facts.append(f"{calls} calls ({attempts})")
+        elif verdict.attempts:
+            facts.append(attempts)
         if verdict.tokens_in is not None or verdict.tokens_out is not None:
             facts.append(f"{verdict.tokens_in or 0} + {verdict.tokens_out or 0} tokens")
         if verdict.cost_usd is not None:

@@ -380,8 +380,9 @@ def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | Non
         wanted = []
         for column, verdict in zip(st.columns(len(chunk)), chunk):
             with column:
+                calls = len(detail.get("steps", {}).get(verdict.critic) or []) or 1
                 if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}",
-                                scale=scale):
+                                scale=scale, calls=calls):
                     wanted.append(verdict)
         # A raw exchange is a long JSON document: drawn under the row of cards, at full width,
         # not squeezed into a card.

@@ -115,6 +115,12 @@ class Critic(BaseModel):
     reference_field: str | None = None
     debaters: list[str] = Field(default_factory=list)  # debate: two critics of the panel argue
     rounds: int = Field(default=1, ge=1, le=5)  # debate: rounds of arguments before the verdict
+    # How a stored run sends this critic's calls (`judging.batches`): "live" one request at a
+    # time, or "batch" through the vendor's batch API (results within 24 h, at batch prices).
+    mode: Literal["live", "batch"] = "live"
+    # Which batch API: None is the vendor's own (`VendorPreset.batch_api`); the simulator and
+    # custom servers may be told which one they speak.
+    batch_api: Literal["openai", "anthropic"] | None = None
 
     @field_validator("api_key_env")
     @classmethod

@@ -113,7 +113,7 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
                          + (carried if sender is critic else 0)) * n_items
             sender_out = min(TYPICAL_REPLY_TOKENS, sender.max_tokens) * count * n_items
             tokens_in, tokens_out = tokens_in + sender_in, tokens_out + sender_out
-            price = cost_usd(sender, sender_in, sender_out)
+            price = cost_usd(sender, sender_in, sender_out, batched=sender.mode == "batch")
             cost = None if cost is None or price is None else cost + price
         rows.append(
             CriticEstimate(

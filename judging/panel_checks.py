@@ -48,6 +48,7 @@ def check_panel(panel: Panel) -> None:
     _check_curation(panel)
     _check_pairwise(panel)
     _check_rubric(panel)
+    _check_batch_mode(panel)
 
 
 def _labels_text(labels: list[str]) -> str:
@@ -348,4 +349,50 @@ def _check_rubric(panel: Panel) -> None:
             raise ConfigError(
                 f"critics[{index}]: a rubric critic is a single call (kind single, samples 1, "
                 "no logprobs); for long rubrics set rubric.per_criterion for a call per criterion"
+            )
+
+
+def _check_batch_mode(panel: Panel) -> None:
+    """Critics sent through a vendor's batch API (`judging.batches`): one request per item,
+    submitted for every item at once."""
+    tiers = {critic.tier for critic in panel.critics}
+    for index, critic in enumerate(panel.critics):
+        if critic.mode != "batch":
+            if critic.batch_api is not None:
+                raise ConfigError(
+                    f"critics[{index}].batch_api: only a critic with mode: batch uses a batch "
+                    "API; set mode: batch or remove batch_api"
+                )
+            continue
+        preset = PRESETS.get(critic.vendor)
+        own_api = preset.batch_api if preset is not None else None
+        if own_api is None:
+            title = preset.title if preset is not None else critic.vendor
+            raise ConfigError(
+                f"critics[{index}].mode: {title} has no batch API that Jurybox drives (OpenAI, "
+                "Anthropic, custom OpenAI-compatible servers and the simulator do); use "
+                "mode: live for this critic"
+            )
+        if (critic.batch_api is not None and critic.batch_api != own_api
+                and critic.vendor not in _ALWAYS_KNOWN_VENDORS):
+            raise ConfigError(
+                f"critics[{index}].batch_api: {preset.title if preset else critic.vendor} "
+                f"speaks the {own_api} batch API, not {critic.batch_api}; remove batch_api"
+            )
+        if critic.kind != "single" or critic.samples > 1:
+            raise ConfigError(
+                f"critics[{index}].mode: a batch critic makes one request per item; compound "
+                "kinds and repeats need the answer of one call before the next, so use "
+                "mode: live for them"
+            )
+        if panel.pairwise.active or panel.rubric.active:
+            raise ConfigError(
+                f"critics[{index}].mode: batch mode takes critics of a label or score scale; "
+                "pairwise and rubric panels run live for now (mode: live)"
+            )
+        if len(tiers) > 1:
+            raise ConfigError(
+                f"critics[{index}].mode: a batch critic is asked about every item at once, but "
+                "a cascade asks later tiers only when they are needed; put every critic in one "
+                "tier or use mode: live"
             )

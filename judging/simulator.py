@@ -59,6 +59,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from judging.simulator_batches import BatchDesk
+
 __all__ = [
     "DEFAULT_PROFILE",
     "Profile",
@@ -236,7 +238,9 @@ class _Reply:
 class SimulatorServer:
     """An OpenAI-compatible chat-completions server with simulated critics.
 
-    Endpoints: `POST /v1/chat/completions`, `GET /v1/models`, `GET /stats`, `POST /stats/reset`.
+    Endpoints: `POST /v1/chat/completions`, `GET /v1/models`, `GET /stats`, `POST /stats/reset`,
+    and the two batch APIs (`judging.simulator_batches`): `/v1/files`, `/v1/batches` and
+    `/v1/messages/batches`.
     Any bearer token is accepted and never stored or logged.
 
     Args:
@@ -249,6 +253,8 @@ class SimulatorServer:
             `latency_ms`, else 100 ms.
         host: interface to bind; keep the default, the simulator is for this machine only.
         port: 0 picks a free port.
+        batch_seconds / batch_expire_every / batch_refusal: the batch APIs' fast clock and
+            fault knobs (`judging.simulator_batches`).
 
     Use as a context manager, or call `start()` and `stop()`.
     """
@@ -263,6 +269,9 @@ class SimulatorServer:
         latency_ms: float | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        batch_seconds: float = 1.0,
+        batch_expire_every: int = 0,
+        batch_refusal: str | None = None,
     ) -> None:
         self.profiles: dict[str, Profile] = {
             name: p if isinstance(p, Profile) else Profile.from_dict(p)
@@ -274,6 +283,8 @@ class SimulatorServer:
         self.host = host
         self.port = port
         self._stats = _Stats()
+        self.batches = BatchDesk(self.answer_now, batch_seconds=batch_seconds,
+                                 expire_every=batch_expire_every, refusal=batch_refusal)
         self._httpd: _Httpd | None = None
         self._thread: threading.Thread | None = None
         self._lifecycle = threading.Lock()
@@ -403,6 +414,23 @@ class SimulatorServer:
         with self._stats.lock:
             self._stats.total += 1
             self._stats.bad_requests += 1
+
+    def answer_now(self, request: dict[str, Any]) -> tuple[int, Any]:
+        """Answer one chat request at once (no latency): a batch's request, counted in the
+        stats like a live one."""
+        if not isinstance(request.get("messages"), list) or not request.get("model"):
+            self._count_bad_request()
+            return 400, _error_body("the body must be a JSON object with 'model' and "
+                                    "'messages'", "invalid_request_error")
+        model = str(request["model"])
+        key = _request_key(model, request["messages"])
+        nth = self._enter(model, key)
+        try:
+            reply = self.simulate(request, nth, key)
+            self._record(key, reply)
+        finally:
+            self._leave()
+        return reply.status, reply.body
 
     def simulate(self, request: dict[str, Any], nth: int, key: str | None = None) -> _Reply:
         """Decide the reply to one chat-completions request.
@@ -842,6 +870,60 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
+    def _send_bytes(self, data: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/jsonl")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _batch_get(self, sim: SimulatorServer, path: str) -> None:
+        desk = sim.batches
+        parts = path.split("/")  # ["", "v1", ...]
+        if parts[2] == "files" and len(parts) == 5 and parts[4] == "content":
+            data = desk.file_content(parts[3])
+            if data is None:
+                self._send_json(404, _error_body(f"no file {parts[3]!r}", "not_found"))
+            else:
+                self._send_bytes(data)
+        elif parts[2] == "batches" and len(parts) == 4:
+            self._send_json(*desk.get_openai(parts[3]))
+        elif parts[2] == "messages" and len(parts) == 5:
+            self._send_json(*desk.get_anthropic(parts[4], sim.root_url))
+        elif parts[2] == "messages" and len(parts) == 6 and parts[5] == "results":
+            results = desk.anthropic_results(parts[4])
+            if results is None:
+                self._send_json(404, _error_body("no results yet", "not_found"))
+            else:
+                self._send_bytes(results)
+        else:
+            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
+
+    def _batch_post(self, sim: SimulatorServer, path: str, raw: bytes) -> None:
+        desk = sim.batches
+        if path == "/v1/files":
+            self._send_json(*desk.upload(self.headers.get("Content-Type") or "", raw))
+            return
+        try:
+            request = json.loads(raw or b"null")
+        except ValueError:
+            request = None
+        parts = path.split("/")
+        if path == "/v1/batches":
+            self._send_json(*desk.create_openai(request))
+        elif path == "/v1/messages/batches":
+            self._send_json(*desk.create_anthropic(request))
+        elif parts[-1] == "cancel" and len(parts) in (5, 6):
+            batch = desk.cancel(parts[-2])
+            if batch is None:
+                self._send_json(404, _error_body(f"no batch {parts[-2]!r}", "not_found"))
+            elif parts[2] == "messages":
+                self._send_json(*desk.get_anthropic(batch.id, sim.root_url))
+            else:
+                self._send_json(*desk.get_openai(batch.id))
+        else:
+            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
+
     def do_GET(self) -> None:  # noqa: N802
         sim = self.server.simulator
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -861,6 +943,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif path in ("", "/health"):
             self._send_json(200, {"status": "ok"})
+        elif path.startswith(("/v1/batches/", "/v1/files/", "/v1/messages/batches/")):
+            self._batch_get(sim, path)
         else:
             self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
 
@@ -871,6 +955,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/stats/reset":
             sim.reset_stats()
             self._send_json(200, {"reset": True})
+            return
+        if path.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches")):
+            self._batch_post(sim, path, raw)
             return
         if path not in ("/v1/chat/completions", "/chat/completions"):
             self._send_json(404, _error_body(f"no route {path!r}", "not_found"))

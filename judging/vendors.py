@@ -41,6 +41,10 @@ class VendorPreset:
         logprobs: False when the endpoint does not return token logprobs (a critic asking for
             them is refused at panel check time, `judging.logprobs`).
         extra_headers: headers sent with every request (never a key).
+        batch_api: the vendor's batch API, "openai" (files + `/v1/batches`) or "anthropic"
+            (Message Batches), or None when it has none we drive (`judging.batches`).
+        batch_price_factor: what a batched call costs against a live one (both OpenAI and
+            Anthropic charge half); 1.0 where the discount is unknown.
         quirks: sentences shown in the UI and README about what this vendor does differently.
     """
 
@@ -54,6 +58,8 @@ class VendorPreset:
     simulated: bool = False
     logprobs: bool = True
     extra_headers: dict[str, str] = field(default_factory=dict)
+    batch_api: str | None = None
+    batch_price_factor: float = 1.0
     quirks: tuple[str, ...] = ()
 
 
@@ -65,6 +71,8 @@ PRESETS: dict[str, VendorPreset] = {
             title="OpenAI",
             base_url="https://api.openai.com/v1",
             key_env="OPENAI_API_KEY",
+            batch_api="openai",
+            batch_price_factor=0.5,
             quirks=("429 insufficient_quota means out of credit: fatal, never retried.",),
         ),
         VendorPreset(
@@ -95,6 +103,8 @@ PRESETS: dict[str, VendorPreset] = {
             key_env="ANTHROPIC_API_KEY",
             json_mode=False,
             logprobs=False,
+            batch_api="anthropic",
+            batch_price_factor=0.5,
             quirks=(
                 "The compatible endpoint ignores `response_format`: JSON comes from the prompt.",
                 "No token logprobs: logprob scores are not available.",
@@ -125,6 +135,7 @@ PRESETS: dict[str, VendorPreset] = {
             base_url=None,
             key_env=None,
             key_required=False,
+            batch_api="openai",
             quirks=(
                 "Needs `base_url`. A key is sent only if the critic names `api_key_env`.",
                 "vLLM returns reasoning in a `reasoning` field.",
@@ -137,6 +148,8 @@ PRESETS: dict[str, VendorPreset] = {
             key_env=None,
             key_required=False,
             simulated=True,
+            batch_api="openai",
+            batch_price_factor=0.5,  # as the vendors it stands in for, so demo costs read true
             quirks=("Runs on 127.0.0.1; its verdicts are always labelled simulated.",),
         ),
     )
@@ -248,15 +261,21 @@ def json_mode_for(critic: Critic) -> bool:
     return preset.json_mode
 
 
-def cost_usd(critic: Critic, tokens_in: int | None, tokens_out: int | None) -> float | None:
+def cost_usd(
+    critic: Critic, tokens_in: int | None, tokens_out: int | None, *, batched: bool = False
+) -> float | None:
     """The price of one call in US dollars.
 
     Unknown is None, never 0: a critic without prices, or a reply without token counts. Simulated
     critics without prices cost exactly 0.0 because no money changes hands; give them prices to
-    demo cost figures.
+    demo cost figures. A call answered through the vendor's batch API (`batched`) costs the
+    preset's `batch_price_factor` of the live price.
     """
+    preset = get_preset(critic.vendor)
     if critic.price_in_per_mtok is None or critic.price_out_per_mtok is None:
-        return 0.0 if get_preset(critic.vendor).simulated else None
+        return 0.0 if preset.simulated else None
     if tokens_in is None or tokens_out is None:
         return None
-    return (tokens_in * critic.price_in_per_mtok + tokens_out * critic.price_out_per_mtok) / 1e6
+    factor = preset.batch_price_factor if batched else 1.0
+    return factor * (tokens_in * critic.price_in_per_mtok
+                     + tokens_out * critic.price_out_per_mtok) / 1e6

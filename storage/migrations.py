@@ -407,6 +407,45 @@ def _request_templates(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0018_vendor_batches")
+def _vendor_batches(db: sqlite_utils.Database) -> None:
+    # Batch mode (`judging.batches`): the batches a run handed to a vendor, so polling
+    # survives any restart (`jurybox resume`, the app's Resume), and each result line as the
+    # vendor wrote it until the run has read it into its calls (then it is deleted: the call
+    # row keeps the reply). A result's key is its call's cache key (the line's custom_id).
+    _script(
+        db,
+        """
+        CREATE TABLE vendor_batches (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            critic TEXT NOT NULL,
+            api TEXT NOT NULL CHECK (api IN ('openai', 'anthropic')),
+            base_url TEXT NOT NULL,
+            batch_id TEXT NOT NULL,
+            requests INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'submitted'
+                CHECK (state IN ('submitted', 'collected', 'failed', 'cancelled')),
+            vendor_status TEXT,
+            succeeded INTEGER NOT NULL DEFAULT 0,
+            errored INTEGER NOT NULL DEFAULT 0,
+            error TEXT,
+            submitted_at TEXT NOT NULL,
+            checked_at TEXT,
+            collected_at TEXT
+        );
+        CREATE INDEX vendor_batches_run ON vendor_batches (run_id, state);
+        CREATE TABLE batch_results (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            custom_id TEXT NOT NULL,
+            api TEXT NOT NULL,
+            line TEXT NOT NULL,
+            PRIMARY KEY (run_id, custom_id)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

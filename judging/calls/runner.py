@@ -15,10 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Self
+from typing import Protocol, Self
 
 import httpx
 
+from judging.batches.lines import batch_api_of, sent_body
+from judging.batches.results import BatchResult
 from judging.budget import BudgetGuard
 from judging.calls.attempt import Route, failure_of, make_route, send_once
 from judging.calls.cache import CallCache
@@ -47,6 +49,14 @@ from judging.verdicts import FailureKind, Item, Verdict
 
 _NOT_CALLED = "not called: the run was cancelled"
 _OVER_BUDGET = "not called: the run's budget cap could be passed (resume with a higher cap)"
+_NOT_IN_BATCH = ("no result from the vendor's batch for this request; resume the run to submit "
+                 "it in a new batch")
+
+
+class BatchAnswers(Protocol):
+    """Where a batch critic's calls find their answers (`storage.vendor_batches`)."""
+
+    def result(self, custom_id: str) -> BatchResult | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +103,9 @@ class CallRunner:
         clock: monotonic seconds, read to place requests on a requests-per-minute pace
             (default `time.monotonic`). Tests inject a frozen one to check the spacing.
         seed: seeds the jitter (None: random).
+        batch_answers: the results of the vendor batches of a run: a critic with `mode:
+            batch` is then answered from them, never live (`judging.batches`). Without it,
+            such a critic is called live (a notebook's `Panel.judge`).
 
     Raises:
         ConfigError: a limit of 0 or below, or `max_connections` below 1.
@@ -115,6 +128,7 @@ class CallRunner:
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
         seed: int | None = None,
+        batch_answers: BatchAnswers | None = None,
     ) -> None:
         # Preset defaults apply here only to calls made without a run's limiter: a run's
         # limiter already carries them (overridable by the panel). See `call`. Built first:
@@ -125,6 +139,7 @@ class CallRunner:
         self.key_lookup: KeyLookup = key_lookup or os.environ.get
         self.cache = cache
         self.retry = retry or RetryPolicy()
+        self.batch_answers = batch_answers
         self._own_transport = transport is None
         self.transport: httpx.BaseTransport = (
             transport or VendorTransport(max_connections=max_connections)
@@ -273,6 +288,8 @@ class CallRunner:
                                           cached=True, role=None, sample=0, steps=[])
                 self._scrubber.verdict(hit)  # stored by an older version, maybe unscrubbed
                 return hit
+        if critic.mode == "batch" and self.batch_answers is not None:
+            return self._from_batch(critic, scale if not free_text else None, prepared, verdict)
 
         reason = gate.reason(critic.name)
         if reason is not None:
@@ -343,6 +360,39 @@ class CallRunner:
             # Every text the verdict carries, whatever path filled it: vendors echo keys.
             scrubber.verdict(verdict)
         verdict.latency_ms = (time.perf_counter() - started) * 1000.0
+        if verdict.ok and self.cache is not None:
+            self.cache.put(verdict)
+        return verdict
+
+    def _from_batch(self, critic: Critic, scale: Scale | RubricConfig | None,
+                    prepared: PreparedCall, verdict: Verdict) -> Verdict:
+        """A batch critic's call, answered by its result line through the live path's parsing,
+        pricing (at the batch price), scrubbing and cache; nothing is sent from here."""
+        assert self.batch_answers is not None
+        result = self.batch_answers.result(prepared.cache_key)
+        if result is None:
+            return self._fail(verdict, FailureKind.ERROR, _NOT_IN_BATCH)
+        api = batch_api_of(critic)
+        verdict.raw_request = {"batch_api": api, "custom_id": prepared.cache_key,
+                               "body": sent_body(api, prepared)}
+        verdict.raw_response = result.raw
+        if result.not_run is not None:
+            return self._fail(verdict, FailureKind.ERROR, result.not_run)  # never run: unpaid
+        verdict.attempts = 1
+        try:
+            parsed = parse_reply(result.status, result.body, scale)
+        except CallFailure as failure:
+            if 200 <= result.status < 300:  # answered without a verdict: billed all the same
+                self._add_usage(verdict, critic, *reply_usage(result.body), batched=True)
+            self._fail(verdict, FailureKind(failure.kind), str(failure))
+        except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
+            self._fail(verdict, FailureKind.ERROR, f"unexpected error: {error!r}")
+        else:
+            verdict.label, verdict.score = parsed.label, parsed.score
+            verdict.confidence, verdict.reasoning = parsed.confidence, parsed.reasoning
+            verdict.marks = parsed.marks
+            self._add_usage(verdict, critic, parsed.tokens_in, parsed.tokens_out, batched=True)
+        self._scrubber.verdict(verdict)
         if verdict.ok and self.cache is not None:
             self.cache.put(verdict)
         return verdict
@@ -493,7 +543,8 @@ class CallRunner:
 
     @staticmethod
     def _add_usage(
-        verdict: Verdict, critic: Critic, tokens_in: int | None, tokens_out: int | None
+        verdict: Verdict, critic: Critic, tokens_in: int | None, tokens_out: int | None,
+        *, batched: bool = False,
     ) -> None:
         """Add one reply's tokens to the verdict (a retried call pays for every reply that
         reported usage) and price the total; unknown stays None, never 0."""
@@ -501,7 +552,8 @@ class CallRunner:
             verdict.tokens_in = (verdict.tokens_in or 0) + tokens_in
         if tokens_out is not None:
             verdict.tokens_out = (verdict.tokens_out or 0) + tokens_out
-        verdict.cost_usd = cost_usd(critic, verdict.tokens_in, verdict.tokens_out)
+        verdict.cost_usd = cost_usd(critic, verdict.tokens_in, verdict.tokens_out,
+                                    batched=batched)
 
 
 # --------------------------------------------------------------------------------------------

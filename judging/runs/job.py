@@ -46,6 +46,8 @@ class JobProgress(LedgerTotals):
         eta_s: seconds left at the current pace; None when unknown.
         elapsed_s: seconds since the job started.
         error: why the job failed, or a note (e.g. a critic that was stopped); None otherwise.
+        vendor: while the run waits for its vendor batches, what each open one is doing
+            ("batch_abc (careful) in_progress: 120 of 300 answered"); None otherwise.
     """
 
     run_id: int
@@ -61,6 +63,7 @@ class JobProgress(LedgerTotals):
     eta_s: float | None = None
     elapsed_s: float = 0.0
     error: str | None = None
+    vendor: str | None = None
 
 
 

@@ -97,7 +97,9 @@ class JobRegistry:
     # -- starting jobs ---------------------------------------------------------------------
 
     def start_run(
-        self, db_path: Any, run_id: int, *, concurrency: int = 64, key_lookup: KeyLookup | None = None
+        self, db_path: Any, run_id: int, *, concurrency: int = 64,
+        key_lookup: KeyLookup | None = None, detach: bool = False,
+        poll_interval_s: float | None = None,
     ) -> Job:
         """Start a pending run in the background.
 
@@ -106,6 +108,10 @@ class JobRegistry:
             run_id: a run created by `create_run` / `prepare_run`.
             concurrency: calls in flight at once.
             key_lookup: key variable name -> key (default: the environment). Keys stay in memory.
+            detach: with batch critics (`mode: batch`), end the job once the vendor has the
+                batches (the run is left interrupted, "submitted to vendor"); a resume collects.
+            poll_interval_s: how often to ask the vendor about the batches (default: every
+                30 s, a quarter second for a server on this machine).
 
         Returns:
             The `Job`; poll `job.progress()`.
@@ -114,11 +120,13 @@ class JobRegistry:
             NotFoundError: no such run.
             JobConflict: the run is not pending, or a job is already running it.
         """
-        return self._launch(db_path, run_id, "start", concurrency=concurrency, key_lookup=key_lookup)
+        return self._launch(db_path, run_id, "start", concurrency=concurrency,
+                            key_lookup=key_lookup, detach=detach, poll_interval_s=poll_interval_s)
 
     def resume(
         self, db_path: Any, run_id: int, *, concurrency: int = 64,
         key_lookup: KeyLookup | None = None, budget: BudgetCap | None = None,
+        detach: bool = False, poll_interval_s: float | None = None,
     ) -> Job:
         """Resume a cancelled, interrupted or failed run: only item x critic pairs without a
         successful verdict are sent (stored successes are cache hits).
@@ -126,6 +134,8 @@ class JobRegistry:
         Args:
             budget: a new cap for the run (e.g. higher, after "budget reached"); None keeps its
                 cap.
+            detach / poll_interval_s: as for `start_run`. A run waiting for its vendor batches
+                is polled again by its resume.
 
         Raises:
             NotFoundError: no such run.
@@ -139,7 +149,8 @@ class JobRegistry:
                 set_run_budget(db, int(run_id), usd=budget.usd, tokens=budget.tokens)
             finally:
                 db.close()
-        return self._launch(db_path, run_id, "resume", concurrency=concurrency, key_lookup=key_lookup)
+        return self._launch(db_path, run_id, "resume", concurrency=concurrency,
+                            key_lookup=key_lookup, detach=detach, poll_interval_s=poll_interval_s)
 
     def rerun_failures(
         self, db_path: Any, run_id: int, *, concurrency: int = 64, key_lookup: KeyLookup | None = None
@@ -176,6 +187,8 @@ class JobRegistry:
         concurrency: int,
         key_lookup: KeyLookup | None,
         item_id: str | None = None,
+        detach: bool = False,
+        poll_interval_s: float | None = None,
     ) -> Job:
         run_id = int(run_id)
         db = open_db(db_path)
@@ -230,6 +243,8 @@ class JobRegistry:
             previous=(run["status"], run["error"]) if kind == "rejudge" else None,
             batch_size=self.batch_size,
             flush_interval_s=self.flush_interval_s,
+            detach=detach,
+            poll_interval_s=poll_interval_s,
         )
         job.thread = threading.Thread(
             target=worker.run, name=f"jurybox-run-{run_id}-{kind}", daemon=True

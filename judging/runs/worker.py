@@ -10,12 +10,20 @@ from typing import Any
 
 from judging.agreement import per_item_alpha
 from judging.budget import BudgetCap, BudgetGuard
+from judging.calls import CallRunner
 from judging.calls.template import request_template
 from judging.errors import JuryboxError
 from judging.ledger import Ledger
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.runner import RunProgress, run_panel
+from judging.runs.batch_phase import (
+    Clients,
+    batch_critics,
+    poll_interval_s,
+    submit_missing,
+    wait_for_batches,
+)
 from judging.runs.job import CriticProgress, Job, KeyLookup
 from judging.runs.writer import LiveVotes, Writer, votes_live
 from judging.verdicts import FailureKind, PanelVerdict
@@ -24,7 +32,8 @@ from storage.consensus import set_item_alpha, write_consensus
 from storage.datasets import get_item, load_items
 from storage.db import open_db
 from storage.review import ratings_frame
-from storage.runs import get_run, refresh_run_totals, set_run_status, set_stop_reason
+from storage.runs import get_run, heartbeat, refresh_run_totals, set_run_status, set_stop_reason
+from storage.vendor_batches import BatchResultStore, clear_results, run_batches
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +50,8 @@ class Worker:
         batch_size: int,
         flush_interval_s: float,
         previous: tuple[str, str | None] | None = None,
+        detach: bool = False,
+        poll_interval_s: float | None = None,
     ) -> None:
         self.job = job
         self.db_path = db_path
@@ -53,6 +64,10 @@ class Worker:
         # Re-judging one item must not change what the run as a whole is (a cancelled run
         # stays cancelled): the run gets this status (read before the claim) back at the end.
         self.previous = previous
+        # Batch critics: leave once the batches are submitted (the CLI's --no-wait), and how
+        # often to poll them (None: `batch_phase.poll_interval_s`).
+        self.detach = detach
+        self.poll_interval_s = poll_interval_s
 
     def run(self) -> None:
         job = self.job
@@ -117,28 +132,44 @@ class Worker:
             )
 
         cache = None if rejudge else CallCacheStore(self.db_path)
+        # Batch critics first hand their requests to the vendor and wait for the results;
+        # re-judging one item asks every critic live (a day's wait for one item helps no one).
+        answers = None
+        if batch_critics(panel) and not rejudge:
+            waited = self._wait_for_vendor(db, panel, items, cache)
+            if waited is not None:
+                if cache is not None:
+                    cache.close()
+                return waited
+            answers = BatchResultStore(self.db_path, job.run_id)
         self.writer = Writer(
             self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
             owner=job.token, on_lost=job.cancel,
-            templates={c.name: request_template(c, panel.scale) for c in panel.critics}
-            if not panel.rubric.active else {},
+            # A batch critic's request went in a batch line: kept whole, as the vendor got it.
+            templates={c.name: request_template(c, panel.scale) for c in panel.critics
+                       if c.mode != "batch"} if not panel.rubric.active else {},
         )
         on_verdict = LiveVotes(panel, self.writer).add if votes_live(panel) else self.writer.add
         budget = _budget_of(run)
+        runner = CallRunner(key_lookup=self.key_lookup, cache=cache,
+                            max_connections=self.concurrency, batch_answers=answers)
         try:
             try:
                 result = run_panel(
                     panel, items, concurrency=self.concurrency, on_progress=on_progress,
-                    on_verdict=on_verdict, cancel=job.cancel_event, cache=cache,
-                    key_lookup=self.key_lookup, budget=budget,
+                    on_verdict=on_verdict, cancel=job.cancel_event, runner=runner,
+                    budget=budget,
                 )
                 self.writer.saved_by_cascade(result.progress.calls_saved)
             finally:
                 self.writer.close()  # store everything received, even when the run raised
         finally:
+            runner.close()
             if cache is not None:
                 cache.close()
+            if answers is not None:
+                answers.close()
         if rejudge:
             # Only now that the new verdicts are safely stored: drop outcomes of critics that
             # were not called this time (e.g. a later cascade tier no longer needed).
@@ -151,6 +182,8 @@ class Worker:
             pv for pv in result.verdicts
             if not any(v.failure == FailureKind.CANCELLED for v in pv.verdicts)
         ]
+        if answers is not None and len(complete) == len(result.verdicts):
+            clear_results(db, job.run_id)  # every line is in the run's calls now
         _store_consensus(db, job.run_id, panel, complete, whole_run=self.item_id is None)
         stopped = "; ".join(f"{name}: {reason}" for name, reason in result.stopped_critics.items())
         if budget is not None and budget.reached and len(complete) < len(result.verdicts):
@@ -160,6 +193,37 @@ class Worker:
         if job.cancel_event.is_set() and len(complete) < len(result.verdicts):
             return "cancelled", None
         return "done", (f"Critics stopped during the run: {stopped}" if stopped else None)
+
+
+    def _wait_for_vendor(self, db: Any, panel: Panel, items: list[Any],
+                         cache: CallCacheStore | None) -> tuple[str, str | None] | None:
+        """Submit what the batch critics lack and wait for the vendor. Returns the job's
+        final status when it ends here (detached, cancelled, lease lost), else None."""
+        job = self.job
+        clients = Clients(self.key_lookup)
+        try:
+            submit_missing(db, job.run_id, panel, items, clients, cache)
+            open_ids = [row["batch_id"] for row in run_batches(db, job.run_id, open_only=True)]
+            if open_ids and self.detach:
+                set_stop_reason(db, job.run_id, "vendor_batch")
+                return "interrupted", (
+                    f"Submitted to the vendor: {', '.join(open_ids)}. Results come within 24 h; "
+                    f"`jurybox resume {job.run_id}` (or Resume on the Run page) collects them.")
+            finished = wait_for_batches(
+                db, job.run_id, panel, clients, cancel=job.cancel_event,
+                interval_s=self.poll_interval_s or poll_interval_s(panel),
+                on_wait=lambda lines: job._update(
+                    vendor="submitted to vendor: " + "; ".join(lines)),
+                beat=lambda: heartbeat(db, job.run_id, job.token),
+            )
+        finally:
+            clients.close()
+        job._update(vendor=None)
+        if not finished:
+            return "cancelled", (
+                "Cancelled while the vendor ran its batches; they were asked to stop. Resume "
+                "the run to collect what they finished.")
+        return None
 
 
 def _budget_of(run: dict[str, Any]) -> BudgetGuard | None:

@@ -1,0 +1,214 @@
+"""A run's batch critics (`mode: batch`): hand the vendor what the run still lacks, then poll
+until every batch has ended, keeping each result line for the run's calls to read.
+
+The order of a job on a run with batch critics (`judging.runs.worker`):
+1. `submit_missing`: for each batch critic, the requests of items without a stored success,
+   minus cache hits and results already waiting, go to the vendor in batches (nothing new is
+   submitted while an earlier batch of the run is still open: its results come first). Each
+   batch is recorded the moment the vendor accepts it.
+2. `poll_open` every `poll_interval_s` until no batch is open; an ended batch's result file is
+   streamed into `batch_results`. The job keeps its lease meanwhile; a cancel cancels the
+   vendor's batches too (their finished requests are still collected by the next resume).
+3. The live phase: `run_panel` over the items, batch critics answered from their result lines
+   (`CallRunner.batch_answers`), live critics called as usual; then the lines are deleted.
+Polling survives restarts because everything it needs is in the database: a resumed run (the
+CLI's `resume`, the app's Resume) starts again at step 1, which finds the open batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from judging.batches.clients import BatchApiError, BatchClient, client_for, describe
+from judging.batches.lines import BatchApi, batch_api_of, chunked
+from judging.batches.results import parse_results
+from judging.calls.cache import CallCache
+from judging.calls.prepare import PreparedCall, prepare_call
+from judging.calls.transports import is_loopback
+from judging.critics import Critic
+from judging.errors import CallFailure, ConfigError
+from judging.panel import Panel
+from judging.vendors import KeyLookup, get_preset, resolve_base_url, resolve_key
+from judging.verdicts import Item
+from storage.calls import successful_pairs
+from storage.vendor_batches import (
+    record_batch,
+    result_keys,
+    run_batches,
+    store_results,
+    update_batch,
+)
+
+log = logging.getLogger(__name__)
+
+# How often a batch is polled: vendors take minutes to hours, and count polls against the
+# rate limit; a server on this machine (the simulator's fast clock) is asked far more often.
+POLL_INTERVAL_S = 30.0
+LOCAL_POLL_INTERVAL_S = 0.25
+BEAT_EVERY_S = 5.0  # the run's heartbeat while it waits (its lease lapses after 30 s)
+
+
+def batch_critics(panel: Panel) -> list[Critic]:
+    return [critic for critic in panel.critics if critic.mode == "batch"]
+
+
+def poll_interval_s(panel: Panel) -> float:
+    """The pause between polls: short only when every batch critic's server is on loopback."""
+    urls = [resolve_base_url(critic) for critic in batch_critics(panel)]
+    local = all(is_loopback(httpx.URL(url).host) for url in urls)
+    return LOCAL_POLL_INTERVAL_S if urls and local else POLL_INTERVAL_S
+
+
+@dataclass(slots=True)
+class Clients:
+    """One API client per critic endpoint, closed together."""
+
+    key_lookup: KeyLookup | None
+    _open: dict[tuple[str, str], BatchClient] | None = None
+
+    def for_critic(self, critic: Critic) -> tuple[BatchApi, BatchClient]:
+        api = batch_api_of(critic)
+        base_url = resolve_base_url(critic)
+        self._open = self._open if self._open is not None else {}
+        client = self._open.get((api, base_url))
+        if client is None:
+            try:
+                key = resolve_key(critic, self.key_lookup)
+            except CallFailure as failure:
+                raise ConfigError(f"critic {critic.name!r}: {failure}") from None
+            client = client_for(api, base_url, key, get_preset(critic.vendor).extra_headers)
+            self._open[(api, base_url)] = client
+        return api, client
+
+    def close(self) -> None:
+        for client in (self._open or {}).values():
+            client.close()
+        self._open = None
+
+
+def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
+                   clients: Clients, cache: CallCache | None) -> list[str]:
+    """Submit what the run's batch critics still lack; returns the new batches' ids.
+
+    Raises:
+        ConfigError: a critic's key is missing.
+        BatchApiError: the vendor refused a batch (those submitted before it are recorded).
+    """
+    if run_batches(db, run_id, open_only=True):
+        return []
+    done = successful_pairs(db, run_id)
+    waiting = result_keys(db, run_id)
+    submitted: list[str] = []
+    for critic in batch_critics(panel):
+        api, client = clients.for_critic(critic)
+        requests = _missing(critic, panel, items, done, waiting, cache)
+        for chunk in chunked(api, requests):
+            batch_id = client.submit(chunk, run_label=str(run_id))
+            record_batch(db, run_id, critic=critic.name, api=api,
+                         base_url=resolve_base_url(critic), batch_id=batch_id,
+                         requests=len(chunk.lines))
+            submitted.append(batch_id)
+    return submitted
+
+
+def _missing(critic: Critic, panel: Panel, items: Sequence[Item], done: set[tuple[str, str]],
+             waiting: set[str], cache: CallCache | None) -> Iterator[PreparedCall]:
+    """The calls of `critic` the vendor must answer, one at a time (a million items are never
+    all prepared at once)."""
+    for item in items:
+        if (str(item.id), critic.name) in done:
+            continue
+        try:
+            prepared = prepare_call(critic, item, panel.scale)
+        except Exception:  # noqa: BLE001 - the live phase stores the reason as the call's failure
+            continue
+        if prepared.cache_key in waiting:
+            continue
+        if cache is not None and cache.get(prepared.cache_key) is not None:
+            continue  # answered before, by any run: free
+        yield prepared
+
+
+def poll_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> list[str]:
+    """Ask the vendor about each open batch of the run; an ended one's results are stored.
+    Returns a line per batch still open (for progress displays); empty once all have ended.
+
+    A batch the vendor no longer knows (HTTP 404) or refused is marked failed with the reason;
+    its requests are submitted again by the next resume. Any other error (the network, a 5xx)
+    is logged and the batch polled again next time.
+    """
+    critics = {critic.name: critic for critic in panel.critics}
+    still_open: list[str] = []
+    for row in run_batches(db, run_id, open_only=True):
+        critic = critics.get(row["critic"])
+        if critic is None:  # the panel of a run never changes; a hand-edited database might
+            update_batch(db, row["id"], vendor_status="unknown", state="failed",
+                         error=f"the run's panel has no critic {row['critic']!r}")
+            continue
+        api, client = clients.for_critic(critic)
+        try:
+            state = client.state(row["batch_id"])
+        except BatchApiError as error:
+            if "HTTP 404" in str(error) or "HTTP 400" in str(error):
+                update_batch(db, row["id"], vendor_status="unknown", state="failed",
+                             error=f"the vendor no longer knows this batch ({error}); resume "
+                                   "the run to submit its requests again")
+            else:
+                log.warning("polling batch %s of run %s: %s", row["batch_id"], run_id, error)
+                still_open.append(f"{row['batch_id']} ({critic.name}): could not ask: {error}")
+            continue
+        if state.failed:
+            update_batch(db, row["id"], vendor_status=state.vendor_status, state="failed",
+                         error=state.error)
+        elif state.ended:
+            store_results(db, run_id, api, parse_results(api, client.result_lines(state)))
+            update_batch(db, row["id"], vendor_status=state.vendor_status,
+                         succeeded=state.succeeded, errored=state.errored, state="collected")
+        else:
+            update_batch(db, row["id"], vendor_status=state.vendor_status,
+                         succeeded=state.succeeded, errored=state.errored)
+            still_open.append(f"{row['batch_id']} ({critic.name}) {describe(state)}")
+    return still_open
+
+
+def cancel_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> None:
+    """Ask the vendor to cancel the run's open batches (what they finished stays collectable:
+    they stay open here until a poll finds them ended)."""
+    critics = {critic.name: critic for critic in panel.critics}
+    for row in run_batches(db, run_id, open_only=True):
+        critic = critics.get(row["critic"])
+        if critic is None:
+            continue
+        try:
+            clients.for_critic(critic)[1].cancel(row["batch_id"])
+        except (BatchApiError, ConfigError) as error:
+            log.warning("cancelling batch %s of run %s: %s", row["batch_id"], run_id, error)
+
+
+def wait_for_batches(db: Any, run_id: int, panel: Panel, clients: Clients, *,
+                     cancel: threading.Event, interval_s: float,
+                     on_wait: Callable[[list[str]], None], beat: Callable[[], bool]) -> bool:
+    """Poll until no batch of the run is open. Returns False when cancelled (the vendor is
+    asked to cancel them) or when the run's lease was lost (`beat` returned False)."""
+    while True:
+        still_open = poll_open(db, run_id, panel, clients)
+        if not still_open:
+            return True
+        on_wait(still_open)
+        waited = 0.0
+        while waited < interval_s:
+            # The lease lapses after 30 s without a heartbeat: beat well within it.
+            if not beat():
+                return False
+            step = min(BEAT_EVERY_S, interval_s - waited)
+            if cancel.wait(step):
+                cancel_open(db, run_id, panel, clients)
+                return False
+            waited += step
+

@@ -11,7 +11,7 @@ from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.budget import budget_inputs
 from pages.ui.errors import user_errors
-from pages.ui.progress import critic_rows, progress_text, run_summary_line
+from pages.ui.progress import batch_rows, critic_rows, progress_text, run_summary_line, status_text
 from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
 from pages.ui.runs_table import runs_table
 from pages.ui.shell import ensure_app_shell
@@ -19,6 +19,7 @@ from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels
 from storage.runs import list_runs
+from storage.vendor_batches import run_batches
 
 ensure_app_shell()
 st.title("Run")
@@ -109,6 +110,8 @@ def live_progress(run_id: int) -> None:
     if job is None:
         return
     progress = job.progress()
+    if progress.vendor:  # batch critics: the vendor is still working on the run's batches
+        st.info(progress.vendor, icon=":material/schedule:")
     st.progress(progress.fraction, text=progress_text(progress))
     st.dataframe(critic_rows(progress), hide_index=True)
     if progress.finished:
@@ -137,6 +140,13 @@ if run is not None:
         st.dataframe(critic_rows(final), hide_index=True)
     if run["error"]:
         (st.error if run["status"] == "failed" else st.info)(run["error"])
+    vendor_batches = run_batches(db(), run_id)
+    if vendor_batches:
+        with st.expander(f"Vendor batches ({len(vendor_batches)})",
+                         expanded=status_text(run) == "submitted to vendor"):
+            st.caption("Critics in batch mode: their requests went to the vendor's batch API "
+                       "(results within 24 h, at batch prices). Resume collects what has ended.")
+            st.dataframe(batch_rows(vendor_batches), hide_index=True)
 
     # A row of only the actions that apply now (fixed columns left gaps between them).
     actions = st.container(horizontal=True)
@@ -158,10 +168,11 @@ if run is not None:
                                   budget=new_cap)
                 st.rerun()
         can_resume = False
-    if can_resume and actions.button(
-        "Start" if run["status"] == "pending" else "Resume", icon=":material/play_arrow:",
-        key="resume_run",
-    ):
+    resume_label = ("Start" if run["status"] == "pending" else
+                    "Collect the vendor's results" if status_text(run) == "submitted to vendor"
+                    else "Resume")
+    if can_resume and actions.button(resume_label, icon=":material/play_arrow:",
+                                     key="resume_run"):
         with user_errors("The run did not resume"):
             registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()

@@ -29,9 +29,11 @@ from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_pro
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel_files import load_panel
 from judging.runs.cli_runs import (
+    add_batches,
     add_budget_options,
     add_db_option,
     add_export,
+    add_no_wait_option,
     add_pairs,
     add_resume,
     add_runs,
@@ -117,6 +119,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=positive_int, default=None,
                    help="judge only the first N items")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_no_wait_option(p)
     add_budget_options(p)
     add_db_option(p)
 
@@ -127,6 +130,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     _add_simulator,
     add_runs,
     add_resume,
+    add_batches,
     add_export,
     add_stats,
     add_stability,

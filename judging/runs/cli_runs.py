@@ -4,6 +4,7 @@
     jurybox demo ... [--db PATH]       the same for the demo panel and dataset
     jurybox runs [--db PATH]           runs with their status and counts
     jurybox resume RUN [--db PATH]     resume a cancelled / interrupted / failed run
+    jurybox batches RUN [--db PATH]    the vendor batches of a run (critics in mode: batch)
     jurybox export RUN --format csv|jsonl|parquet --out FILE [--db PATH]
     jurybox stats RUN [--resamples N] [--seed S] [--db PATH]   the run's agreement report
 
@@ -48,6 +49,7 @@ from storage.export import ExportOptions, export_run, rows_csv_bytes
 from storage.faults import check_folder, is_read_only
 from storage.importing import read_dataset, suggest_columns
 from storage.runs import get_run, list_runs
+from storage.vendor_batches import run_batches
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -153,8 +155,15 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     finally:
         db.close()
     print(f"Run {run_id} (database {db_path_of(args)})", flush=True)
-    job = JobRegistry().start_run(db_path_of(args), run_id, concurrency=args.concurrency)
+    job = JobRegistry().start_run(db_path_of(args), run_id, concurrency=args.concurrency,
+                                  detach=getattr(args, "no_wait", False))
     return _follow(job, args, panel)
+
+
+def add_no_wait_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-wait", action="store_true",
+                   help="with batch critics (mode: batch): leave once the vendor has the "
+                        "batches; `jurybox resume RUN` collects the results later")
 
 
 def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
@@ -162,9 +171,13 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
     bar = ProgressBar(1, stream=sys.stderr, enabled=not getattr(args, "quiet", False))
     start = time.perf_counter()
     interrupted = False
+    said = None
     try:
         while not job.wait(0.2):
             current = job.progress()
+            if current.vendor and current.vendor != said:  # waiting for vendor batches
+                said = current.vendor
+                print(said, file=sys.stderr, flush=True)
             if current.total:  # nothing planned yet: a 0-of-0 bar would read as finished
                 bar.update(_as_run_progress(current))
     except KeyboardInterrupt:
@@ -177,6 +190,9 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         bar.update(_as_run_progress(progress))
         bar.close()
     elapsed = time.perf_counter() - start
+    if progress.status == "interrupted":  # --no-wait: the vendor has the batches
+        print(f"Run {job.run_id}: {progress.error}", flush=True)
+        return EXIT_OK
     if progress.status == "failed":
         print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
         return EXIT_FAILED
@@ -257,9 +273,19 @@ def add_resume(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=pathlib.Path, default=None,
                    help="write one JSON line per item (consensus and every verdict) here")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_no_wait_option(p)
     add_budget_options(p, resuming=True)
     add_db_option(p)
     p.set_defaults(func=cmd_resume)
+
+
+def add_batches(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("batches", help="list the vendor batches of a run",
+                       description="List the batches a run handed to vendors (mode: batch), "
+                       "with what the vendor last said of each.")
+    p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
+    add_db_option(p)
+    p.set_defaults(func=cmd_batches)
 
 
 def add_budget_options(p: argparse.ArgumentParser, *, resuming: bool = False) -> None:
@@ -406,9 +432,32 @@ def cmd_resume(args: argparse.Namespace) -> int:
         job = registry.rerun_failures(db_path_of(args), args.run, concurrency=args.concurrency)
     else:
         job = registry.resume(db_path_of(args), args.run, concurrency=args.concurrency,
-                              budget=budget_from(args))
+                              budget=budget_from(args), detach=args.no_wait)
     print(f"Resuming run {args.run} (database {db_path_of(args)})", flush=True)
     return _follow(job, args, None)
+
+
+def cmd_batches(args: argparse.Namespace) -> int:
+
+    db = open_cli_db(args, read_only=True)
+    try:
+        get_run(db, args.run)  # NotFoundError with a sentence for an unknown run
+        rows = run_batches(db, args.run)
+    finally:
+        db.close()
+    if not rows:
+        print(f"Run {args.run} has no vendor batches (its critics run live).")
+        return EXIT_OK
+    print(f"{'batch':<28}  {'critic':<14}  {'api':<9}  {'state':<9}  {'requests':>8}  "
+          f"{'answered':>8}  {'failed':>6}  vendor says")
+    for r in rows:
+        said = r["vendor_status"] or "-"
+        if r["error"]:
+            said += f": {r['error']}"
+        print(f"{r['batch_id']:<28}  {r['critic']:<14}  {r['api']:<9}  {r['state']:<9}  "
+              f"{r['requests']:>8}  {r['succeeded'] + r['errored']:>8}  {r['errored']:>6}  "
+              f"{said}")
+    return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:

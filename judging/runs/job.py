@@ -82,7 +82,7 @@ class JobProgress(LedgerTotals):
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "cancelled", "failed")
+        return self.status in ("done", "cancelled", "failed", "interrupted")
 
 
 class Job:

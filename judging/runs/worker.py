@@ -68,6 +68,7 @@ class Worker:
         # often to poll them (None: `batch_phase.poll_interval_s`).
         self.detach = detach
         self.poll_interval_s = poll_interval_s
+        self.awaited_batches: set[str] = set()  # the vendor batches this job waited for
 
     def run(self) -> None:
         job = self.job
@@ -185,7 +186,11 @@ class Worker:
         if answers is not None and len(complete) == len(result.verdicts):
             clear_results(db, job.run_id)  # every line is in the run's calls now
         _store_consensus(db, job.run_id, panel, complete, whole_run=self.item_id is None)
-        stopped = "; ".join(f"{name}: {reason}" for name, reason in result.stopped_critics.items())
+        stopped = "; ".join(
+            [f"{name}: {reason}" for name, reason in result.stopped_critics.items()]
+            + [f"{row['critic']}: the vendor's batch {row['batch_id']} failed: {row['error']}"
+               for row in run_batches(db, job.run_id)
+               if row["state"] == "failed" and row["batch_id"] in self.awaited_batches])
         if budget is not None and budget.reached and len(complete) < len(result.verdicts):
             # Stopped by its cap: resumable like a cancelled run, and says why.
             set_stop_reason(db, job.run_id, "budget")
@@ -204,6 +209,7 @@ class Worker:
         try:
             submit_missing(db, job.run_id, panel, items, clients, cache)
             open_ids = [row["batch_id"] for row in run_batches(db, job.run_id, open_only=True)]
+            self.awaited_batches = set(open_ids)
             if open_ids and self.detach:
                 set_stop_reason(db, job.run_id, "vendor_batch")
                 return "interrupted", (

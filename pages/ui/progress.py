@@ -66,7 +66,20 @@ def status_text(run: dict[str, Any]) -> str:
     """A run's status as users read it: a run stopped by its cap says "budget reached"."""
     if run["status"] == "cancelled" and run.get("stop_reason") == "budget":
         return "budget reached"
+    if run["status"] == "interrupted" and run.get("stop_reason") == "vendor_batch":
+        return "submitted to vendor"
     return str(run["status"])
+
+
+def batch_rows(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A run's vendor batches as table rows (`storage.vendor_batches.run_batches`)."""
+    return [{
+        "batch": b["batch_id"], "critic": b["critic"], "API": b["api"], "state": b["state"],
+        "requests": b["requests"], "answered": b["succeeded"] + b["errored"],
+        "failed": b["errored"], "vendor says": (b["vendor_status"] or "-")
+        + (f": {b['error']}" if b["error"] else ""),
+        "submitted (UTC)": b["submitted_at"][:19].replace("T", " "),
+    } for b in batches]
 
 
 def run_summary_line(run: dict[str, Any]) -> str:

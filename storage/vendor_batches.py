@@ -15,14 +15,12 @@ from typing import Any
 
 import sqlite_utils
 
-from judging.batches.lines import BatchApi
-from judging.batches.results import BatchResult, parse_results
 from storage.db import DbPath, connect, now
 
 OPEN = "submitted"
 
 
-def record_batch(db: sqlite_utils.Database, run_id: int, *, critic: str, api: BatchApi,
+def record_batch(db: sqlite_utils.Database, run_id: int, *, critic: str, api: str,
                  base_url: str, batch_id: str, requests: int) -> int:
     """Remember a batch the vendor accepted; returns its row id."""
     with db.conn:
@@ -55,15 +53,16 @@ def update_batch(db: sqlite_utils.Database, row_id: int, *, vendor_status: str,
             [vendor_status, succeeded, errored, state, error, stamp, state, stamp, row_id])
 
 
-def store_results(db: sqlite_utils.Database, run_id: int, api: BatchApi,
-                  results: Iterable[BatchResult], *, chunk: int = 5_000) -> int:
-    """Keep result lines for the run to read (a line seen again replaces the first)."""
+def store_results(db: sqlite_utils.Database, run_id: int, api: str,
+                  results: Iterable[tuple[str, str]], *, chunk: int = 5_000) -> int:
+    """Keep result lines, (custom_id, line) as the vendor wrote it, for the run to read (a
+    line seen again replaces the first). Streamed: a chunk at a time is held."""
     sql = ("INSERT OR REPLACE INTO batch_results (run_id, custom_id, api, line)"
            " VALUES (?, ?, ?, ?)")
     stored = 0
     rows: list[tuple[Any, ...]] = []
-    for result in results:
-        rows.append((run_id, result.custom_id, api, result.raw))
+    for custom_id, line in results:
+        rows.append((run_id, custom_id, api, line))
         if len(rows) >= chunk:
             with db.conn:
                 db.conn.executemany(sql, rows)
@@ -88,7 +87,8 @@ def clear_results(db: sqlite_utils.Database, run_id: int) -> None:
 
 
 class BatchResultStore:
-    """The run's waiting result lines by cache key, for `CallRunner` (`BatchAnswers`).
+    """The run's waiting result lines by cache key (`judging.runs.batch_phase` reads them for
+    `CallRunner`'s `batch_answers`).
 
     Each worker thread gets its own connection (a sqlite3 connection must not be shared).
     """
@@ -109,13 +109,12 @@ class BatchResultStore:
                 self._connections.append(conn)
         return conn
 
-    def result(self, custom_id: str) -> BatchResult | None:
+    def line(self, custom_id: str) -> tuple[str, str] | None:
+        """(api, line) of the result for this cache key, or None."""
         row = self._conn().execute(
             "SELECT api, line FROM batch_results WHERE run_id = ? AND custom_id = ?",
             [self.run_id, custom_id]).fetchone()
-        if row is None:
-            return None
-        return next(iter(parse_results(row[0], [row[1]])), None)
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def close(self) -> None:
         with self._lock:

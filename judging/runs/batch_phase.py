@@ -27,7 +27,7 @@ import httpx
 
 from judging.batches.clients import BatchApiError, BatchClient, client_for, describe
 from judging.batches.lines import BatchApi, batch_api_of, chunked
-from judging.batches.results import parse_results
+from judging.batches.results import BatchResult, parse_results
 from judging.calls.cache import CallCache
 from judging.calls.prepare import PreparedCall, prepare_call
 from judging.calls.transports import is_loopback
@@ -38,6 +38,7 @@ from judging.vendors import KeyLookup, get_preset, resolve_base_url, resolve_key
 from judging.verdicts import Item
 from storage.calls import successful_pairs
 from storage.vendor_batches import (
+    BatchResultStore,
     record_batch,
     result_keys,
     run_batches,
@@ -167,7 +168,8 @@ def poll_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> list[str]
             update_batch(db, row["id"], vendor_status=state.vendor_status, state="failed",
                          error=state.error)
         elif state.ended:
-            store_results(db, run_id, api, parse_results(api, client.result_lines(state)))
+            store_results(db, run_id, api, ((result.custom_id, result.raw) for result in
+                                            parse_results(api, client.result_lines(state))))
             update_batch(db, row["id"], vendor_status=state.vendor_status,
                          succeeded=state.succeeded, errored=state.errored, state="collected")
         else:
@@ -175,6 +177,24 @@ def poll_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> list[str]
                          succeeded=state.succeeded, errored=state.errored)
             still_open.append(f"{row['batch_id']} ({critic.name}) {describe(state)}")
     return still_open
+
+
+class StoredAnswers:
+    """The run's stored result lines as `CallRunner.batch_answers`: read back through the
+    same `parse_results` that checked them when they arrived."""
+
+    def __init__(self, store: BatchResultStore) -> None:
+        self.store = store
+
+    def result(self, custom_id: str) -> BatchResult | None:
+        found = self.store.line(custom_id)
+        if found is None:
+            return None
+        api, line = found
+        return next(parse_results(api, [line]), None)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.store.close()
 
 
 def cancel_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> None:

@@ -71,6 +71,11 @@ def _add_simulator(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.add_argument("--seed", type=int, default=0, help="seed of every simulated choice")
     p.add_argument(
+        "--batch-seconds", type=float, default=1.0,
+        help="how long a batch (OpenAI Batch or Anthropic Message Batches) stays in progress "
+        "before it is answered (default 1; a vendor takes up to 24 h)",
+    )
+    p.add_argument(
         "--plain", action="store_true",
         help="no demo profiles or gold labels: every model gets the default profile "
         "(80%% accurate, no failures)",
@@ -232,7 +237,7 @@ def _cmd_simulator(args: argparse.Namespace) -> int:
         profiles = {**(profiles or {}), **_read_profiles(args.profiles)}
     server = SimulatorServer(
         profiles=profiles, gold=gold, seed=args.seed, latency_ms=args.latency_ms,
-        host=args.host, port=args.port,
+        host=args.host, port=args.port, batch_seconds=args.batch_seconds,
     )
     try:
         server.start()

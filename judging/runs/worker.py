@@ -19,6 +19,7 @@ from judging.panel_files import load_panel
 from judging.runner import RunProgress, run_panel
 from judging.runs.batch_phase import (
     Clients,
+    StoredAnswers,
     batch_critics,
     poll_interval_s,
     submit_missing,
@@ -142,7 +143,7 @@ class Worker:
                 if cache is not None:
                     cache.close()
                 return waited
-            answers = BatchResultStore(self.db_path, job.run_id)
+            answers = StoredAnswers(BatchResultStore(self.db_path, job.run_id))
         self.writer = Writer(
             self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,

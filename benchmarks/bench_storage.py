@@ -157,8 +157,9 @@ def bench_write(workdir: Path, repeats: int = 3) -> None:
 
 
 def bench_footprint(workdir: Path) -> None:
-    """Bytes per verdict of the demo run: its 1,200 calls with their indexes, cache index and
-    request templates, after VACUUM, over the number of calls (SQLite's dbstat table)."""
+    """Bytes per verdict of the demo run: its 1,200 calls with their indexes, cache index,
+    request templates and reply dictionaries, after VACUUM, over the number of calls (SQLite's
+    dbstat table)."""
     from judging.demo import demo_dataset_path, demo_panel_path
     from judging.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
@@ -177,7 +178,8 @@ def bench_footprint(workdir: Path) -> None:
     sizes = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
     calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
     used = sum(size for name, size in sizes.items()
-               if name.startswith("call") or "request_templates" in name)
+               if name.startswith("call") or "request_templates" in name
+               or "reply_dictionaries" in name)
     db.close()
     bench_line("storage_bytes_per_verdict", used / calls, "B")
 

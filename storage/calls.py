@@ -20,6 +20,7 @@ import sqlite_utils
 from judging.verdicts import FailureKind, Verdict
 from storage.db import DbPath, connect, dumps, loads, now
 from storage.keys import cache_hash
+from storage.replies import RunPacker, packer_for, unpack
 from storage.runs import refresh_run_totals
 
 # Header or parameter names that could carry a credential. The call layer already strips the
@@ -46,7 +47,7 @@ _COLUMNS = (
     "run_id", "item_id", "critic", "label", "score", "confidence", "reasoning", "failure",
     "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
     "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
-    "cache_hash", "marks", "request_rebuilt",
+    "cache_hash", "marks", "request_rebuilt", "reply_dict",
 )
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
 _INSERT = (
@@ -79,15 +80,18 @@ def request_json(raw_request: dict[str, Any] | None) -> str | None:
 
 
 def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str,
-          rebuilt: Sequence[bool] | None = None) -> list[tuple[Any, ...]]:
+          rebuilt: Sequence[bool] | None = None,
+          packer: RunPacker | None = None) -> list[tuple[Any, ...]]:
     """One parameter tuple per verdict, in `_COLUMNS` order; cancelled verdicts are skipped.
-    A verdict flagged in `rebuilt` stores no request: its run's template rebuilds it.
+    A verdict flagged in `rebuilt` stores no request: its run's template rebuilds it. With a
+    `packer`, replies are stored compressed (`storage.replies`).
 
     The hot loop of writing a run: plain tuples for one `executemany` (not a dict per row
     through sqlite-utils), the request encoded to JSON once, locals instead of globals.
     """
     cancelled = FailureKind.CANCELLED
     encode, hash_key = request_json, cache_hash
+    pack = packer.pack if packer is not None else None
     rows: list[tuple[Any, ...]] = []
     append = rows.append
     for index, v in enumerate(verdicts):
@@ -99,12 +103,13 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str,
             failure = v.failure.value if isinstance(v.failure, FailureKind) else str(v.failure)
         key = v.cache_key
         from_template = rebuilt is not None and rebuilt[index]
+        reply, reply_dict = pack(v.critic, v.raw_response) if pack else (v.raw_response, None)
         append((
             run_id, str(v.item_id), v.critic, v.label, v.score, v.confidence, v.reasoning,
             failure, v.message, None if from_template else encode(v.raw_request),
-            v.raw_response, v.latency_ms, v.attempts,
+            reply, v.latency_ms, v.attempts,
             v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
-            int(v.cached), stamp, hash_key(key), _marks_json(v), int(from_template),
+            int(v.cached), stamp, hash_key(key), _marks_json(v), int(from_template), reply_dict,
         ))
     return rows
 
@@ -192,7 +197,10 @@ def write_verdicts(
 
     verdicts = list(verdicts)
     stamp = now()
-    rows = _rows(run_id, verdicts, stamp, rebuilt)
+    packer = packer_for(db, run_id)
+    if packer is not None:
+        packer.learn(db.conn, verdicts)
+    rows = _rows(run_id, verdicts, stamp, rebuilt, packer)
     step_rows = _step_rows(run_id, verdicts, stamp)
     if not rows and not step_rows:
         return 0
@@ -349,21 +357,24 @@ def stored_critics(db: sqlite_utils.Database, run_id: int, item_id: str) -> list
     )]
 
 
+# The reply's dictionary comes with it (NULL for a reply stored as text): `storage.replies`.
+REPLY_DICTIONARY = "(SELECT content FROM reply_dictionaries WHERE id = reply_dict)"
 _VERDICT_SELECT = (
     "SELECT critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,"
-    " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
-    " model, simulated, marks FROM calls"
+    f" raw_response, {REPLY_DICTIONARY}, latency_ms, attempts, tokens_in, tokens_out, cost_usd,"
+    " cache_key, vendor, model, simulated, marks FROM calls"
 )
 
 
 def _verdict(row: tuple[Any, ...], *, cached: bool = False) -> Verdict:
     (critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,
-     raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,
-     model, simulated, marks) = row
+     raw_response, dictionary, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key,
+     vendor, model, simulated, marks) = row
     return Verdict(
         critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
         reasoning=reasoning, failure=FailureKind(failure) if failure else None, message=message,
-        raw_request=loads(raw_request), raw_response=raw_response, latency_ms=latency_ms,
+        raw_request=loads(raw_request), raw_response=unpack(raw_response, dictionary),
+        latency_ms=latency_ms,
         attempts=attempts, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
         cache_key=cache_key, vendor=vendor, model=model, simulated=bool(simulated), cached=cached,
         marks={c: (m["mark"], m.get("reasoning")) for c, m in (loads(marks) or {}).items()},
@@ -393,6 +404,7 @@ _CACHE_LOOKUP = (
 
 _STEP_CACHE_LOOKUP = (  # a step has no marks of its own (a criterion's call is a label)
     _VERDICT_SELECT.replace(" marks FROM calls", " NULL FROM call_steps")
+    .replace(REPLY_DICTIONARY, "NULL")
     + " WHERE cache_key = ? AND failure IS NULL ORDER BY id DESC LIMIT 1"
 )
 

@@ -446,6 +446,28 @@ def _vendor_batches(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0019_reply_dictionaries")
+def _reply_dictionaries(db: sqlite_utils.Database) -> None:
+    # Replies compressed (`storage.replies`): each critic's first stored reply of a run is kept
+    # as a zstd raw-content dictionary, and later replies of that critic are stored as zstd
+    # frames against it (a BLOB in `raw_response`, `reply_dict` naming the dictionary). A
+    # 525-byte chat completion becomes about 110 bytes. Rows from before, and replies that
+    # would not shrink, keep their text; `reply_dict` is NULL for them.
+    _script(
+        db,
+        """
+        CREATE TABLE reply_dictionaries (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            critic TEXT NOT NULL,
+            content BLOB NOT NULL,
+            UNIQUE (run_id, critic)
+        );
+        ALTER TABLE calls ADD COLUMN reply_dict INTEGER REFERENCES reply_dictionaries(id);
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -12,10 +12,11 @@ from typing import Any
 import pandas as pd
 import sqlite_utils
 
-from storage.calls import load_steps
+from storage.calls import REPLY_DICTIONARY, load_steps
 from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
 from storage.overrides import override_history
+from storage.replies import unpack
 
 # sort name -> ORDER BY clause (allow-list: the only way a sort reaches the SQL).
 SORTS: dict[str, str] = {
@@ -413,11 +414,13 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
     verdicts = []
     for row in db.query(
         "SELECT critic, label, score, confidence, reasoning, failure, message, raw_request,"
-        " raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key, vendor,"
+        f" raw_response, {REPLY_DICTIONARY} AS reply_dictionary, latency_ms, attempts,"
+        " tokens_in, tokens_out, cost_usd, cache_key, vendor,"
         " model, simulated, cached, created_at, marks, request_rebuilt FROM calls"
         " WHERE run_id = ? AND item_id = ?",
         [run_id, item_id],
     ):
+        row["raw_response"] = unpack(row["raw_response"], row.pop("reply_dictionary"))
         row["raw_request"] = loads(row["raw_request"])
         row["marks"] = loads(row["marks"]) or {}
         row["simulated"] = bool(row["simulated"])

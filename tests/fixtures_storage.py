@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import pathlib
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -177,3 +179,24 @@ def seed_run(
 @pytest.fixture(name="seed_run")
 def seed_run_fixture() -> Callable[..., SeededRun]:
     return seed_run
+
+
+def assert_secret_stored_nowhere(db_path: str | pathlib.Path, secret: str) -> None:
+    """Neither the database file (and its WAL) nor any stored reply, decompressed, holds
+    `secret`. Replies are stored compressed (`storage.replies`): scanning the file's bytes
+    alone could not see a key inside one."""
+    from storage.calls import load_verdicts
+
+    db = open_db(db_path)
+    try:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for (run_id,) in db.execute("SELECT id FROM runs").fetchall():
+            for verdict in load_verdicts(db, run_id):
+                assert secret not in (verdict.raw_response or ""), verdict.critic
+                assert secret not in json.dumps(verdict.raw_request or {})
+    finally:
+        db.close()
+    for suffix in ("", "-wal"):
+        path = pathlib.Path(str(db_path) + suffix)
+        if path.exists():
+            assert secret.encode() not in path.read_bytes()

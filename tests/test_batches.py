@@ -33,11 +33,12 @@ from judging.scales import Scale
 from judging.simulator import SimulatorServer
 from judging.vendors import cost_usd
 from judging.verdicts import Item
+from storage.calls import load_verdicts
 from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
 from storage.vendor_batches import run_batches
-from tests.fixtures_storage import LABELS, make_parsed
+from tests.fixtures_storage import LABELS, assert_secret_stored_nowhere, make_parsed
 
 SCALE = Scale(kind="nominal", labels=LABELS)
 PLANTED_KEY = "sk-proj-PLANTED-batch-key-000111222333"
@@ -203,10 +204,10 @@ def test_a_batch_run_gives_the_live_answers_at_the_batch_price(batch_sim, db, db
     assert ledger["cost_usd"] == pytest.approx(sum(row["cost_usd"] for row in got.values()))
 
     # The evidence is what the vendor got and said: the Messages API form for Anthropic.
-    evidence = got[("item-000003", "haiku")]
-    request = json.loads(evidence["raw_request"])
-    assert request["batch_api"] == "anthropic" and request["body"]["system"]
-    assert json.loads(evidence["raw_response"])["result"]["type"] == "succeeded"
+    (evidence,) = [v for v in load_verdicts(db, run_id, "item-000003") if v.critic == "haiku"]
+    assert evidence.raw_request["batch_api"] == "anthropic"
+    assert evidence.raw_request["body"]["system"]
+    assert json.loads(evidence.raw_response)["result"]["type"] == "succeeded"
 
 
 def test_a_second_run_on_the_same_items_takes_batch_answers_from_the_cache(
@@ -355,9 +356,7 @@ def test_the_key_goes_to_the_vendor_and_nowhere_else(batch_sim, db, db_path, tmp
     job = JobRegistry().start_run(db_path, run_id, key_lookup=lambda name: PLANTED_KEY)
     assert job.wait(60) and job.progress().status == "done"
     assert sim.batches.submitted == 2
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for path in pathlib.Path(db_path).parent.glob("jurybox.db*"):
-        assert PLANTED_KEY.encode() not in path.read_bytes()
+    assert_secret_stored_nowhere(db_path, PLANTED_KEY)
 
 
 # -- the panel says what batch mode cannot do --------------------------------------------------

@@ -3,7 +3,6 @@ re-judge one item, crash of the worker, interrupted runs."""
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from storage.datasets import save_dataset
 from storage.db import NotFoundError
 from storage.review import item_detail, review_table
 from storage.runs import get_run, set_run_status
-from tests.fixtures_storage import make_parsed, tiny_panel
+from tests.fixtures_storage import assert_secret_stored_nowhere, make_parsed, tiny_panel
 
 PLANTED_KEY = "sk-proj-PLANTED-KEY-for-jobs-test-000111222"
 
@@ -265,11 +264,7 @@ def test_the_key_is_used_but_never_stored(db, db_path, simulator_factory):
     assert "JURYBOX_TEST_SIM_KEY" in looked_up
     _, total = review_table(db, run_id, limit=None)
     assert total == 8
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    for suffix in ("", "-wal"):
-        path = pathlib.Path(db_path + suffix)
-        if path.exists():
-            assert PLANTED_KEY.encode() not in path.read_bytes()
+    assert_secret_stored_nowhere(db_path, PLANTED_KEY)
 
 
 def test_the_writer_stores_verdicts_queued_just_before_it_closes(db, db_path, simulator_factory):

@@ -10,7 +10,6 @@ from storage.db import open_db
 from storage.panels import save_panel
 from storage.review import item_detail
 from storage.runs import create_run
-from tests.fixtures_storage import seed_run
 
 
 def _reply(label: str, n: int) -> str:

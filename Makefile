@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-large clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ lint: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks
+
+# Minutes to hours: `jurybox judge` over JURYBOX_BENCH_ITEMS items (default 1,000,000) x 3
+# critics against the simulator, measured from outside (wall time, peak memory).
+bench-large: $(VENV)/.installed
+	$(PY) -m benchmarks.large_run
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

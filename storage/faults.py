@@ -14,6 +14,10 @@ import sqlite3
 
 from judging.errors import DatabaseFault
 
+# What the database driver raises: code outside storage catches this, never sqlite3 by name,
+# so the driver stays storage's business.
+DRIVER_ERRORS: tuple[type[sqlite3.Error], ...] = (sqlite3.Error,)
+
 DbPath = str | os.PathLike[str]
 
 

@@ -164,6 +164,41 @@ def test_no_project_import_hides_inside_a_function() -> None:
     assert INNER == {}, f"imports inside functions: {INNER}"
 
 
+SQL_CALLS = {"execute", "executemany", "executescript", "query"}
+
+
+def sql_outside_storage(root: pathlib.Path = ROOT) -> list[str]:
+    """Where code outside `storage` imports sqlite3 or calls a database's execute/query: the
+    seam a second storage backend (Postgres) would be swapped in at."""
+    found = []
+    for module, path in _modules(root).items():
+        if module.startswith("storage"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in SQL_CALLS:
+                found.append(f"{module}:{node.lineno} .{node.func.attr}()")
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                    else [node.module or ""]
+                found += [f"{module}:{node.lineno} import {n}" for n in names
+                          if n.split(".")[0] == "sqlite3"]
+    return found
+
+
+def test_only_storage_speaks_sql() -> None:
+    assert sql_outside_storage() == []
+
+
+def test_the_sql_check_finds_sql_outside_storage(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "pages" / "p.py").write_text(
+        "import sqlite3\n\ndef f(db):\n    return db.execute('SELECT 1')\n")
+    (tmp_path / "storage" / "s.py").write_text("def g(db):\n    db.query('SELECT 1')\n")
+    assert sql_outside_storage(tmp_path) == ["pages.p:1 import sqlite3", "pages.p:4 .execute()"]
+
+
 def test_the_walk_finds_a_circle_when_there_is_one(tmp_path: pathlib.Path) -> None:
     # The checks above must be able to fail: a made-up house with a circle through a function.
     (tmp_path / "judging").mkdir()

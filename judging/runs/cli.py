@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import pathlib
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,6 +45,7 @@ from judging.runs.cli_runs import (
 )
 from judging.runs.messages import EXPECTED, sentence_for
 from judging.simulator import Profile, SimulatorServer
+from storage.faults import DRIVER_ERRORS
 
 if TYPE_CHECKING:
     from judging.panel import Panel
@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(sentence_for(exc, database=getattr(args, "db", None)) or str(exc))
         # The user's input or environment (configuration, data, the database file) exits 2;
         # a run that could not finish, or an unknown id, exits 1.
-        usage = isinstance(exc, (ConfigError, DataError, DatabaseFault, sqlite3.Error))
+        usage = isinstance(exc, (ConfigError, DataError, DatabaseFault, *DRIVER_ERRORS))
         return EXIT_USAGE if usage else EXIT_FAILED
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)

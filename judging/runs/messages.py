@@ -7,16 +7,14 @@ not an expected error (a bug): that propagates, and the traceback goes to the lo
 
 from __future__ import annotations
 
-import sqlite3
-
 import pydantic
 
 from judging.errors import JuryboxError
 from judging.panel_files import validation_message
-from storage.faults import DbPath, database_fault
+from storage.faults import DRIVER_ERRORS, DbPath, database_fault
 
 # What the boundary turns into sentences (everything else is a bug and propagates).
-EXPECTED = (JuryboxError, pydantic.ValidationError, sqlite3.Error)
+EXPECTED: tuple[type[Exception], ...] = (JuryboxError, pydantic.ValidationError, *DRIVER_ERRORS)
 
 
 def sentence_for(error: BaseException, *, database: DbPath | None = None) -> str | None:
@@ -31,6 +29,6 @@ def sentence_for(error: BaseException, *, database: DbPath | None = None) -> str
     if isinstance(error, pydantic.ValidationError):
         # Field paths and reasons only; values that could be keys are never echoed.
         return validation_message(error) + "."
-    if isinstance(error, sqlite3.Error):
+    if isinstance(error, DRIVER_ERRORS):
         return str(database_fault(error, database))
     return None

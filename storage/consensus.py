@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import sqlite_utils
@@ -142,3 +142,96 @@ def tie_count(db: sqlite_utils.Database, run_id: int) -> int:
     """How many items of a run had a tied vote that the tie rule decided."""
     return int(db.execute(
         "SELECT count(*) FROM consensus WHERE run_id = ? AND tie", [run_id]).fetchone()[0])
+
+
+# -- ratings for per-item alpha, a chunk of items at a time -------------------------------------
+#
+# Per-item alpha needs the dataset's expected disagreement (from aggregates over every rating)
+# and then each item's own ratings: read here in chunks of items, so a run of a million items
+# never becomes one table in memory. A rating is the label (the score on numeric scales) of a
+# call without a failure; the column is chosen from this allow-list, never from input.
+_RATING_COLUMN = {False: "label", True: "score"}
+
+
+def rating_aggregates(
+    db: sqlite_utils.Database, run_id: int, critics: list[str], *, numeric: bool
+) -> tuple[list[Any], dict[Any, int], int]:
+    """What the dataset-wide half of per-item alpha needs, counted by SQLite.
+
+    Args:
+        critics: the panel's critics (ratings of any other name are left out).
+        numeric: rate by score (numeric scales) rather than by label.
+
+    Returns:
+        (every distinct valid rating, sorted; rating -> its count over items with two or more
+        valid ratings; how many items have two or more valid ratings).
+    """
+    column = _RATING_COLUMN[numeric]
+    valid = (
+        f"WITH v AS (SELECT item_id, {column} AS value FROM calls WHERE run_id = ?"
+        f" AND failure IS NULL AND {column} IS NOT NULL"
+        " AND critic IN (SELECT value FROM json_each(?))),"
+        " p AS (SELECT item_id FROM v GROUP BY item_id HAVING count(*) >= 2) "
+    )
+    params = [run_id, dumps(list(critics))]
+    present = [r[0] for r in db.execute(valid + "SELECT DISTINCT value FROM v ORDER BY 1", params)]
+    counts = {
+        value: int(n)
+        for value, n in db.execute(
+            valid + "SELECT value, count(*) FROM v WHERE item_id IN (SELECT item_id FROM p)"
+            " GROUP BY value", params)
+    }
+    n_pairable = int(db.execute(valid + "SELECT count(*) FROM p", params).fetchone()[0])
+    return present, counts, n_pairable
+
+
+def rating_chunks(
+    db: sqlite_utils.Database,
+    run_id: int,
+    critics: list[str],
+    *,
+    numeric: bool,
+    chunk_size: int = 5000,
+) -> Iterator[tuple[list[str], list[list[Any]]]]:
+    """The run's ratings, a chunk of items at a time, in item order.
+
+    Each chunk is (item ids, one row per item: the rating of each critic in `critics` order,
+    None where it failed or is missing). Items without any stored call are left out. Every
+    chunk is its own short query (keyset on the item position), so no read stays open while
+    the caller writes.
+    """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, not {chunk_size}")
+    column = _RATING_COLUMN[numeric]
+    dataset_row = db.execute("SELECT dataset_id FROM runs WHERE id = ?", [run_id]).fetchone()
+    if dataset_row is None:
+        return
+    dataset_id = dataset_row[0]
+    place = {name: n for n, name in enumerate(critics)}
+    after = -1
+    while True:
+        last = db.execute(
+            "SELECT max(position) FROM (SELECT position FROM items WHERE dataset_id = ?"
+            " AND position > ? ORDER BY position LIMIT ?)", [dataset_id, after, chunk_size],
+        ).fetchone()[0]
+        if last is None:
+            return
+        ids: list[str] = []
+        rows: list[list[Any]] = []
+        current = None
+        for item_id, critic, value in db.execute(
+            f"SELECT k.item_id, k.critic, CASE WHEN k.failure IS NULL THEN k.{column} END"
+            " FROM items i JOIN calls k ON k.run_id = ? AND k.item_id = i.item_id"
+            " WHERE i.dataset_id = ? AND i.position > ? AND i.position <= ?"
+            " ORDER BY i.position, k.critic", [run_id, dataset_id, after, last],
+        ).fetchall():
+            if item_id != current:
+                current = item_id
+                ids.append(item_id)
+                rows.append([None] * len(critics))
+            at = place.get(critic)
+            if at is not None:
+                rows[-1][at] = value
+        if ids:
+            yield ids, rows
+        after = last

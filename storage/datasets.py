@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol, overload
 
 import pandas as pd
 import sqlite_utils
@@ -186,6 +186,57 @@ def load_items(
         Item(id=item_id, fields=loads(fields), gold=gold)
         for item_id, fields, gold in db.execute(sql, params).fetchall()
     ]
+
+
+class DatasetItems(Sequence[Item]):
+    """A dataset's items in file order, read from SQLite a page at a time as they are iterated.
+
+    What a run iterates instead of `load_items`: it holds one page, never the dataset. Each
+    page is its own short query (keyset on `position`, never OFFSET), so no read stays open
+    across the run (a long read would keep the WAL from being checkpointed while the run
+    writes). `len()` is the item count, counted once. Iterate it on the thread that owns `db`.
+    Indexing (`items[i]`) reads one item; slices are not supported.
+    """
+
+    def __init__(self, db: sqlite_utils.Database, dataset_id: int, *, page_size: int = 2000) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size}")
+        self.db = db
+        self.dataset_id = int(dataset_id)
+        self.page_size = int(page_size)
+        self._len = int(db.execute(
+            "SELECT count(*) FROM items WHERE dataset_id = ?", [self.dataset_id]).fetchone()[0])
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Item]:
+        after = -1
+        while True:
+            rows = self.db.execute(
+                "SELECT position, item_id, fields, gold FROM items WHERE dataset_id = ?"
+                " AND position > ? ORDER BY position LIMIT ?",
+                [self.dataset_id, after, self.page_size],
+            ).fetchall()
+            for _, item_id, fields, gold in rows:
+                yield Item(id=item_id, fields=loads(fields), gold=gold)
+            if len(rows) < self.page_size:
+                return
+            after = rows[-1][0]
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Item]: ...
+
+    def __getitem__(self, index: int | slice) -> Item | Sequence[Item]:
+        if isinstance(index, slice):
+            raise TypeError("DatasetItems cannot be sliced: use load_items(limit=, offset=)")
+        position = index + self._len if index < 0 else index
+        if not 0 <= position < self._len:
+            raise IndexError(f"item index {index} out of range for {self._len} items")
+        return load_items(self.db, self.dataset_id, limit=1, offset=position)[0]
 
 
 def get_item(db: sqlite_utils.Database, dataset_id: int, item_id: str) -> Item:

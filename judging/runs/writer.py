@@ -9,11 +9,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from judging.calls.template import RequestTemplate, rebuilds
-from judging.errors import JuryboxError
 from judging.ledger import Ledger
-from judging.panel import Panel
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
-from judging.voting import DATASET_STRATEGIES
 from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
@@ -100,7 +97,8 @@ class Writer:
             self._ledger.calls_saved += calls
 
     def decided(self, panel_verdict: PanelVerdict) -> None:
-        """Queue an item's provisional decision (after its verdicts were queued by `add`)."""
+        """Queue an item's decision (the runner's `on_item`, called after its verdicts were
+        queued by `add`): the one place a job's decisions are stored from."""
         with self._cond:
             if not self._pending and not self._decided:
                 self._first_at = time.monotonic()
@@ -197,44 +195,3 @@ class Writer:
         if self.decisions_error is not None:
             raise self.decisions_error
 
-
-def votes_live(panel: Panel) -> bool:
-    """Whether an item can be decided as soon as its last verdict arrives (so Review fills up
-    while the run goes on): not for cascades (the runner decides which tier runs next) nor for
-    dataset-level strategies (they need every item)."""
-    return (
-        len({c.tier for c in panel.critics}) == 1
-        and panel.voting.strategy not in DATASET_STRATEGIES
-    )
-
-
-class LiveVotes:
-    """`on_verdict` wrapper: passes verdicts to the writer and, once an item has every critic's
-    verdict, queues its provisional decision. The run's final decisions overwrite these."""
-
-    def __init__(self, panel: Panel, writer: Writer) -> None:
-        self.panel = panel
-        self.writer = writer
-        self.names = [c.name for c in panel.critics]
-        self._open: dict[str, dict[str, Verdict]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, verdict: Verdict, item: Item) -> None:
-        self.writer.add(verdict, item)
-        if verdict.failure == FailureKind.CANCELLED:
-            return
-        with self._lock:
-            got = self._open.setdefault(str(item.id), {})
-            got[verdict.critic] = verdict
-            if len(got) < len(self.names):
-                return
-            del self._open[str(item.id)]
-        verdicts = [got[name] for name in self.names if name in got]
-        try:
-            outcome = self.panel.vote(verdicts)
-        except JuryboxError:
-            return  # the runner meets the same problem and the run reports it
-        self.writer.decided(
-            PanelVerdict(item_id=str(item.id), outcome=outcome, verdicts=verdicts,
-                         strategy=self.panel.voting.strategy)
-        )

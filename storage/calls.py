@@ -393,6 +393,16 @@ def load_verdicts(
         )
     return [_verdict(tuple(r)) for r in rows]
 
+def load_verdicts_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: Sequence[str]
+) -> list[Verdict]:
+    """Stored verdicts of some items of a run, in write order (one query)."""
+    rows = db.execute(
+        _VERDICT_SELECT + " WHERE run_id = ? AND item_id IN (SELECT value FROM json_each(?))"
+        " ORDER BY id", [run_id, dumps(list(item_ids))])
+    return [_verdict(tuple(r)) for r in rows]
+
+
 # Both levels of the cache index (migration 0004); the call row itself confirms the full key
 # and that it is still a success.
 _CACHE_LOOKUP = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, overload
 
@@ -18,7 +19,7 @@ class ParsedLike(Protocol):
 
     # Read-only: a frozen ParsedDataset fits, and storage never changes what it is given.
     @property
-    def items(self) -> list[Item]: ...
+    def items(self) -> Iterable[Item]: ...
 
     @property
     def columns(self) -> list[str]: ...
@@ -40,6 +41,10 @@ class ParsedLike(Protocol):
 
     @property
     def format(self) -> str: ...
+
+
+# Items inserted per statement while a dataset is saved (all in one transaction).
+SAVE_CHUNK = 5000
 
 
 class SavedDataset(NamedTuple):
@@ -87,7 +92,8 @@ def save_dataset(
     Args:
         db: a connection from `open_db` (this thread's).
         parsed: a `ParsedDataset` from `storage.importing.read_dataset` (items, columns, fields,
-            content_hash, format).
+            content_hash, format). Its items are read once, in chunks of `SAVE_CHUNK`: a
+            streamed import (`read_dataset(stream=True)`) is saved without being held.
             Its filename, id_column and gold_column are recorded with it.
         name: the name shown in the app (default: the file name).
 
@@ -98,7 +104,8 @@ def save_dataset(
 
     Raises:
         StorageError: the dataset has no items.
-        Any error while writing: the transaction is rolled back, nothing is left behind.
+        Any error while reading the items or writing (a repeated id is an IntegrityError):
+            the transaction is rolled back, nothing is left behind.
     """
     fields = list(getattr(parsed, "fields", None) or parsed.columns)
     filename = getattr(parsed, "filename", None)
@@ -108,9 +115,9 @@ def save_dataset(
     existing = find_dataset_by_hash(db, identity)
     if existing is not None:
         return SavedDataset(existing, False)
-    items = list(parsed.items)
-    if not items:
-        raise StorageError("The dataset has no items: nothing was saved.")
+    # The items are written as they are iterated (a streamed import holds none of them), all
+    # in this one transaction: an error part way (a bad row, a repeated id, a full disk)
+    # rolls the whole dataset back, so a half dataset is never left behind.
     with db.atomic():
         cursor = db.execute(
             "INSERT INTO datasets (name, filename, format, content_hash, file_hash, n_items,"
@@ -122,7 +129,7 @@ def save_dataset(
                 parsed.format,
                 identity,
                 parsed.content_hash,
-                len(items),
+                0,  # counted below, as the items go in
                 dumps(list(parsed.columns)),
                 dumps(fields),
                 id_column,
@@ -131,10 +138,16 @@ def save_dataset(
             ],
         )
         dataset_id = int(cursor.lastrowid or 0)
-        db.conn.executemany(
-            "INSERT INTO items (dataset_id, item_id, position, fields, gold) VALUES (?, ?, ?, ?, ?)",
-            _item_rows(dataset_id, items),
-        )
+        rows = _item_rows(dataset_id, parsed.items)
+        while chunk := list(itertools.islice(rows, SAVE_CHUNK)):
+            db.conn.executemany(
+                "INSERT INTO items (dataset_id, item_id, position, fields, gold)"
+                " VALUES (?, ?, ?, ?, ?)", chunk)
+        n_items = int(db.execute(
+            "SELECT count(*) FROM items WHERE dataset_id = ?", [dataset_id]).fetchone()[0])
+        if not n_items:
+            raise StorageError("The dataset has no items: nothing was saved.")
+        db.execute("UPDATE datasets SET n_items = ? WHERE id = ?", [n_items, dataset_id])
     return SavedDataset(dataset_id, True)
 
 

@@ -54,7 +54,7 @@ from storage.datasets import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
 from storage.export import ExportOptions, export_run, rows_csv_bytes
 from storage.faults import check_folder, is_read_only
-from storage.importing import read_dataset, suggest_columns
+from storage.importing import dataset_columns, read_dataset, suggest_columns
 from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches
 
@@ -123,10 +123,11 @@ def read_for_cli(
         raise DataError(f"dataset file {str(path)!r} does not exist; check the --data path")
 
     if id_column is None or gold_column is None:
-        guess = suggest_columns(read_dataset(path).columns)
+        guess = suggest_columns(dataset_columns(path))
         id_column = id_column or guess["id"]
         gold_column = gold_column or guess["gold"]
-    return read_dataset(path, id_column=id_column, gold_column=gold_column)
+    # Streamed: validated a record at a time, and saved as it is read again (never a list).
+    return read_dataset(path, id_column=id_column, gold_column=gold_column, stream=True)
 
 
 def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
@@ -151,10 +152,10 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     """
 
     parsed = _first(parsed, getattr(args, "limit", None))
-    if not parsed.items:
+    if not len(parsed.items):
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
-    panel.check_fields(sorted(parsed.items[0].fields))
+    panel.check_fields(sorted(parsed.fields))
     db = open_cli_db(args)
     try:
         saved = save_dataset(db, parsed, name=dataset_name)

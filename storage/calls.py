@@ -310,6 +310,20 @@ def successful_pairs(db: sqlite_utils.Database, run_id: int) -> set[tuple[str, s
     }
 
 
+def successful_pairs_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: Sequence[str]
+) -> set[tuple[str, str]]:
+    """`successful_pairs` for some items of the run only (one query)."""
+    return {
+        (item_id, critic)
+        for item_id, critic in db.execute(
+            "SELECT item_id, critic FROM calls WHERE run_id = ? AND failure IS NULL"
+            " AND item_id IN (SELECT value FROM json_each(?))",
+            [run_id, dumps(list(item_ids))],
+        )
+    }
+
+
 def call_counts(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, int]]:
     """Per critic: {"ok": n, "failed": n, "cached": n} for the run."""
     out: dict[str, dict[str, int]] = {}

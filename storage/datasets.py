@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol, overload
 
 import pandas as pd
@@ -211,9 +211,19 @@ class DatasetItems(Sequence[Item]):
     Indexing (`items[i]`) reads one item; slices are not supported.
     """
 
-    def __init__(self, db: sqlite_utils.Database, dataset_id: int, *, page_size: int = 2000) -> None:
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        dataset_id: int,
+        *,
+        page_size: int = 2000,
+        on_page: Callable[[list[Item]], None] | None = None,
+    ) -> None:
+        """`on_page(items)` is called with each page as it is read, before its items are
+        handed out (to load what goes with them, such as their stored successes)."""
         if page_size < 1:
             raise ValueError(f"page_size must be at least 1, not {page_size}")
+        self.on_page = on_page
         self.db = db
         self.dataset_id = int(dataset_id)
         self.page_size = int(page_size)
@@ -231,8 +241,11 @@ class DatasetItems(Sequence[Item]):
                 " AND position > ? ORDER BY position LIMIT ?",
                 [self.dataset_id, after, self.page_size],
             ).fetchall()
-            for _, item_id, fields, gold in rows:
-                yield Item(id=item_id, fields=loads(fields), gold=gold)
+            page = [Item(id=item_id, fields=loads(fields), gold=gold)
+                    for _, item_id, fields, gold in rows]
+            if self.on_page is not None and page:
+                self.on_page(page)
+            yield from page
             if len(rows) < self.page_size:
                 return
             after = rows[-1][0]

@@ -101,3 +101,29 @@ def test_decisions_and_items_read_in_small_chunks_are_the_whole_ones(db: Any, pa
     assert len(pages) == 41
     assert list(pages) == load_items(db, run["dataset_id"])
     assert pages[40] == pages[-1] == load_items(db, run["dataset_id"])[-1]
+
+
+def test_a_resume_read_in_pages_neither_pays_nor_counts_a_stored_success_again(
+    db: Any, db_path: str, simulator_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(judging.runs.worker, "ITEM_PAGE_SIZE", 2)
+    sim = simulator_factory(latency_ms=20)
+    dataset_id = save_dataset(db, make_parsed(40, salt="resume")).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
+    registry = JobRegistry()
+    job = registry.start_run(db_path, run_id, concurrency=4)
+    while job.progress().done < 30 and not job.wait(0.02):
+        pass
+    registry.cancel(run_id)
+    assert job.wait(30) and job.progress().status == "cancelled"
+    stored = db.execute("SELECT count(*) FROM calls WHERE run_id = ? AND failure IS NULL",
+                        [run_id]).fetchone()[0]
+    assert 30 <= stored < 120
+    assert registry.resume(db_path, run_id, concurrency=4).wait(60)
+    run = get_run(db, run_id)
+    assert run["status"] == "done" and run["ok_calls"] == 120
+    assert sim.stats()["successes"] == 120  # each pair paid once
+    # The stored successes were known page by page: none came back as a cache hit to count.
+    assert Ledger.from_mapping(run["ledger"]).cache_hits == 0
+    assert db.execute("SELECT count(*) FROM consensus WHERE run_id = ?", [run_id]).fetchone()[0] \
+        == 40

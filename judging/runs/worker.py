@@ -36,7 +36,12 @@ from judging.runs.batch_phase import (
 from judging.runs.job import CriticProgress, Job, KeyLookup
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
-from storage.calls import CallCacheStore, delete_item_calls, stored_critics, successful_pairs
+from storage.calls import (
+    CallCacheStore,
+    delete_item_calls,
+    stored_critics,
+    successful_pairs_of,
+)
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.datasets import DatasetItems, get_item
 from storage.db import open_db
@@ -119,15 +124,19 @@ class Worker:
         job = self.job
         run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
+        rejudge = job.kind == "rejudge"
+        # The run's stored successes, for the items in flight only: loaded with each page of
+        # items, forgotten as each item is decided (a resumed million-item run never holds
+        # all of them).
+        already_ok = _StoredSuccesses(db, job.run_id, [c.name for c in panel.critics])
         items: list[Item] | DatasetItems
         if self.item_id is not None:
             items = [get_item(db, run["dataset_id"], self.item_id)]
         else:
-            items = DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE)
-        rejudge = job.kind == "rejudge"
+            items = DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE,
+                                 on_page=None if rejudge else already_ok.load)
         if not rejudge:  # a new start: why it stopped last time no longer holds
             set_stop_reason(db, job.run_id, None)
-        already_ok = set() if rejudge else successful_pairs(db, job.run_id)
         n_critics = len(panel.critics)
         job._update(status="running", total=len(items) * n_critics, items_total=len(items))
 
@@ -151,7 +160,11 @@ class Worker:
         # re-judging one item asks every critic live (a day's wait for one item helps no one).
         answers = None
         if batch_critics(panel) and not rejudge:
-            waited = self._wait_for_vendor(db, panel, items, cache)
+            # Its own view of the items: the vendor phase reads them all, the successes of
+            # none of them are wanted there.
+            waited = self._wait_for_vendor(
+                db, panel, DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE),
+                cache)
             if waited is not None:
                 if cache is not None:
                     cache.close()
@@ -165,7 +178,7 @@ class Worker:
             templates={c.name: request_template(c, panel.scale) for c in panel.critics
                        if c.mode != "batch"} if not panel.rubric.active else {},
         )
-        decided = _Decided(self.writer)
+        decided = _Decided(self.writer, already_ok)
         budget = _budget_of(run)
         runner = CallRunner(key_lookup=self.key_lookup, cache=cache,
                             max_connections=self.concurrency, batch_answers=answers)
@@ -255,17 +268,47 @@ def _budget_of(run: dict[str, Any]) -> BudgetGuard | None:
                        spent_usd=spent.cost_usd, spent_tokens=spent.tokens_in + spent.tokens_out)
 
 
+class _StoredSuccesses:
+    """The (item, critic) pairs of the run that already have a stored success, for the items
+    in flight: what the writer checks a cached verdict against (`Writer.already_ok`)."""
+
+    def __init__(self, db: Any, run_id: int, critics: list[str]) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.critics = critics
+        self._pairs: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def load(self, page: list[Item]) -> None:
+        """`DatasetItems.on_page`: on the feeding thread, which owns `db`."""
+        found = successful_pairs_of(self.db, self.run_id, [item.id for item in page])
+        with self._lock:
+            self._pairs |= found
+
+    def forget(self, panel_verdict: PanelVerdict) -> None:
+        item_id = str(panel_verdict.item_id)
+        with self._lock:  # every critic's, called this time or not (a cascade's later tier)
+            for critic in self.critics:
+                self._pairs.discard((item_id, critic))
+
+    def __contains__(self, pair: object) -> bool:
+        with self._lock:
+            return pair in self._pairs
+
+
 class _Decided:
     """`on_item` of the run: hands each fully judged item's decision to the writer (which
     stores it after the verdicts it was made from) and counts them. An item cancelled part way
-    is not decided: a resume decides it."""
+    is not decided: a resume decides it. Either way its stored successes are forgotten."""
 
-    def __init__(self, writer: Writer) -> None:
+    def __init__(self, writer: Writer, stored: _StoredSuccesses) -> None:
         self.writer = writer
+        self.stored = stored
         self.complete = 0
         self._lock = threading.Lock()
 
     def __call__(self, panel_verdict: PanelVerdict) -> None:
+        self.stored.forget(panel_verdict)  # every verdict of the item has reached the writer
         if any(v.failure == FailureKind.CANCELLED for v in panel_verdict.verdicts):
             return
         self.writer.decided(panel_verdict)

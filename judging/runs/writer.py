@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from judging.calls.template import RequestTemplate, rebuilds
@@ -25,7 +25,7 @@ class Writer:
         db_path: Any,
         run_id: int,
         *,
-        already_ok: set[tuple[str, str]],
+        already_ok: Container[tuple[str, str]],
         replace_success: bool,
         batch_size: int,
         flush_interval_s: float,

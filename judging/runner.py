@@ -272,13 +272,16 @@ class _Run:
                 self.all_done.set()
 
     def _halted(self) -> bool:
-        """Whether to feed no more items: a callback failed, or the run was cancelled and the
-        caller keeps no verdicts (an item never started then has nothing to report; kept
-        verdicts promise every item a verdict, CANCELLED ones included, so feeding goes on:
-        cancelled calls send nothing and return at once)."""
+        """Whether to feed no more items: a callback failed, or the caller keeps no verdicts and
+        the run was cancelled or reached its budget (an item never started then has nothing to
+        report; kept verdicts promise every item a verdict, CANCELLED ones included, so feeding
+        goes on: such calls send nothing and return at once)."""
         if self.stop.is_set():
             return True
-        return not self.keep_verdicts and self.cancel is not None and self.cancel.is_set()
+        if self.keep_verdicts:
+            return False
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        return cancelled or (self.budget is not None and self.budget.reached)
 
     def _queue_tier(self, state: _ItemState) -> None:
         tier = self.tiers[state.tier_pos]
@@ -484,8 +487,9 @@ def run_panel(
             first, to know the run's size.
         keep_verdicts: False: the result's `verdicts` is empty and nothing is kept per item
             once it is finished (hand `on_item` what you need); items not yet started when
-            `cancel` is set are then left out (no verdicts, no callbacks) rather than given
-            CANCELLED verdicts. True (the default): one `PanelVerdict` per item.
+            `cancel` is set or the `budget` is reached are then left out (no verdicts, no
+            callbacks) rather than given CANCELLED verdicts. True (the default): one
+            `PanelVerdict` per item.
         on_item: `on_item(panel_verdict)` once per item with its final decision, from a call
             thread as the item finishes; with a dataset-level strategy (which re-votes every
             item at the end) from the calling thread, in input order, after the re-vote. An

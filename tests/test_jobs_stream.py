@@ -127,3 +127,50 @@ def test_a_resume_read_in_pages_neither_pays_nor_counts_a_stored_success_again(
     assert Ledger.from_mapping(run["ledger"]).cache_hits == 0
     assert db.execute("SELECT count(*) FROM consensus WHERE run_id = ?", [run_id]).fetchone()[0] \
         == 40
+
+
+def test_the_writer_makes_calls_wait_while_it_falls_behind(
+    db: Any, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import judging.runs.writer
+    from judging.runs.writer import Writer
+    from judging.verdicts import Verdict
+
+    items = make_parsed(30, salt="writer").items
+    dataset_id = save_dataset(db, make_parsed(30, salt="writer")).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
+    release, stuck = threading.Event(), threading.Event()
+    real = judging.runs.writer.write_verdicts
+
+    def slow_disk(*args: Any, **kwargs: Any) -> int:
+        stuck.set()
+        assert release.wait(30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(judging.runs.writer, "write_verdicts", slow_disk)
+    monkeypatch.setattr(judging.runs.writer, "MAX_QUEUED", 5)
+    writer = Writer(db_path, run_id, already_ok=set(), replace_success=False, batch_size=2,
+                    flush_interval_s=0.01)
+    handed: list[str] = []
+
+    def calls() -> None:
+        for item in items:
+            writer.add(Verdict(critic="critic_0", item_id=item.id, label="KEEP", attempts=1),
+                       item)
+            handed.append(item.id)
+
+    thread = threading.Thread(target=calls)
+    thread.start()
+    assert stuck.wait(30)  # the writer took a first batch and is stuck writing it
+    while len(writer._pending) < writer.max_queued:
+        assert thread.is_alive(), "every verdict was queued: nothing waited"
+        thread.join(0.01)
+    # The queue is full: the call thread waits for room rather than queueing all 30.
+    assert len(writer._pending) == 5 and len(handed) <= 5 + 5 < 30
+    release.set()
+    thread.join(30)
+    writer.close()
+    assert len(handed) == 30 and writer.written == 30
+    assert db.execute("SELECT count(*) FROM calls WHERE run_id = ?", [run_id]).fetchone()[0] == 30

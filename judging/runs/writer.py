@@ -16,6 +16,10 @@ from storage.consensus import write_consensus
 from storage.db import open_db
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
 
+# Verdicts queued for the writer thread at most (about 1-2 KB each): past this, a call thread
+# handing one over waits for the writer to take a batch.
+MAX_QUEUED = 10_000
+
 
 class Writer:
     """Collects verdicts from the call threads; a dedicated thread writes them in batches."""
@@ -52,7 +56,10 @@ class Writer:
         # This job's share of the run ledger not yet stored (taken with each batch).
         self._ledger = Ledger()
         self._first_at: float | None = None
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the writer thread waits here for work
+        self._room = threading.Condition(lock)  # call threads wait here when it falls behind
+        self.max_queued = max(MAX_QUEUED, 2 * batch_size)
         self._closing = False
         self._ledger_taken: Ledger | None = None
         self._rebuilt_taken: list[bool] = []
@@ -86,6 +93,14 @@ class Writer:
                 self._templates_saved.add(verdict.critic)
                 url = str((verdict.raw_request or {}).get("url") or template.url)
                 self._new_templates.append((verdict.critic, url, template))
+            # Backpressure: while the database is slower than the calls (a checkpoint, an index
+            # merge), the calls wait instead of the queue holding a run's worth of replies.
+            while (len(self._pending) >= self.max_queued and self.error is None
+                   and not self._closing):
+                self._cond.notify()
+                self._room.wait(0.5)
+            if self.error is not None:
+                raise RuntimeError(f"storing verdicts failed: {self.error}")
             self._pending.append(verdict)
             self._rebuilt.append(rebuilt)
             if len(self._pending) >= self.batch_size:
@@ -124,6 +139,7 @@ class Writer:
                     self._templates_taken, self._new_templates = self._new_templates, []
                     decided, self._decided = self._decided, []
                     self._ledger_taken, self._ledger = self._ledger, Ledger()
+                    self._room.notify_all()
                     return batch, decided, False
                 if self._closing or waited:
                     # The end, or an idle tick that lets the loop send a heartbeat; a ledger
@@ -180,7 +196,9 @@ class Writer:
                     last_totals = time.monotonic()
             refresh_run_totals(db, self.run_id)
         except BaseException as error:  # noqa: BLE001 - reported through add() and close()
-            self.error = error
+            with self._cond:
+                self.error = error
+                self._room.notify_all()  # a call thread waiting for room raises instead
         finally:
             db.close()
 

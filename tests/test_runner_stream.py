@@ -42,9 +42,10 @@ class CountedItems:
                 self.on_pull(self.pulled)
             yield Item(id=f"i{k:05d}", fields={"text": f"class {k}"})
 
-    def finish(self, pv: PanelVerdict) -> None:
+    def finish(self, pv: PanelVerdict) -> int:
         with self.lock:
             self.finished += 1
+            return self.finished
 
 
 def test_the_window_bounds_items_in_flight(make_runner: MakeRunner) -> None:
@@ -105,8 +106,7 @@ def test_a_callback_error_mid_stream_stops_feeding_and_is_raised(make_runner: Ma
     concurrency = 2
 
     def on_item(pv: PanelVerdict) -> None:
-        items.finish(pv)
-        if items.finished == 30:
+        if items.finish(pv) == 30:  # the count this call made: exactly one call raises
             raise RuntimeError("decision store on fire (injected)")
 
     with pytest.raises(RuntimeError, match="on fire"):

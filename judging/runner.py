@@ -5,8 +5,13 @@
 - One `CallRunner` (one transport, retries, cache) is shared by all workers; `concurrency`
   threads pull calls from one queue, so at most `concurrency` requests are in flight and no
   thread busy-waits.
-- Calls are queued item by item, so items complete roughly in input order (the storage layer
-  can write them in batches as they come).
+- Items are read lazily and fed into the call queue through a bounded window (at most
+  `concurrency * 4` items, `_WINDOW_PER_THREAD`, started and not finished), so a run over a
+  million items holds only what is in flight; calls are queued item by item, so items
+  complete roughly in input order (the storage layer can write them in batches as they come).
+- `keep_verdicts=False` keeps no `PanelVerdict` once it is handed to `on_item` (the storage
+  path writes them as they come); dataset-level strategies still keep every item's verdicts,
+  because they re-vote the whole dataset at the end.
 - When the last call of an item's tier returns, the worker that returned it votes and, for a
   cascade, either settles the item or queues the next tier's calls.
 - Vendor limits come from the panel (`Panel.limits`, preset defaults filled in): one
@@ -27,7 +32,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +58,13 @@ if TYPE_CHECKING:
 
 OnVerdict = Callable[[Verdict, Item], None]
 OnProgress = Callable[["RunProgress"], None]
+OnItem = Callable[[PanelVerdict], None]
+
+# Items started and not yet finished, per call thread: enough queued calls to keep every thread
+# busy (an item is one call per critic), few enough that memory does not grow with the dataset.
+_WINDOW_PER_THREAD = 4
+# How often a feeder waiting for room in the window looks at cancel (seconds).
+_FEED_POLL_S = 0.05
 
 
 @dataclass(slots=True)
@@ -78,15 +90,6 @@ class RunProgress(LedgerTotals):
     ledger: Ledger = field(default_factory=Ledger)
     elapsed_s: float = 0.0
 
-
-
-
-
-
-
-
-
-
     @property
     def calls_per_second(self) -> float:
         """Finished calls per second of wall time."""
@@ -106,8 +109,9 @@ class RunProgress(LedgerTotals):
 
 @dataclass(slots=True)
 class RunResult:
-    """Everything a run produced: panel verdicts in input order, the final progress, and the
-    critics that were stopped (name -> reason)."""
+    """Everything a run produced: panel verdicts in input order (empty when the run was asked
+    not to keep them: `keep_verdicts=False`), the final progress, and the critics that were
+    stopped (name -> reason)."""
 
     verdicts: list[PanelVerdict]
     progress: RunProgress
@@ -127,7 +131,8 @@ class _Run:
     def __init__(
         self,
         panel: Panel,
-        items: list[Item],
+        items: Iterable[Item | dict[str, Any]],
+        n_items: int,
         *,
         concurrency: int,
         runner: CallRunner,
@@ -138,10 +143,14 @@ class _Run:
         progress_interval_s: float,
         single_item: bool,
         budget: BudgetGuard | None = None,
+        keep_verdicts: bool = True,
+        on_item: OnItem | None = None,
     ) -> None:
         self.panel = panel
         self.budget = budget
         self.items = items
+        self.n_items = n_items
+        self.on_item = on_item
         self.critics = list(panel.critics)
         self.scale = panel.scale
         self.tiers: list[Tier] = plan_tiers(self.critics)
@@ -175,8 +184,18 @@ class _Run:
                     f"{strategy!r} needs a whole dataset; plurality was used for this one item"
                 )
 
-        self.results: list[PanelVerdict | None] = [None] * len(items)
+        # A dataset-level strategy re-votes every item at the end: it keeps them all whatever
+        # the caller asked; `keep_verdicts` only decides what the result hands back.
+        self.revote = self.dataset_strategy is not None and not self.fallback_note
+        self.keep_verdicts = keep_verdicts
+        self.results: list[PanelVerdict | None] | None = (
+            [None] * n_items if keep_verdicts or self.revote else None
+        )
         self.queue: queue.SimpleQueue[tuple[_ItemState, int] | None] = queue.SimpleQueue()
+        # Room for items in flight: taken by the feeder, given back when an item finishes.
+        self.window = threading.Semaphore(max(1, concurrency * _WINDOW_PER_THREAD))
+        self.fed = 0  # items handed to the queue so far
+        self.feeding = True  # until the feeder has read its last item (or stopped early)
         self.lock = threading.Lock()
         self.emit_lock = threading.Lock()
         self.all_done = threading.Event()
@@ -184,8 +203,8 @@ class _Run:
         self.started = time.perf_counter()
         self.last_emit = 0.0
         self.progress = RunProgress(
-            total=len(items) * len(self.critics),
-            items_total=len(items),
+            total=n_items * len(self.critics),
+            items_total=n_items,
             critic_done={c.name: 0 for c in self.critics},
             critic_failed={c.name: 0 for c in self.critics},
         )
@@ -193,10 +212,6 @@ class _Run:
     # -- driving --------------------------------------------------------------------------
 
     def run(self) -> RunResult:
-        if not self.items:
-            self.all_done.set()
-        for index, item in enumerate(self.items):
-            self._queue_tier(_ItemState(index, item))
         workers = [
             threading.Thread(target=self._work, name=f"jurybox-call-{n}", daemon=True)
             for n in range(max(1, min(self.concurrency, self.progress.total)))
@@ -204,9 +219,12 @@ class _Run:
         for worker in workers:
             worker.start()
         try:
+            self._feed()
             self.all_done.wait()
         except BaseException:  # Ctrl-C in a notebook or the CLI: stop sending, then re-raise
             self.stop.set()
+            for _ in workers:
+                self.queue.put(None)
             raise
         for _ in workers:
             self.queue.put(None)
@@ -214,18 +232,56 @@ class _Run:
             worker.join()
         if self.error is not None:
             raise self.error
-        results = [pv for pv in self.results if pv is not None]
-        if self.dataset_strategy is not None and not self.fallback_note and results:
+        results = [pv for pv in self.results or () if pv is not None]
+        if self.revote and results:
+            assert self.dataset_strategy is not None
             outcomes = self.dataset_strategy(
                 [pv.verdicts for pv in results], self.panel.voting, self.scale
             )
             for pv, outcome in zip(results, outcomes, strict=True):
                 pv.outcome = outcome
+                if self.on_item is not None:
+                    self.on_item(pv)
         self.progress.elapsed_s = time.perf_counter() - self.started
         final = self.progress.copy()
         if self.on_progress is not None:
             self.on_progress(final)
-        return RunResult(results, final, self.gate.stopped)
+        return RunResult(results if self.keep_verdicts else [], final, self.gate.stopped)
+
+    def _feed(self) -> None:
+        """Queue the items one by one, each once the window has room for it, until the last
+        one, a failed callback or (when verdicts are not kept) a cancel."""
+        try:
+            for index, value in enumerate(self.items):
+                while not self.window.acquire(timeout=_FEED_POLL_S):
+                    if self._halted():
+                        return
+                if self._halted():
+                    return
+                state = _ItemState(index, Item.coerce(value, index))
+                with self.lock:
+                    self.fed += 1
+                self._queue_tier(state)
+        except BaseException as error:  # noqa: BLE001 - reading the items failed: surfaced by run()
+            self._abort(error)
+        finally:
+            with self.lock:
+                self.feeding = False
+                finished = self.progress.items_done == self.fed
+            if finished:
+                self.all_done.set()
+
+    def _halted(self) -> bool:
+        """Whether to feed no more items: a callback failed, or the caller keeps no verdicts and
+        the run was cancelled or reached its budget (an item never started then has nothing to
+        report; kept verdicts promise every item a verdict, CANCELLED ones included, so feeding
+        goes on: such calls send nothing and return at once)."""
+        if self.stop.is_set():
+            return True
+        if self.keep_verdicts:
+            return False
+        cancelled = self.cancel is not None and self.cancel.is_set()
+        return cancelled or (self.budget is not None and self.budget.reached)
 
     def _queue_tier(self, state: _ItemState) -> None:
         tier = self.tiers[state.tier_pos]
@@ -332,7 +388,7 @@ class _Run:
         return outcome
 
     def _finish(self, state: _ItemState, outcome: VoteOutcome, settled_by: str | None) -> None:
-        self.results[state.index] = PanelVerdict(
+        verdict = PanelVerdict(
             item_id=state.item.id,
             outcome=outcome,
             verdicts=self._called(state),
@@ -340,9 +396,14 @@ class _Run:
             tier=self.tiers[state.tier_pos].number,
             settled_by=settled_by,
         )
+        if self.results is not None:
+            self.results[state.index] = verdict
+        if self.on_item is not None and not self.revote:
+            self.on_item(verdict)  # a re-voted item is handed over once, after the re-vote
         with self.lock:
             self.progress.items_done += 1
-            finished = self.progress.items_done == len(self.items)
+            finished = not self.feeding and self.progress.items_done == self.fed
+        self.window.release()
         if finished:
             self.all_done.set()
 
@@ -406,6 +467,8 @@ def run_panel(
     progress_interval_s: float = 0.1,
     single_item: bool = False,
     budget: BudgetGuard | None = None,
+    keep_verdicts: bool = True,
+    on_item: OnItem | None = None,
 ) -> RunResult:
     """Judge items with a panel. See `Panel.judge_many` for the arguments.
 
@@ -418,9 +481,24 @@ def run_panel(
             (plus one final call with the finished figures).
         single_item: set by `Panel.judge`: a dataset-level strategy falls back to plurality.
         budget: the run's cap (`judging.budget`): calls that could pass it are not sent.
+        items: read lazily, a window of them at a time. A sized collection (`len()`) is never
+            copied: its length is the run's size, so it may be a view that reads its items
+            page by page (`storage.datasets.DatasetItems`). Anything else is read into a list
+            first, to know the run's size.
+        keep_verdicts: False: the result's `verdicts` is empty and nothing is kept per item
+            once it is finished (hand `on_item` what you need); items not yet started when
+            `cancel` is set or the `budget` is reached are then left out (no verdicts, no
+            callbacks) rather than given CANCELLED verdicts. True (the default): one
+            `PanelVerdict` per item.
+        on_item: `on_item(panel_verdict)` once per item with its final decision, from a call
+            thread as the item finishes; with a dataset-level strategy (which re-votes every
+            item at the end) from the calling thread, in input order, after the re-vote. An
+            item that was cancelled part way comes with its CANCELLED verdicts. An exception
+            in it stops the run and is re-raised.
 
     Returns:
-        A `RunResult`: panel verdicts in input order, final progress, stopped critics.
+        A `RunResult`: panel verdicts in input order (see `keep_verdicts`), final progress,
+        stopped critics.
 
     Raises:
         ConfigError: concurrency below 1, or a runner and cache/key_lookup given together.
@@ -429,9 +507,12 @@ def run_panel(
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
-    coerced = [Item.coerce(value, index) for index, value in enumerate(items)]
-    if coerced:
-        panel.check_fields(list(coerced[0].fields))
+    if not isinstance(items, Sized):
+        items = list(items)  # a generator: its length is the run's size
+    n_items = len(items)
+    if n_items:
+        first = Item.coerce(next(iter(items)), 0)
+        panel.check_fields(list(first.fields))
     own_runner = runner is None and not single_item
     if runner is not None and (cache is not None or key_lookup is not None):
         raise ConfigError(
@@ -447,7 +528,8 @@ def run_panel(
     try:
         return _Run(
             panel,
-            coerced,
+            items,
+            n_items,
             concurrency=concurrency,
             runner=runner,
             limiter=_shared_limiter(panel) if shared else panel.limiter(),
@@ -457,6 +539,8 @@ def run_panel(
             progress_interval_s=progress_interval_s,
             single_item=single_item,
             budget=budget,
+            keep_verdicts=keep_verdicts,
+            on_item=on_item,
         ).run()
     finally:
         if own_runner:

@@ -310,6 +310,20 @@ def successful_pairs(db: sqlite_utils.Database, run_id: int) -> set[tuple[str, s
     }
 
 
+def successful_pairs_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: Sequence[str]
+) -> set[tuple[str, str]]:
+    """`successful_pairs` for some items of the run only (one query)."""
+    return {
+        (item_id, critic)
+        for item_id, critic in db.execute(
+            "SELECT item_id, critic FROM calls WHERE run_id = ? AND failure IS NULL"
+            " AND item_id IN (SELECT value FROM json_each(?))",
+            [run_id, dumps(list(item_ids))],
+        )
+    }
+
+
 def call_counts(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, int]]:
     """Per critic: {"ok": n, "failed": n, "cached": n} for the run."""
     out: dict[str, dict[str, int]] = {}
@@ -392,6 +406,16 @@ def load_verdicts(
             _VERDICT_SELECT + " WHERE run_id = ? AND item_id = ? ORDER BY id", [run_id, item_id]
         )
     return [_verdict(tuple(r)) for r in rows]
+
+def load_verdicts_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: Sequence[str]
+) -> list[Verdict]:
+    """Stored verdicts of some items of a run, in write order (one query)."""
+    rows = db.execute(
+        _VERDICT_SELECT + " WHERE run_id = ? AND item_id IN (SELECT value FROM json_each(?))"
+        " ORDER BY id", [run_id, dumps(list(item_ids))])
+    return [_verdict(tuple(r)) for r in rows]
+
 
 # Both levels of the cache index (migration 0004); the call row itself confirms the full key
 # and that it is still a success.

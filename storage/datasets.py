@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, Protocol
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple, Protocol, overload
 
 import pandas as pd
 import sqlite_utils
@@ -18,7 +19,7 @@ class ParsedLike(Protocol):
 
     # Read-only: a frozen ParsedDataset fits, and storage never changes what it is given.
     @property
-    def items(self) -> list[Item]: ...
+    def items(self) -> Iterable[Item]: ...
 
     @property
     def columns(self) -> list[str]: ...
@@ -40,6 +41,10 @@ class ParsedLike(Protocol):
 
     @property
     def format(self) -> str: ...
+
+
+# Items inserted per statement while a dataset is saved (all in one transaction).
+SAVE_CHUNK = 5000
 
 
 class SavedDataset(NamedTuple):
@@ -87,7 +92,8 @@ def save_dataset(
     Args:
         db: a connection from `open_db` (this thread's).
         parsed: a `ParsedDataset` from `storage.importing.read_dataset` (items, columns, fields,
-            content_hash, format).
+            content_hash, format). Its items are read once, in chunks of `SAVE_CHUNK`: a
+            streamed import (`read_dataset(stream=True)`) is saved without being held.
             Its filename, id_column and gold_column are recorded with it.
         name: the name shown in the app (default: the file name).
 
@@ -98,7 +104,8 @@ def save_dataset(
 
     Raises:
         StorageError: the dataset has no items.
-        Any error while writing: the transaction is rolled back, nothing is left behind.
+        Any error while reading the items or writing (a repeated id is an IntegrityError):
+            the transaction is rolled back, nothing is left behind.
     """
     fields = list(getattr(parsed, "fields", None) or parsed.columns)
     filename = getattr(parsed, "filename", None)
@@ -108,9 +115,9 @@ def save_dataset(
     existing = find_dataset_by_hash(db, identity)
     if existing is not None:
         return SavedDataset(existing, False)
-    items = list(parsed.items)
-    if not items:
-        raise StorageError("The dataset has no items: nothing was saved.")
+    # The items are written as they are iterated (a streamed import holds none of them), all
+    # in this one transaction: an error part way (a bad row, a repeated id, a full disk)
+    # rolls the whole dataset back, so a half dataset is never left behind.
     with db.atomic():
         cursor = db.execute(
             "INSERT INTO datasets (name, filename, format, content_hash, file_hash, n_items,"
@@ -122,7 +129,7 @@ def save_dataset(
                 parsed.format,
                 identity,
                 parsed.content_hash,
-                len(items),
+                0,  # counted below, as the items go in
                 dumps(list(parsed.columns)),
                 dumps(fields),
                 id_column,
@@ -131,10 +138,16 @@ def save_dataset(
             ],
         )
         dataset_id = int(cursor.lastrowid or 0)
-        db.conn.executemany(
-            "INSERT INTO items (dataset_id, item_id, position, fields, gold) VALUES (?, ?, ?, ?, ?)",
-            _item_rows(dataset_id, items),
-        )
+        rows = _item_rows(dataset_id, parsed.items)
+        while chunk := list(itertools.islice(rows, SAVE_CHUNK)):
+            db.conn.executemany(
+                "INSERT INTO items (dataset_id, item_id, position, fields, gold)"
+                " VALUES (?, ?, ?, ?, ?)", chunk)
+        n_items = int(db.execute(
+            "SELECT count(*) FROM items WHERE dataset_id = ?", [dataset_id]).fetchone()[0])
+        if not n_items:
+            raise StorageError("The dataset has no items: nothing was saved.")
+        db.execute("UPDATE datasets SET n_items = ? WHERE id = ?", [n_items, dataset_id])
     return SavedDataset(dataset_id, True)
 
 
@@ -186,6 +199,70 @@ def load_items(
         Item(id=item_id, fields=loads(fields), gold=gold)
         for item_id, fields, gold in db.execute(sql, params).fetchall()
     ]
+
+
+class DatasetItems(Sequence[Item]):
+    """A dataset's items in file order, read from SQLite a page at a time as they are iterated.
+
+    What a run iterates instead of `load_items`: it holds one page, never the dataset. Each
+    page is its own short query (keyset on `position`, never OFFSET), so no read stays open
+    across the run (a long read would keep the WAL from being checkpointed while the run
+    writes). `len()` is the item count, counted once. Iterate it on the thread that owns `db`.
+    Indexing (`items[i]`) reads one item; slices are not supported.
+    """
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        dataset_id: int,
+        *,
+        page_size: int = 2000,
+        on_page: Callable[[list[Item]], None] | None = None,
+    ) -> None:
+        """`on_page(items)` is called with each page as it is read, before its items are
+        handed out (to load what goes with them, such as their stored successes)."""
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, not {page_size}")
+        self.on_page = on_page
+        self.db = db
+        self.dataset_id = int(dataset_id)
+        self.page_size = int(page_size)
+        self._len = int(db.execute(
+            "SELECT count(*) FROM items WHERE dataset_id = ?", [self.dataset_id]).fetchone()[0])
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Item]:
+        after = -1
+        while True:
+            rows = self.db.execute(
+                "SELECT position, item_id, fields, gold FROM items WHERE dataset_id = ?"
+                " AND position > ? ORDER BY position LIMIT ?",
+                [self.dataset_id, after, self.page_size],
+            ).fetchall()
+            page = [Item(id=item_id, fields=loads(fields), gold=gold)
+                    for _, item_id, fields, gold in rows]
+            if self.on_page is not None and page:
+                self.on_page(page)
+            yield from page
+            if len(rows) < self.page_size:
+                return
+            after = rows[-1][0]
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Item]: ...
+
+    def __getitem__(self, index: int | slice) -> Item | Sequence[Item]:
+        if isinstance(index, slice):
+            raise TypeError("DatasetItems cannot be sliced: use load_items(limit=, offset=)")
+        position = index + self._len if index < 0 else index
+        if not 0 <= position < self._len:
+            raise IndexError(f"item index {index} out of range for {self._len} items")
+        return load_items(self.db, self.dataset_id, limit=1, offset=position)[0]
 
 
 def get_item(db: sqlite_utils.Database, dataset_id: int, item_id: str) -> Item:

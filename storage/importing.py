@@ -17,6 +17,12 @@ Text formats are read as UTF-8 (with or without a byte-order mark), UTF-16/UTF-3
 byte-order mark, or Windows-1252 when the bytes are clearly Western European text. Anything
 else is refused, never decoded with replacement characters.
 
+`read_dataset(..., stream=True)` keeps no row: CSV, TSV and JSONL are read a record at a time,
+once to validate (ids are checked against a temporary SQLite table, not a set in memory) and
+again, record by record, whenever the items are iterated (`StreamedItems`), so a million-row
+file is saved without ever being a list. The file's bytes are still held (once), and Parquet,
+XLSX and .json arrays are still parsed whole (their readers need the whole document).
+
 Imports are bounded by what they decode, not by file size alone (`ImportLimits`): rows,
 columns, characters in one value and the total decoded size are counted while the file
 streams, and the file is refused at the first one past a limit.
@@ -31,17 +37,19 @@ refused rather than changed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from judging.errors import DataError
 from judging.verdicts import Item
 from storage.import_limits import LIMIT_VARIABLES, Budget, ImportLimits, human_size, variable_for
-from storage.readers import Record, plain, read_table
+from storage.readers import Record, encoding_of, iter_records, plain, read_table
 
 if TYPE_CHECKING:  # pandas is only needed for the preview; importing it is slow
     import pandas as pd
@@ -52,6 +60,8 @@ __all__ = [
     "SUPPORTED_FORMATS",
     "ImportLimits",
     "ParsedDataset",
+    "StreamedItems",
+    "dataset_columns",
     "preview_dataset",
     "read_dataset",
     "suggest_columns",
@@ -82,6 +92,8 @@ class ParsedDataset:
 
     Attributes:
         items: one `Item` per data row, in file order. `Item.fields` holds the `fields` columns.
+            A list, or with `read_dataset(stream=True)` a `StreamedItems` that reads them
+            again from the file's bytes each time it is iterated.
         columns: every column as read, in file order (header order; first-seen key order for
             JSON).
         fields: the columns usable as prompt {placeholders}.
@@ -96,7 +108,7 @@ class ParsedDataset:
             or None for binary formats (Parquet, XLSX).
     """
 
-    items: list[Item] = field(repr=False)
+    items: Sequence[Item] = field(repr=False)
     columns: list[str]
     fields: list[str]
     id_column: str | None
@@ -120,6 +132,7 @@ def read_dataset(
     gold_column: str | None = None,
     fields: list[str] | None = None,
     limits: ImportLimits | None = None,
+    stream: bool = False,
 ) -> ParsedDataset:
     """Read and validate a whole dataset file.
 
@@ -134,6 +147,9 @@ def read_dataset(
             and gold columns.
         limits: what one import may hold (file size, rows, columns, characters per value,
             decoded size, JSON depth); default `ImportLimits.from_env()`.
+        stream: keep no row in memory: validate the file a record at a time (the same checks,
+            the same messages) and give `items` as a `StreamedItems` that reads the records
+            again as they are iterated. For large files (`jurybox judge`).
 
     Returns:
         The items, the columns, the mapping and the file's content hash.
@@ -149,31 +165,11 @@ def read_dataset(
     limits = ImportLimits.from_env() if limits is None else limits
     raw, name = _load(source, filename, limits.max_file_bytes)
     fmt = _format_of(name)
+    if stream:
+        return _read_streamed(raw, fmt, name, limits, id_column, gold_column, fields)
     table = read_table(raw, fmt, name, Budget(limits, name), limit=None)
-    if not table.columns:
-        raise DataError(
-            f"{name} has rows but no columns (every object is empty): there is nothing to "
-            "judge. Check that you chose the right file."
-        )
-    if not table.records:
-        cols = ", ".join(table.columns)
-        raise DataError(
-            f"{name} has a header (columns: {cols}) but no data rows. "
-            "Add at least one row below the header and upload again."
-        )
-
-    id_column = _clean_name(id_column)
-    gold_column = _clean_name(gold_column)
-    if id_column is not None and id_column == gold_column:
-        raise DataError(
-            f"{name}: column {id_column!r} is mapped as both the id and the gold label: "
-            "choose a different column for one of them."
-        )
-    chosen = _dedupe([_clean_name(f) or "" for f in fields]) if fields is not None else None
-    _check_mapped(table.columns, id_column, gold_column, chosen, name)
-    if chosen is None:
-        chosen = [c for c in table.columns if c not in (id_column, gold_column)]
-
+    id_column, gold_column, chosen = _check_table(
+        table.columns, len(table.records), name, id_column, gold_column, fields)
     ids = _item_ids(table.records, id_column, name)
     items = [
         Item(
@@ -195,6 +191,218 @@ def read_dataset(
         n_rows=len(items),
         encoding=table.encoding,
     )
+
+
+def _check_table(
+    columns: list[str],
+    n_rows: int,
+    name: str,
+    id_column: str | None,
+    gold_column: str | None,
+    fields: list[str] | None,
+) -> tuple[str | None, str | None, list[str]]:
+    """The checks on a file read whole (or streamed to its end): columns, rows, mapping.
+
+    Returns:
+        (id column, gold column, the fields items carry), cleaned.
+    """
+    if not columns:
+        raise DataError(
+            f"{name} has rows but no columns (every object is empty): there is nothing to "
+            "judge. Check that you chose the right file."
+        )
+    if not n_rows:
+        cols = ", ".join(columns)
+        raise DataError(
+            f"{name} has a header (columns: {cols}) but no data rows. "
+            "Add at least one row below the header and upload again."
+        )
+    id_column = _clean_name(id_column)
+    gold_column = _clean_name(gold_column)
+    if id_column is not None and id_column == gold_column:
+        raise DataError(
+            f"{name}: column {id_column!r} is mapped as both the id and the gold label: "
+            "choose a different column for one of them."
+        )
+    chosen = _dedupe([_clean_name(f) or "" for f in fields]) if fields is not None else None
+    _check_mapped(columns, id_column, gold_column, chosen, name)
+    if chosen is None:
+        chosen = [c for c in columns if c not in (id_column, gold_column)]
+    return id_column, gold_column, chosen
+
+
+# Ids checked per query against the temporary table of ids seen (a streamed import).
+ID_CHUNK = 5000
+
+
+def _read_streamed(
+    raw: bytes,
+    fmt: str,
+    name: str,
+    limits: ImportLimits,
+    id_column: str | None,
+    gold_column: str | None,
+    fields: list[str] | None,
+) -> ParsedDataset:
+    """`read_dataset(stream=True)`: one validating pass over the records, keeping none."""
+    columns: list[str] = []
+    n_rows = 0
+    wanted_id = _clean_name(id_column)
+    with _IdCheck(name, wanted_id) as ids:
+        for record in iter_records(raw, fmt, name, Budget(limits, name), columns):
+            n_rows += 1
+            if wanted_id is not None:
+                ids.add(_label_text(record.values.get(wanted_id)), record.where)
+        id_column, gold_column, chosen = _check_table(
+            columns, n_rows, name, id_column, gold_column, fields)
+        ids.check()
+    items = StreamedItems(raw, fmt, name, limits, chosen, id_column, gold_column, n_rows)
+    return ParsedDataset(
+        items=items,
+        columns=list(columns),
+        fields=chosen,
+        id_column=id_column,
+        gold_column=gold_column,
+        format=fmt,
+        content_hash=hashlib.sha256(raw).hexdigest(),
+        filename=name,
+        n_rows=n_rows,
+        encoding=encoding_of(raw, fmt, name),
+    )
+
+
+class _IdCheck:
+    """Empty and repeated ids of a streamed file, found with a temporary SQLite table of the
+    ids seen (on disk, private to this import, deleted on close) instead of a set in memory:
+    the same findings, and the same message, as `_item_ids`."""
+
+    def __init__(self, name: str, id_column: str | None) -> None:
+        self.name = name
+        self.id_column = id_column
+        self.empty: list[str] = []  # the first few places, for the message
+        self.n_empty = 0
+        self.repeats: list[tuple[str, str, str]] = []
+        self.n_repeats = 0
+        self.pending: list[tuple[str, str]] = []
+        self.conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> _IdCheck:
+        if self.id_column is not None:
+            self.conn = sqlite3.connect("")  # "": a temporary database on disk
+            self.conn.execute("CREATE TABLE seen (item_id TEXT PRIMARY KEY, at TEXT NOT NULL)")
+            self.conn.execute("CREATE TABLE repeated (item_id TEXT PRIMARY KEY)")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+    def add(self, item_id: str | None, where: str) -> None:
+        if item_id is None:
+            self.n_empty += 1
+            if len(self.empty) <= _SHOW:
+                self.empty.append(where)
+            item_id = ""  # as `_item_ids`: an empty id is also an id that can repeat
+        self.pending.append((item_id, where))
+        if len(self.pending) >= ID_CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        chunk, self.pending = self.pending, []
+        if self.conn is None or not chunk:
+            return
+        first_seen = dict(self.conn.execute(
+            "SELECT item_id, at FROM seen WHERE item_id IN (SELECT value FROM json_each(?))",
+            [json.dumps(sorted({item_id for item_id, _ in chunk}))]))
+        new = []
+        repeated = []
+        for item_id, where in chunk:
+            if not item_id:  # counted as empty, never as a repeat
+                continue
+            earlier = first_seen.get(item_id)
+            if earlier is None:
+                first_seen[item_id] = where
+                new.append((item_id, where))
+                continue
+            self.n_repeats += 1
+            repeated.append((item_id,))
+            if len(self.repeats) <= _SHOW:
+                self.repeats.append((item_id, earlier, where))
+        self.conn.executemany("INSERT INTO seen VALUES (?, ?)", new)
+        self.conn.executemany("INSERT OR IGNORE INTO repeated VALUES (?)", repeated)
+
+    def check(self) -> None:
+        """Raise the error `_item_ids` raises for the same file, if any."""
+        self._flush()
+        if self.id_column is None:
+            return
+        distinct = 0
+        if self.n_repeats and self.conn is not None:
+            distinct = int(self.conn.execute("SELECT count(*) FROM repeated").fetchone()[0])
+        _raise_id_problems(self.name, self.id_column, self.empty, self.n_empty,
+                           self.repeats, self.n_repeats, distinct)
+
+
+class StreamedItems(Sequence[Item]):
+    """A dataset file's items, read again from its bytes each time they are iterated (a record
+    at a time for CSV, TSV and JSONL): `read_dataset(stream=True)` validated them first, so
+    iterating raises nothing new. `len()` is the row count; `items[0]` reads the first item;
+    `items[:n]` is the first n, streamed too."""
+
+    def __init__(
+        self,
+        raw: bytes,
+        fmt: str,
+        name: str,
+        limits: ImportLimits,
+        fields: list[str],
+        id_column: str | None,
+        gold_column: str | None,
+        n_rows: int,
+    ) -> None:
+        self._raw = raw
+        self._fmt = fmt
+        self._name = name
+        self._limits = limits
+        self._fields = list(fields)
+        self._id_column = id_column
+        self._gold_column = gold_column
+        self._n = n_rows
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Item]:
+        records = iter_records(self._raw, self._fmt, self._name, Budget(self._limits, self._name),
+                               [])
+        for number, record in enumerate(itertools.islice(records, self._n), start=1):
+            values = record.values
+            item_id = (f"row-{number:06d}" if self._id_column is None
+                       else _label_text(values.get(self._id_column)) or "")
+            yield Item(
+                id=item_id,
+                fields={c: values.get(c) for c in self._fields},
+                gold=_label_text(values.get(self._gold_column)) if self._gold_column else None,
+            )
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> StreamedItems: ...
+
+    def __getitem__(self, index: int | slice) -> Item | StreamedItems:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._n)
+            if start != 0 or step != 1:
+                raise TypeError("StreamedItems only takes a leading slice (items[:n])")
+            head = StreamedItems(self._raw, self._fmt, self._name, self._limits, self._fields,
+                                 self._id_column, self._gold_column, stop)
+            return head
+        position = index + self._n if index < 0 else index
+        if not 0 <= position < self._n:
+            raise IndexError(f"item index {index} out of range for {self._n} items")
+        return next(itertools.islice(iter(self), position, None))
 
 
 def preview_dataset(
@@ -232,6 +440,29 @@ def preview_dataset(
     table = read_table(raw, fmt, name, Budget(limits, name), limit=max(n, 1))
     rows = [[rec.values.get(c) for c in table.columns] for rec in table.records[:n]]
     return pd.DataFrame(rows, columns=table.columns, dtype=object), fmt
+
+
+def dataset_columns(
+    source: Source, *, filename: str | None = None, limits: ImportLimits | None = None
+) -> list[str]:
+    """A dataset file's columns, keeping no row: a CSV's or TSV's header alone; the keys of
+    every record of a JSONL file (in first-seen order), read a record at a time; the others
+    read whole.
+
+    Raises:
+        DataError, ConfigError: as `read_dataset`.
+    """
+    limits = ImportLimits.from_env() if limits is None else limits
+    raw, name = _load(source, filename, limits.max_file_bytes)
+    fmt = _format_of(name)
+    columns: list[str] = []
+    records = iter_records(raw, fmt, name, Budget(limits, name), columns)
+    if fmt in ("csv", "tsv"):
+        next(records, None)  # the header is read before the first record
+    else:
+        for _ in records:
+            pass
+    return columns
 
 
 # Column names that usually hold the id / gold label, in order of preference.
@@ -361,24 +592,37 @@ def _item_ids(records: list[Record], id_column: str | None, name: str) -> list[s
         else:
             first_seen[item_id] = rec.where
         ids.append(item_id)
-    if empty:
-        more = f" and {len(empty) - _SHOW} more" if len(empty) > _SHOW else ""
+    distinct = len({i for i, _, _ in repeats})
+    _raise_id_problems(name, id_column, empty, len(empty), repeats, len(repeats), distinct)
+    return ids
+
+
+def _raise_id_problems(
+    name: str,
+    id_column: str,
+    empty: list[str],
+    n_empty: int,
+    repeats: list[tuple[str, str, str]],
+    n_repeats: int,
+    distinct: int,
+) -> None:
+    """The error for empty or repeated ids, naming the first few (`_SHOW`) of each."""
+    if n_empty:
+        more = f" and {n_empty - _SHOW} more" if n_empty > _SHOW else ""
         raise DataError(
             f"{name}: the id column {id_column!r} is empty at {', '.join(empty[:_SHOW])}{more} "
-            f"({len(empty)} row{'s' if len(empty) != 1 else ''} in all). Every item needs an id: "
+            f"({n_empty} row{'s' if n_empty != 1 else ''} in all). Every item needs an id: "
             "fill them in, or import without an id column to number the rows."
         )
-    if repeats:
+    if n_repeats:
         shown = "; ".join(f"{i!r} at {a} and {b}" for i, a, b in repeats[:_SHOW])
-        distinct = len({i for i, _, _ in repeats})
-        more = f"; and {len(repeats) - _SHOW} more" if len(repeats) > _SHOW else ""
+        more = f"; and {n_repeats - _SHOW} more" if n_repeats > _SHOW else ""
         raise DataError(
             f"{name}: the id column {id_column!r} has duplicate ids: {shown}{more} "
-            f"({len(repeats)} repeated row{'s' if len(repeats) != 1 else ''}, {distinct} "
+            f"({n_repeats} repeated row{'s' if n_repeats != 1 else ''}, {distinct} "
             f"distinct id{'s' if distinct != 1 else ''}). Ids must be unique: fix them, or "
             "import without an id column to number the rows."
         )
-    return ids
 
 
 # --------------------------------------------------------------------------------------------

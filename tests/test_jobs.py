@@ -181,9 +181,8 @@ def test_a_crash_inside_the_worker_marks_the_run_failed(db, db_path, simulator_f
     def broken(*args, **kwargs):
         raise RuntimeError("consensus table on fire (injected)")
 
-    # Both places a job writes decisions: live (the writer thread) and at the end (the worker).
+    # The one place a job writes decisions: the writer thread, as the runner makes them.
     monkeypatch.setattr(judging.runs.writer, "write_consensus", broken)
-    monkeypatch.setattr(judging.runs.worker, "write_consensus", broken)
     job = JobRegistry().start_run(db_path, run_id)
     assert job.wait(60)
     assert job.progress().status == "failed"

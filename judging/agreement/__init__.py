@@ -9,6 +9,8 @@ What is here:
     krippendorff_alpha    alpha by the coincidence-matrix method (Krippendorff 2011), any level
     alpha_with_reason     the same, with the reason when alpha is undefined and its parts
     per_item_alpha        alpha_u = 1 - D_o(u) / D_e(dataset), one figure per unit
+    dataset_disagreement  D_e and the metric from aggregates, for per_item_alpha_in, which
+                          scores units a chunk at a time (a million items never in one table)
     bootstrap_alpha       percentile confidence interval by resampling units, with the draws
     leave_one_out_alpha   alpha without each critic in turn (who drags the panel down)
     cohen_kappa           two raters, unweighted / linear / quadratic weights
@@ -32,11 +34,14 @@ Modules: `results` (the result types), `ratings` (encoding), `alpha`, `kappa`, `
 """
 
 from judging.agreement.alpha import (
+    DatasetDisagreement,
     alpha_with_reason,
     bootstrap_alpha,
+    dataset_disagreement,
     krippendorff_alpha,
     leave_one_out_alpha,
     per_item_alpha,
+    per_item_alpha_in,
 )
 from judging.agreement.kappa import (
     cohen_kappa,
@@ -71,6 +76,7 @@ from judging.agreement.results import (
 __all__ = [
     "AlphaResult",
     "BootstrapResult",
+    "DatasetDisagreement",
     "KappaMatrix",
     "KappaWeights",
     "LEVELS",
@@ -83,6 +89,7 @@ __all__ = [
     "bootstrap_alpha",
     "cohen_kappa",
     "cohen_kappa_result",
+    "dataset_disagreement",
     "encode_ratings",
     "fleiss_kappa",
     "fleiss_kappa_counts",
@@ -92,6 +99,7 @@ __all__ = [
     "leave_one_out_alpha",
     "pairwise_kappa",
     "per_item_alpha",
+    "per_item_alpha_in",
     "percent_agreement",
     "proportion",
     "wilson_interval",

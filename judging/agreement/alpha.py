@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,31 +119,48 @@ def _alpha_parts(matrix: RatingMatrix) -> _AlphaParts:
     delta = (
         _delta_matrix(level, matrix.values, marginals) if n_values <= _MAX_DENSE_VALUES else None
     )
-    if len(pcodes) == 0:
-        do_unit = np.zeros(0)
-    elif level == "nominal" and counts is not None:
-        do_unit = (pm * pm - (counts.astype(np.float64) ** 2).sum(axis=1)) / (pm - 1.0)
-    elif counts is not None and delta is not None and n_values <= 64:
-        c = counts.astype(np.float64)
-        do_unit = ((c @ delta) * c).sum(axis=1) / (pm - 1.0)
-    else:
-        # Many distinct values: sum delta^2 over pairs of critic columns (R^2 / 2 gathers).
-        total = np.zeros(len(pcodes))
-        pvalid = pcodes >= 0
-        for i in range(codes.shape[1]):
-            for j in range(i + 1, codes.shape[1]):
-                both = pvalid[:, i] & pvalid[:, j]
-                if not both.any():
-                    continue
-                ci, cj = pcodes[both, i], pcodes[both, j]
-                if delta is not None:
-                    d = delta[ci, cj]
-                else:
-                    d = _pair_delta(level, matrix.values, marginals, ci, cj)
-                total[both] += 2.0 * d
-        do_unit = total / (pm - 1.0)
+    do_unit = _unit_disagreement(level, pcodes, pm, counts, delta, matrix.values, marginals)
     expected_num = _expected_numerator(level, matrix.values, marginals) if n else 0.0
     return _AlphaParts(matrix, m, pairable, counts, marginals, n, do_unit, expected_num, delta)
+
+
+def _unit_disagreement(
+    level: str,
+    pcodes: np.ndarray,
+    pm: np.ndarray,
+    counts: np.ndarray | None,
+    delta: np.ndarray | None,
+    values: np.ndarray,
+    marginals: np.ndarray,
+) -> np.ndarray:
+    """Per pairable unit: sum over ordered pairs of delta^2, divided by (m_u - 1).
+
+    Each unit's figure depends on its own ratings and the dataset-wide `delta` / `marginals`
+    only, so items can be scored a chunk at a time (`per_item_alpha_in`) to the same bits.
+    """
+    n_values = len(values)
+    if len(pcodes) == 0:
+        return np.zeros(0)
+    if level == "nominal" and counts is not None:
+        return (pm * pm - (counts.astype(np.float64) ** 2).sum(axis=1)) / (pm - 1.0)
+    if counts is not None and delta is not None and n_values <= 64:
+        c = counts.astype(np.float64)
+        return ((c @ delta) * c).sum(axis=1) / (pm - 1.0)
+    # Many distinct values: sum delta^2 over pairs of critic columns (R^2 / 2 gathers).
+    total = np.zeros(len(pcodes))
+    pvalid = pcodes >= 0
+    for i in range(pcodes.shape[1]):
+        for j in range(i + 1, pcodes.shape[1]):
+            both = pvalid[:, i] & pvalid[:, j]
+            if not both.any():
+                continue
+            ci, cj = pcodes[both, i], pcodes[both, j]
+            if delta is not None:
+                d = delta[ci, cj]
+            else:
+                d = _pair_delta(level, values, marginals, ci, cj)
+            total[both] += 2.0 * d
+    return total / (pm - 1.0)
 
 
 def _alpha_from_parts(parts: _AlphaParts) -> AlphaResult:
@@ -242,6 +259,120 @@ def per_item_alpha(
     """
     matrix = encode_ratings(data, level, order=order)
     return _per_item_from_parts(_alpha_parts(matrix))
+
+
+@dataclass(frozen=True)
+class DatasetDisagreement:
+    """The dataset-wide half of per-item alpha, built once by `dataset_disagreement` from
+    aggregates, so that `per_item_alpha_in` can score items a chunk at a time and give the
+    same figures, to the bit, as `per_item_alpha` over the whole table.
+
+    Attributes:
+        level: measurement level.
+        labels: the value behind each code (as `encode_ratings` gives them for the dataset).
+        values: the numeric value of each code.
+        marginals: n_c, valid ratings of each value in units with two or more of them.
+        n: their total.
+        dense: whether the whole-table computation would count values per unit (it decides
+            which of two equal formulas is used; kept so chunks use the same one).
+        expected_num: sum n_c n_k delta^2 (D_e times n (n - 1)).
+        delta: the V x V metric, when materialised.
+    """
+
+    level: str
+    labels: list[Any]
+    values: np.ndarray
+    marginals: np.ndarray
+    n: int
+    dense: bool
+    expected_num: float
+    delta: np.ndarray | None
+
+
+def dataset_disagreement(
+    present: Sequence[Any],
+    pairable_counts: Mapping[Any, int],
+    n_pairable_units: int,
+    level: Level | str = "nominal",
+    *,
+    order: Sequence[Any] | None = None,
+) -> DatasetDisagreement:
+    """The dataset's expected disagreement and metric, from aggregates (no ratings table).
+
+    Args:
+        present: every distinct valid rating in the dataset (in any unit, pairable or not:
+            they fix the codes and values as `encode_ratings` would).
+        pairable_counts: rating -> how many valid ratings of it lie in units with two or more
+            valid ratings.
+        n_pairable_units: how many units have two or more valid ratings.
+        level, order: as in `per_item_alpha`.
+
+    Raises:
+        ValueError: as `encode_ratings` (a rating outside `order`, bad level, ...).
+    """
+    matrix = encode_ratings([[value] for value in present], level, order=order)
+    code = {label: i for i, label in enumerate(matrix.labels)}
+    marginals = np.zeros(matrix.n_values, dtype=np.int64)
+    for value, count in pairable_counts.items():
+        marginals[code[value]] += int(count)
+    n_values = matrix.n_values
+    n = int(marginals.sum())
+    return DatasetDisagreement(
+        level=matrix.level,
+        labels=list(matrix.labels),
+        values=matrix.values,
+        marginals=marginals,
+        n=n,
+        dense=n_values * max(int(n_pairable_units), 1) <= _MAX_BOOTSTRAP_CELLS
+        and n_values <= 256,
+        expected_num=_expected_numerator(matrix.level, matrix.values, marginals) if n else 0.0,
+        delta=(
+            _delta_matrix(matrix.level, matrix.values, marginals)
+            if n_values <= _MAX_DENSE_VALUES
+            else None
+        ),
+    )
+
+
+def per_item_alpha_in(rows: Sequence[Sequence[Any]], dataset: DatasetDisagreement) -> np.ndarray:
+    """`per_item_alpha` for some of a dataset's units, against the whole dataset's D_e.
+
+    Args:
+        rows: units x critics ratings (None for a missing or failed rating), a chunk of the
+            dataset `dataset` was built from.
+        dataset: from `dataset_disagreement`.
+
+    Returns:
+        float array, one per row: what `per_item_alpha` over the whole dataset gives them.
+
+    Raises:
+        ValueError: a rating that is not among the dataset's (`dataset.labels`).
+    """
+    code = {label: i for i, label in enumerate(dataset.labels)}
+    width = max((len(row) for row in rows), default=0)
+    codes = np.full((len(rows), width), -1, dtype=np.int64)
+    for u, row in enumerate(rows):
+        for c, value in enumerate(row):
+            if value is None or (isinstance(value, float) and np.isnan(value)):
+                continue
+            found = code.get(value)
+            if found is None:
+                raise ValueError(f"rating {value!r} is not among the dataset's ratings")
+            codes[u, c] = found
+    m = (codes >= 0).sum(axis=1)
+    pairable = m >= 2
+    out = np.full(len(rows), np.nan)
+    if dataset.n < 2 or dataset.expected_num <= 0.0 or not pairable.any():
+        return out
+    pcodes = codes[pairable]
+    pm = m[pairable].astype(np.float64)
+    counts = _unit_counts(pcodes, len(dataset.labels)) if dataset.dense else None
+    do_unit = _unit_disagreement(
+        dataset.level, pcodes, pm, counts, dataset.delta, dataset.values, dataset.marginals
+    )
+    expected = dataset.expected_num / (dataset.n * (dataset.n - 1))
+    out[pairable] = 1.0 - (do_unit / pm) / expected
+    return out
 
 
 def _per_item_from_parts(parts: _AlphaParts) -> np.ndarray:

@@ -22,6 +22,7 @@ import math
 import pathlib
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from judging.budget import BudgetCap
@@ -39,15 +40,21 @@ from judging.runs.report import (
     run_stability,
     run_verbosity,
 )
-from judging.runs.summary import ProgressBar, format_summary, summarize, write_jsonl
+from judging.runs.summary import ProgressBar, format_summary, summarize_counts, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from judging.stability import stability_text
-from storage.consensus import load_panel_verdicts
-from storage.datasets import load_items, save_dataset
+from judging.verdicts import PanelVerdict
+from storage.consensus import (
+    decided_call_counts,
+    decision_counts,
+    iter_panel_verdicts,
+    run_gold_labels,
+)
+from storage.datasets import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
 from storage.export import ExportOptions, export_run, rows_csv_bytes
 from storage.faults import check_folder, is_read_only
-from storage.importing import read_dataset, suggest_columns
+from storage.importing import dataset_columns, read_dataset, suggest_columns
 from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches
 
@@ -116,10 +123,11 @@ def read_for_cli(
         raise DataError(f"dataset file {str(path)!r} does not exist; check the --data path")
 
     if id_column is None or gold_column is None:
-        guess = suggest_columns(read_dataset(path).columns)
+        guess = suggest_columns(dataset_columns(path))
         id_column = id_column or guess["id"]
         gold_column = gold_column or guess["gold"]
-    return read_dataset(path, id_column=id_column, gold_column=gold_column)
+    # Streamed: validated a record at a time, and saved as it is read again (never a list).
+    return read_dataset(path, id_column=id_column, gold_column=gold_column, stream=True)
 
 
 def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
@@ -144,10 +152,10 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     """
 
     parsed = _first(parsed, getattr(args, "limit", None))
-    if not parsed.items:
+    if not len(parsed.items):
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
-    panel.check_fields(sorted(parsed.items[0].fields))
+    panel.check_fields(sorted(parsed.fields))
     db = open_cli_db(args)
     try:
         saved = save_dataset(db, parsed, name=dataset_name)
@@ -212,30 +220,45 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         if panel is None:
 
             panel = load_panel(run["panel_yaml"])
-        order = {c.name: n for n, c in enumerate(panel.critics)}
-        verdicts = load_panel_verdicts(db, job.run_id)
-        for pv in verdicts:
-            pv.verdicts.sort(key=lambda v: order.get(v.critic, len(order)))
-        items = load_items(db, run["dataset_id"])
+        # Counted by SQLite, never loaded: a run of a million items prints the same lines.
+        # What the run sent and paid is its stored ledger, the figure `jurybox runs` and the
+        # app show too (a resumed run's earlier jobs included), not a recount of the rows.
+        summary = summarize_counts(
+            panel,
+            [(label if score is None else score, gold, n, disagreeing)
+             for label, score, gold, n, disagreeing in decision_counts(db, job.run_id)],
+            [(critic, failure, score if label is None else label, gold, *counts)
+             for critic, failure, label, score, gold, *counts
+             in decided_call_counts(db, job.run_id)],
+            run_gold_labels(db, job.run_id),
+            Ledger.from_mapping(run["ledger"]),
+            elapsed,
+        )
+        print(format_summary(summary), flush=True)
+        if progress.error:
+            print(f"Note: {progress.error}", flush=True)
+        out = getattr(args, "out", None)
+        if out is not None:
+            order = {c.name: n for n, c in enumerate(panel.critics)}
+            try:
+                written = write_jsonl(out, _in_panel_order(
+                    iter_panel_verdicts(db, job.run_id), order))
+            except OSError as exc:
+                print(f"jurybox: error: cannot write {str(out)!r}: {exc.strerror or exc}",
+                      file=sys.stderr)
+                return EXIT_FAILED
+            print(f"Wrote {written} items to {out}", flush=True)
     finally:
         db.close()
-    summary = summarize(panel, items, verdicts, elapsed)
-    # What the run sent and paid is its stored ledger, the figure `jurybox runs` and the app
-    # show too (a resumed run's earlier jobs included), not a recount of the rows.
-    summary.ledger = Ledger.from_mapping(run["ledger"])
-    print(format_summary(summary), flush=True)
-    if progress.error:
-        print(f"Note: {progress.error}", flush=True)
-    out = getattr(args, "out", None)
-    if out is not None:
-        try:
-            write_jsonl(out, verdicts)
-        except OSError as exc:
-            print(f"jurybox: error: cannot write {str(out)!r}: {exc.strerror or exc}",
-                  file=sys.stderr)
-            return EXIT_FAILED
-        print(f"Wrote {len(verdicts)} items to {out}", flush=True)
     return EXIT_OK
+
+
+def _in_panel_order(verdicts: Iterable[PanelVerdict], order: dict[str, int]
+                    ) -> Iterator[PanelVerdict]:
+    """Each item's verdicts in the panel's critic order (stored ones come in write order)."""
+    for pv in verdicts:
+        pv.verdicts.sort(key=lambda v: order.get(v.critic, len(order)))
+        yield pv
 
 
 def _as_run_progress(p: JobProgress) -> Any:

@@ -126,45 +126,86 @@ def summarize(
         seconds: wall time of the run.
     """
     gold = {item.id: item.gold for item in items if item.gold is not None}
-    if not _gold_fits(panel, gold.values()):
-        gold = {}  # labels of another task (a comparison's A/B beside a rubric's scores)
-    critics = {c.name: CriticSummary(c.name) for c in panel.critics}
-    consensus: Counter[str] = Counter()
-    no_consensus = disagreements = gold_correct = gold_items = 0
     ledger = Ledger()
-    unpriced: set[str] = set()
-    simulated = False
+    decisions: list[DecisionGroup] = []
+    calls: list[CallGroup] = []
     for pv in verdicts:
-        if pv.consensus is None:
-            no_consensus += 1
-        else:
-            consensus[_fmt_value(pv.consensus)] += 1
-        disagreements += bool(pv.disagreement)
         truth = gold.get(pv.item_id)
-        if truth is not None:
-            gold_items += 1
-            gold_correct += pv.consensus is not None and _same(pv.consensus, truth)
+        decisions.append((pv.consensus, truth, 1, int(bool(pv.disagreement))))
         for v in pv.verdicts:
-            cs = critics.setdefault(v.critic, CriticSummary(v.critic))
-            cs.calls += 1
-            cs.attempts += 0 if v.cached else v.attempts
-            cs.cached += bool(v.cached)
             before = ledger.unpriced_calls
             ledger.add(v)
-            if ledger.unpriced_calls > before:
-                unpriced.add(v.critic)
-            simulated = simulated or bool(v.simulated)
-            if v.failure is None:
-                cs.ok += 1
-                if truth is not None:
-                    cs.with_gold += 1
-                    cs.correct += _same(v.value, truth)
-            else:
-                cs.failures[str(getattr(v.failure, "value", v.failure))] += 1
+            failure = None if v.failure is None else str(getattr(v.failure, "value", v.failure))
+            calls.append((v.critic, failure, v.value, truth, 1, 0 if v.cached else v.attempts,
+                          int(bool(v.cached)), ledger.unpriced_calls - before,
+                          int(bool(v.simulated))))
+    return summarize_counts(panel, decisions, calls, list(set(gold.values())), ledger, seconds)
+
+
+#: (consensus value, the item's gold label, items, disagreements): decisions alike, counted.
+DecisionGroup = tuple[Any, str | None, int, int]
+#: (critic, failure kind or None, value, the item's gold label, calls, HTTP attempts, cached,
+#: unpriced, simulated): calls alike, counted.
+CallGroup = tuple[str, str | None, Any, str | None, int, int, int, int, int]
+
+
+def summarize_counts(
+    panel: Panel,
+    decisions: Iterable[DecisionGroup],
+    calls: Iterable[CallGroup],
+    gold_labels: list[str],
+    ledger: Ledger,
+    seconds: float,
+) -> RunSummary:
+    """The summary's figures from counts of decisions and calls alike (what SQLite counts for
+    a stored run, so a run of a million items is never loaded to print eight lines; `summarize`
+    counts verdicts in memory into the same shape).
+
+    Args:
+        decisions: see `DecisionGroup` (`storage.consensus.decision_counts`, values read as
+            `_stored_value` does).
+        calls: see `CallGroup`, for the calls of decided items only.
+        gold_labels: every distinct gold label of the dataset: when one is not on the panel's
+            scale, gold is not compared at all.
+        ledger: what the run sent and paid.
+    """
+    compare = _gold_fits(panel, gold_labels)
+    critics = {c.name: CriticSummary(c.name) for c in panel.critics}
+    consensus: Counter[str] = Counter()
+    no_consensus = disagreements = gold_correct = gold_items = items = 0
+    unpriced: set[str] = set()
+    simulated = False
+    for value, gold, n, disagreeing in decisions:
+        truth = gold if compare else None
+        items += n
+        if value is None:
+            no_consensus += n
+        else:
+            consensus[_fmt_value(value)] += n
+        disagreements += disagreeing
+        if truth is not None:
+            gold_items += n
+            gold_correct += n if value is not None and _same(value, truth) else 0
+    for critic, failure, value, gold, n, attempts, cached, n_unpriced, sim in calls:
+        truth = gold if compare else None
+        cs = critics.setdefault(critic, CriticSummary(critic))
+        cs.calls += n
+        cs.attempts += attempts
+        cs.cached += cached
+        if n_unpriced:
+            unpriced.add(critic)
+        simulated = simulated or bool(sim)
+        if failure is None:
+            cs.ok += n
+            if truth is not None:
+                cs.with_gold += n
+                cs.correct += n if _same(value, truth) else 0
+        else:
+            cs.failures[failure] += n
     return RunSummary(
         panel=getattr(panel, "name", "panel"),
         strategy=panel.voting.strategy,
-        items=len(verdicts),
+        items=items,
         critics=list(critics.values()),
         consensus=consensus,
         no_consensus=no_consensus,
@@ -235,8 +276,13 @@ def format_summary(s: RunSummary) -> str:
     return "\n".join(lines)
 
 
-def write_jsonl(path: pathlib.Path, verdicts: list[PanelVerdict]) -> None:
-    """One JSON object per item: the vote and every critic's verdict with its evidence."""
+def write_jsonl(path: pathlib.Path, verdicts: Iterable[PanelVerdict]) -> int:
+    """One JSON object per item: the vote and every critic's verdict with its evidence.
+
+    Returns:
+        How many items were written (`verdicts` may be a stream: it is read once).
+    """
+    written = 0
     with path.open("w", encoding="utf-8") as fh:
         for pv in verdicts:
             row = {
@@ -252,3 +298,5 @@ def write_jsonl(path: pathlib.Path, verdicts: list[PanelVerdict]) -> None:
                 "verdicts": [v.to_dict() for v in pv.verdicts],
             }
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            written += 1
+    return written

@@ -1,14 +1,22 @@
 """The worker thread of a job: loads the run's snapshot, judges its items through
 `run_panel` with the stored-success cache, and records the outcome and the run's final status.
-Nothing raises out of it: a crash marks the run failed with a sentence."""
+Nothing raises out of it: a crash marks the run failed with a sentence.
+
+Memory stays flat in the dataset's size: items are read from SQLite a page at a time
+(`DatasetItems`), the runner keeps no verdict once an item is decided (`keep_verdicts=False`),
+each decision goes to the writer as it is made (the one place decisions are stored), and
+per-item alpha is computed a chunk of items at a time against the run's expected disagreement.
+"""
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
+from collections.abc import Sequence
 from typing import Any
 
-from judging.agreement import per_item_alpha
+from judging.agreement import dataset_disagreement, per_item_alpha_in
 from judging.budget import BudgetCap, BudgetGuard
 from judging.calls import CallRunner
 from judging.calls.template import request_template
@@ -26,17 +34,26 @@ from judging.runs.batch_phase import (
     wait_for_batches,
 )
 from judging.runs.job import CriticProgress, Job, KeyLookup
-from judging.runs.writer import LiveVotes, Writer, votes_live
-from judging.verdicts import FailureKind, PanelVerdict
-from storage.calls import CallCacheStore, delete_item_calls, stored_critics, successful_pairs
-from storage.consensus import set_item_alpha, write_consensus
-from storage.datasets import get_item, load_items
+from judging.runs.writer import Writer
+from judging.verdicts import FailureKind, Item, PanelVerdict
+from storage.calls import (
+    CallCacheStore,
+    delete_item_calls,
+    stored_critics,
+    successful_pairs_of,
+)
+from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
+from storage.datasets import DatasetItems, get_item
 from storage.db import open_db
-from storage.review import ratings_frame
 from storage.runs import get_run, heartbeat, refresh_run_totals, set_run_status, set_stop_reason
 from storage.vendor_batches import BatchResultStore, clear_results, run_batches
 
 log = logging.getLogger(__name__)
+
+# Items read from the database per query while a run feeds them to the calls, and items per
+# chunk of the per-item alpha pass. Module constants so that tests can force tiny chunks.
+ITEM_PAGE_SIZE = 2000
+ALPHA_CHUNK_SIZE = 5000
 
 
 class Worker:
@@ -107,14 +124,19 @@ class Worker:
         job = self.job
         run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
+        rejudge = job.kind == "rejudge"
+        # The run's stored successes, for the items in flight only: loaded with each page of
+        # items, forgotten as each item is decided (a resumed million-item run never holds
+        # all of them).
+        already_ok = _StoredSuccesses(db, job.run_id, [c.name for c in panel.critics])
+        items: list[Item] | DatasetItems
         if self.item_id is not None:
             items = [get_item(db, run["dataset_id"], self.item_id)]
         else:
-            items = load_items(db, run["dataset_id"])
-        rejudge = job.kind == "rejudge"
+            items = DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE,
+                                 on_page=None if rejudge else already_ok.load)
         if not rejudge:  # a new start: why it stopped last time no longer holds
             set_stop_reason(db, job.run_id, None)
-        already_ok = set() if rejudge else successful_pairs(db, job.run_id)
         n_critics = len(panel.critics)
         job._update(status="running", total=len(items) * n_critics, items_total=len(items))
 
@@ -138,7 +160,11 @@ class Worker:
         # re-judging one item asks every critic live (a day's wait for one item helps no one).
         answers = None
         if batch_critics(panel) and not rejudge:
-            waited = self._wait_for_vendor(db, panel, items, cache)
+            # Its own view of the items: the vendor phase reads them all, the successes of
+            # none of them are wanted there.
+            waited = self._wait_for_vendor(
+                db, panel, DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE),
+                cache)
             if waited is not None:
                 if cache is not None:
                     cache.close()
@@ -152,7 +178,7 @@ class Worker:
             templates={c.name: request_template(c, panel.scale) for c in panel.critics
                        if c.mode != "batch"} if not panel.rubric.active else {},
         )
-        on_verdict = LiveVotes(panel, self.writer).add if votes_live(panel) else self.writer.add
+        decided = _Decided(self.writer, already_ok)
         budget = _budget_of(run)
         runner = CallRunner(key_lookup=self.key_lookup, cache=cache,
                             max_connections=self.concurrency, batch_answers=answers)
@@ -160,8 +186,9 @@ class Worker:
             try:
                 result = run_panel(
                     panel, items, concurrency=self.concurrency, on_progress=on_progress,
-                    on_verdict=on_verdict, cancel=job.cancel_event, runner=runner,
-                    budget=budget,
+                    on_verdict=self.writer.add, on_item=decided, cancel=job.cancel_event,
+                    runner=runner, budget=budget,
+                    keep_verdicts=rejudge,  # one item: which critics it called, below
                 )
                 self.writer.saved_by_cascade(result.progress.calls_saved)
             finally:
@@ -180,28 +207,27 @@ class Worker:
             for old in set(stored_critics(db, job.run_id, self.item_id or "")) - called:
                 delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
             refresh_run_totals(db, job.run_id)
-        complete = [
-            pv for pv in result.verdicts
-            if not any(v.failure == FailureKind.CANCELLED for v in pv.verdicts)
-        ]
-        if answers is not None and len(complete) == len(result.verdicts):
+        unfinished = len(items) - decided.complete  # cancelled part way, or never started
+        if answers is not None and not unfinished:
             clear_results(db, job.run_id)  # every line is in the run's calls now
-        _store_consensus(db, job.run_id, panel, complete, whole_run=self.item_id is None)
+        # Per-item alpha uses the dataset's expected disagreement, so it is recomputed over
+        # every stored item of the run, not just the ones this job judged.
+        store_item_alphas(db, job.run_id, panel)
         stopped = "; ".join(
             [f"{name}: {reason}" for name, reason in result.stopped_critics.items()]
             + [f"{row['critic']}: the vendor's batch {row['batch_id']} failed: {row['error']}"
                for row in run_batches(db, job.run_id)
                if row["state"] == "failed" and row["batch_id"] in self.awaited_batches])
-        if budget is not None and budget.reached and len(complete) < len(result.verdicts):
+        if budget is not None and budget.reached and unfinished:
             # Stopped by its cap: resumable like a cancelled run, and says why.
             set_stop_reason(db, job.run_id, "budget")
             return "cancelled", budget.summary()
-        if job.cancel_event.is_set() and len(complete) < len(result.verdicts):
+        if job.cancel_event.is_set() and unfinished:
             return "cancelled", None
         return "done", (f"Critics stopped during the run: {stopped}" if stopped else None)
 
 
-    def _wait_for_vendor(self, db: Any, panel: Panel, items: list[Any],
+    def _wait_for_vendor(self, db: Any, panel: Panel, items: Sequence[Item],
                          cache: CallCacheStore | None) -> tuple[str, str | None] | None:
         """Submit what the batch critics lack and wait for the vendor. Returns the job's
         final status when it ends here (detached, cancelled, lease lost), else None."""
@@ -242,45 +268,75 @@ def _budget_of(run: dict[str, Any]) -> BudgetGuard | None:
                        spent_usd=spent.cost_usd, spent_tokens=spent.tokens_in + spent.tokens_out)
 
 
-def _store_consensus(
-    db: Any, run_id: int, panel: Panel, verdicts: list[PanelVerdict], *, whole_run: bool
-) -> None:
+class _StoredSuccesses:
+    """The (item, critic) pairs of the run that already have a stored success, for the items
+    in flight: what the writer checks a cached verdict against (`Writer.already_ok`)."""
 
-    write_consensus(db, run_id, verdicts)
-    # Per-item alpha uses the dataset's expected disagreement, so it is recomputed over every
-    # stored item of the run, not just the ones this job judged.
+    def __init__(self, db: Any, run_id: int, critics: list[str]) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.critics = critics
+        self._pairs: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def load(self, page: list[Item]) -> None:
+        """`DatasetItems.on_page`: on the feeding thread, which owns `db`."""
+        found = successful_pairs_of(self.db, self.run_id, [item.id for item in page])
+        with self._lock:
+            self._pairs |= found
+
+    def forget(self, panel_verdict: PanelVerdict) -> None:
+        item_id = str(panel_verdict.item_id)
+        with self._lock:  # every critic's, called this time or not (a cascade's later tier)
+            for critic in self.critics:
+                self._pairs.discard((item_id, critic))
+
+    def __contains__(self, pair: object) -> bool:
+        with self._lock:
+            return pair in self._pairs
+
+
+class _Decided:
+    """`on_item` of the run: hands each fully judged item's decision to the writer (which
+    stores it after the verdicts it was made from) and counts them. An item cancelled part way
+    is not decided: a resume decides it. Either way its stored successes are forgotten."""
+
+    def __init__(self, writer: Writer, stored: _StoredSuccesses) -> None:
+        self.writer = writer
+        self.stored = stored
+        self.complete = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, panel_verdict: PanelVerdict) -> None:
+        self.stored.forget(panel_verdict)  # every verdict of the item has reached the writer
+        if any(v.failure == FailureKind.CANCELLED for v in panel_verdict.verdicts):
+            return
+        self.writer.decided(panel_verdict)
+        with self._lock:
+            self.complete += 1
+
+
+def store_item_alphas(db: Any, run_id: int, panel: Panel, *, chunk_size: int | None = None) -> None:
+    """Store every item's alpha against the run's expected disagreement, a chunk of items at
+    a time (`ALPHA_CHUNK_SIZE`): the dataset-wide part comes from SQL aggregates first. A
+    failure is logged, not raised: the figures can be computed again, the verdicts stay."""
+    critics = [c.name for c in panel.critics]
+    numeric = panel.scale.is_numeric
     try:
-        alphas = _item_alphas(panel, ratings_frame(db, run_id))
+        present, counts, n_pairable = rating_aggregates(db, run_id, critics, numeric=numeric)
+        dataset = dataset_disagreement(
+            present, counts, n_pairable, panel.scale.level,
+            order=None if numeric else list(panel.scale.labels),
+        )
+        for ids, rows in rating_chunks(db, run_id, critics, numeric=numeric,
+                                       chunk_size=chunk_size or ALPHA_CHUNK_SIZE):
+            alphas = per_item_alpha_in(rows, dataset)
+            set_item_alpha(db, run_id, {
+                item_id: (None if math.isnan(a) else float(a))
+                for item_id, a in zip(ids, alphas, strict=True)
+            })
     except Exception:
         log.exception("per-item alpha for run %s could not be computed", run_id)
-        return
-    if alphas:
-        set_item_alpha(db, run_id, alphas)
-
-
-def _item_alphas(panel: Panel, ratings: Any) -> dict[str, float | None]:
-    if ratings.empty:
-        return {}
-    critics = [c.name for c in panel.critics]
-    valid = ratings[ratings["failure"].isna()].copy()
-    if panel.scale.is_numeric:
-        valid["value"] = valid["score"]
-    else:
-        valid["value"] = valid["label"]
-    item_ids = list(dict.fromkeys(ratings["item_id"]))
-    table = valid.pivot(index="item_id", columns="critic", values="value")  # one row per pair
-    table = table.reindex(index=item_ids, columns=critics)
-    rows = [[None if _missing(v) else v for v in row] for row in table.itertuples(index=False)]
-    order = None if panel.scale.is_numeric else list(panel.scale.labels)
-    level = panel.scale.level
-    alphas = per_item_alpha(rows, level, order=order)
-    return {
-        item_id: (None if math.isnan(a) else float(a)) for item_id, a in zip(item_ids, alphas)
-    }
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def _describe(error: BaseException) -> str:

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from judging.calls.template import RequestTemplate, rebuilds
-from judging.errors import JuryboxError
 from judging.ledger import Ledger
-from judging.panel import Panel
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
-from judging.voting import DATASET_STRATEGIES
 from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
+
+# Verdicts queued for the writer thread at most (about 1-2 KB each): past this, a call thread
+# handing one over waits for the writer to take a batch.
+MAX_QUEUED = 10_000
 
 
 class Writer:
@@ -28,7 +29,7 @@ class Writer:
         db_path: Any,
         run_id: int,
         *,
-        already_ok: set[tuple[str, str]],
+        already_ok: Container[tuple[str, str]],
         replace_success: bool,
         batch_size: int,
         flush_interval_s: float,
@@ -55,7 +56,10 @@ class Writer:
         # This job's share of the run ledger not yet stored (taken with each batch).
         self._ledger = Ledger()
         self._first_at: float | None = None
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)  # the writer thread waits here for work
+        self._room = threading.Condition(lock)  # call threads wait here when it falls behind
+        self.max_queued = max(MAX_QUEUED, 2 * batch_size)
         self._closing = False
         self._ledger_taken: Ledger | None = None
         self._rebuilt_taken: list[bool] = []
@@ -89,6 +93,14 @@ class Writer:
                 self._templates_saved.add(verdict.critic)
                 url = str((verdict.raw_request or {}).get("url") or template.url)
                 self._new_templates.append((verdict.critic, url, template))
+            # Backpressure: while the database is slower than the calls (a checkpoint, an index
+            # merge), the calls wait instead of the queue holding a run's worth of replies.
+            while (len(self._pending) >= self.max_queued and self.error is None
+                   and not self._closing):
+                self._cond.notify()
+                self._room.wait(0.5)
+            if self.error is not None:
+                raise RuntimeError(f"storing verdicts failed: {self.error}")
             self._pending.append(verdict)
             self._rebuilt.append(rebuilt)
             if len(self._pending) >= self.batch_size:
@@ -100,7 +112,8 @@ class Writer:
             self._ledger.calls_saved += calls
 
     def decided(self, panel_verdict: PanelVerdict) -> None:
-        """Queue an item's provisional decision (after its verdicts were queued by `add`)."""
+        """Queue an item's decision (the runner's `on_item`, called after its verdicts were
+        queued by `add`): the one place a job's decisions are stored from."""
         with self._cond:
             if not self._pending and not self._decided:
                 self._first_at = time.monotonic()
@@ -126,6 +139,7 @@ class Writer:
                     self._templates_taken, self._new_templates = self._new_templates, []
                     decided, self._decided = self._decided, []
                     self._ledger_taken, self._ledger = self._ledger, Ledger()
+                    self._room.notify_all()
                     return batch, decided, False
                 if self._closing or waited:
                     # The end, or an idle tick that lets the loop send a heartbeat; a ledger
@@ -182,7 +196,9 @@ class Writer:
                     last_totals = time.monotonic()
             refresh_run_totals(db, self.run_id)
         except BaseException as error:  # noqa: BLE001 - reported through add() and close()
-            self.error = error
+            with self._cond:
+                self.error = error
+                self._room.notify_all()  # a call thread waiting for room raises instead
         finally:
             db.close()
 
@@ -197,44 +213,3 @@ class Writer:
         if self.decisions_error is not None:
             raise self.decisions_error
 
-
-def votes_live(panel: Panel) -> bool:
-    """Whether an item can be decided as soon as its last verdict arrives (so Review fills up
-    while the run goes on): not for cascades (the runner decides which tier runs next) nor for
-    dataset-level strategies (they need every item)."""
-    return (
-        len({c.tier for c in panel.critics}) == 1
-        and panel.voting.strategy not in DATASET_STRATEGIES
-    )
-
-
-class LiveVotes:
-    """`on_verdict` wrapper: passes verdicts to the writer and, once an item has every critic's
-    verdict, queues its provisional decision. The run's final decisions overwrite these."""
-
-    def __init__(self, panel: Panel, writer: Writer) -> None:
-        self.panel = panel
-        self.writer = writer
-        self.names = [c.name for c in panel.critics]
-        self._open: dict[str, dict[str, Verdict]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, verdict: Verdict, item: Item) -> None:
-        self.writer.add(verdict, item)
-        if verdict.failure == FailureKind.CANCELLED:
-            return
-        with self._lock:
-            got = self._open.setdefault(str(item.id), {})
-            got[verdict.critic] = verdict
-            if len(got) < len(self.names):
-                return
-            del self._open[str(item.id)]
-        verdicts = [got[name] for name in self.names if name in got]
-        try:
-            outcome = self.panel.vote(verdicts)
-        except JuryboxError:
-            return  # the runner meets the same problem and the run reports it
-        self.writer.decided(
-            PanelVerdict(item_id=str(item.id), outcome=outcome, verdicts=verdicts,
-                         strategy=self.panel.voting.strategy)
-        )

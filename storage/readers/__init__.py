@@ -7,15 +7,21 @@ picks the reader; `storage.importing` is the public API on top.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from storage.import_limits import Budget
-from storage.readers.delimited import read_delimited
-from storage.readers.jsonfiles import read_json, read_jsonl
+from storage.readers.delimited import delimited_records, read_delimited
+from storage.readers.jsonfiles import jsonl_records, read_json, read_jsonl
 from storage.readers.parquet import read_parquet
 from storage.readers.table import Record, Table, empty_file, plain
 from storage.readers.text import detect_encoding
 from storage.readers.xlsx import read_xlsx
 
-__all__ = ["Record", "Table", "plain", "read_table"]
+__all__ = ["STREAMED_FORMATS", "Record", "Table", "iter_records", "plain", "read_table"]
+
+#: The formats `iter_records` reads a record at a time; the others are read whole first
+#: (Parquet and XLSX are compressed containers read as one; a .json array is one document).
+STREAMED_FORMATS = ("csv", "tsv", "jsonl")
 
 
 def read_table(raw: bytes, fmt: str, name: str, budget: Budget, *, limit: int | None) -> Table:
@@ -38,3 +44,41 @@ def read_table(raw: bytes, fmt: str, name: str, budget: Budget, *, limit: int | 
     if fmt == "jsonl":
         return read_jsonl(raw, name, encoding, budget, limit)
     return read_json(raw, name, encoding, budget, limit)
+
+
+def iter_records(
+    raw: bytes, fmt: str, name: str, budget: Budget, columns: list[str]
+) -> Iterator[Record]:
+    """The records of `raw`, one at a time for `STREAMED_FORMATS` (else read whole, then
+    handed out one by one). `columns` is filled as the reader learns them: a CSV's from its
+    header, a JSONL file's as keys first appear, so all of them only once the last record is
+    read.
+
+    Raises:
+        DataError: as `read_table`, when the record at fault is reached.
+    """
+    if fmt not in STREAMED_FORMATS:
+        table = read_table(raw, fmt, name, budget, limit=None)
+        columns[:] = table.columns
+        yield from table.records
+        return
+    if not raw or raw.isspace():
+        raise empty_file(name)
+    encoding = detect_encoding(raw, name)
+    if fmt == "jsonl":
+        seen: dict[str, None] = {}
+        for record in jsonl_records(raw, name, encoding, budget, seen):
+            if len(seen) != len(columns):
+                columns[:] = list(seen)
+            yield record
+        columns[:] = list(seen)
+        return
+    yield from delimited_records(raw, "," if fmt == "csv" else "\t", name, encoding, budget,
+                                 columns)
+
+
+def encoding_of(raw: bytes, fmt: str, name: str) -> str | None:
+    """The text encoding `iter_records` reads `raw` in (None for binary formats)."""
+    if fmt in ("parquet", "xlsx") or not raw or raw.isspace():
+        return None
+    return detect_encoding(raw, name)

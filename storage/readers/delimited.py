@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 from judging.errors import DataError
 from storage.import_limits import Budget
-from storage.readers.table import Table, clean_header, empty_file, keep_record, row_values
+from storage.readers.table import (
+    Record,
+    Table,
+    clean_header,
+    empty_file,
+    keep_record,
+    row_values,
+)
 from storage.readers.text import text_lines
 
 
@@ -29,6 +36,20 @@ def read_delimited(
     """Read CSV (`delimiter` ",") or TSV ("\\t") with the csv module, not pandas: pandas pads
     short rows with NaN and (with on_bad_lines) drops long ones, both silently, and cannot say
     which line was wrong."""
+    columns: list[str] = []
+    records = []
+    for record in delimited_records(raw, delimiter, name, encoding, budget, columns):
+        records.append(record)
+        if limit is not None and len(records) >= limit:
+            break
+    return Table(columns, records, encoding)
+
+
+def delimited_records(
+    raw: bytes, delimiter: str, name: str, encoding: str, budget: Budget, columns: list[str]
+) -> Iterator[Record]:
+    """`read_delimited` one record at a time: `columns` is filled with the named columns once
+    the header is read (before the first record)."""
     _raise_field_limit(budget.limits.max_cell_chars)
     kind = "TSV" if delimiter == "\t" else "CSV"
     separator = "tab" if delimiter == "\t" else "comma"
@@ -38,7 +59,6 @@ def read_delimited(
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     header: list[str | None] | None = None
     all_named = True
-    records = []
     start = 1  # the line the current record starts on
     try:
         for row in reader:
@@ -51,6 +71,7 @@ def read_delimited(
                     row, name=name, where=f"in the header (line {here})", budget=budget
                 )
                 all_named = None not in header
+                columns[:] = [c for c in header if c is not None]
                 continue
             if len(row) != len(header):
                 raise DataError(
@@ -60,9 +81,7 @@ def read_delimited(
                 )
             where = f"line {here}"
             values = dict(zip(header, row)) if all_named else row_values(header, row, name, where)
-            records.append(keep_record(budget, where, values))  # type: ignore[arg-type]
-            if limit is not None and len(records) >= limit:
-                break
+            yield keep_record(budget, where, values)  # type: ignore[arg-type]
     except csv.Error as exc:
         detail = str(exc)
         if "unexpected end of data" in detail:
@@ -84,4 +103,3 @@ def read_delimited(
         ) from None
     if header is None:
         raise empty_file(name)
-    return Table([c for c in header if c is not None], records, encoding)

@@ -143,6 +143,19 @@ def read_jsonl(raw: bytes, name: str, encoding: str, budget: Budget, limit: int 
     """One JSON object per line; blank lines are skipped. Columns in first-seen key order."""
     columns: dict[str, None] = {}
     records: list[Record] = []
+    for record in jsonl_records(raw, name, encoding, budget, columns):
+        records.append(record)
+        if limit is not None and len(records) >= limit:
+            break
+    return Table(list(columns), records, encoding)
+
+
+def jsonl_records(
+    raw: bytes, name: str, encoding: str, budget: Budget, columns: dict[str, None]
+) -> Iterator[Record]:
+    """`read_jsonl` one record at a time; `columns` gathers the keys in first-seen order as the
+    records are read (all of them only once the last one is)."""
+    found = False
     # Split on "\n" only: JSON strings may hold U+2028 or \x85 unescaped, and a bare \r is
     # whitespace between tokens; neither ends a record.
     for number, line in enumerate(text_lines(raw, encoding, name, budget, newline="\n"), 1):
@@ -165,12 +178,10 @@ def read_jsonl(raw: bytes, name: str, encoding: str, budget: Budget, limit: int 
                 f"{name}, line {number}: expected a JSON object like {{\"text\": ...}} but "
                 f"found {json_kind(value)}. Fix that line: each line must be one JSON object."
             )
-        records.append(_record(value, name, where, columns, budget))
-        if limit is not None and len(records) >= limit:
-            break
-    if not records:
+        found = True
+        yield _record(value, name, where, columns, budget)
+    if not found:
         raise empty_file(name)
-    return Table(list(columns), records, encoding)
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from judging.verdicts import Verdict
 from storage.calls import write_verdicts
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import add_override
-from storage.review import SORTS, item_detail, review_labels, review_table
+from storage.review import SORTS, item_detail, item_position, review_labels, review_table
 from tests.fixtures_storage import seed_run
 
 
@@ -291,3 +291,19 @@ def test_tied_votes_are_counted_from_their_own_index(db, run):
         "EXPLAIN QUERY PLAN SELECT consensus, count(*) FROM consensus WHERE run_id = ? AND tie"
         " GROUP BY consensus", [run.run_id]))
     assert "consensus_ties" in plan, plan
+
+
+@pytest.mark.parametrize("sort", sorted(SORTS))
+@pytest.mark.parametrize("filters", [{}, {"disagreements_only": True}, {"overridden": False},
+                                     {"consensus_label": "SPLIT"}], ids=repr)
+def test_item_position_is_the_row_of_the_item_in_the_table(db, run, sort, filters):
+    # The Review page opens an item's page and walks to the next item by this position: it
+    # must be the item's row in exactly the order the table shows, for every sort (overrides
+    # given so that "recently overridden first" has an order of its own).
+    for n, item in enumerate(run.items[5:40:6]):
+        add_override(db, run.run_id, item.id, "MERGE", f"note {n}", "ana")
+    table, _ = review_table(db, run.run_id, sort=sort, limit=None, **filters)
+    rows = [str(i) for i in table["item_id"]]
+    for item in run.items:
+        expected = rows.index(item.id) if item.id in rows else None
+        assert item_position(db, run.run_id, item.id, sort=sort, **filters) == expected, item.id

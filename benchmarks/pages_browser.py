@@ -190,6 +190,14 @@ def open_home(page: Any, url: str) -> float:
     return time.perf_counter() - start
 
 
+def settle(page: Any) -> None:
+    """Wait until the page's script run is over (Streamlit marks its root for tests). A page
+    is drawn top down: its figures can be visible while the script still computes a section
+    below them, and that work would slow whatever is measured next on the shared cores."""
+    page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
+        state="attached")
+
+
 def warm_median(browser: Any, context: Any, opener: Callable[[Any, str], float], url: str,
                 repeats: int = 3) -> float:
     """Median of `repeats` loads of `url`, each in a new tab of `context` (the browser has
@@ -198,5 +206,6 @@ def warm_median(browser: Any, context: Any, opener: Callable[[Any, str], float],
     for _ in range(repeats):
         _, tab = new_tab(browser, context)
         times.append(opener(tab, url))
+        settle(tab)  # not timed: only so that the next load starts on an idle server
         tab.close()
     return statistics.median(times)

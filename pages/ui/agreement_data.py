@@ -57,7 +57,8 @@ def _critics_report(path: str, run_id: int, stamp: Stamp) -> AgreementReport:
     return run_agreement_report(db(), run_id, resamples=RESAMPLES, seed=0, humans={})
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+# Few entries: each shares (and so keeps alive) its critics' report, hundreds of MB at 1M items.
+@st.cache_resource(max_entries=4, show_spinner=False)
 def _report(path: str, run_id: int, stamp: Stamp, humans: tuple[tuple[str, str], ...],
             numeric: bool) -> AgreementReport:
     labels: dict[str, Any] = dict(humans)

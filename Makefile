@@ -30,6 +30,7 @@ bench: $(VENV)/.installed
 # critics against the simulator, measured from outside (wall time, peak memory).
 bench-large: $(VENV)/.installed
 	$(PY) -m benchmarks.large_run
+	$(PY) -m benchmarks.large_pages
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

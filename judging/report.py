@@ -8,7 +8,7 @@ SQL or Streamlit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -69,6 +69,8 @@ class AgreementReport:
             label plus "(failed)").
         failed: critic -> items without a valid rating from the critic (failed, or not asked,
             e.g. a later cascade tier).
+        matrix: the encoded ratings the figures come from (items x critics), kept so that
+            `with_humans` can compare them with new human labels without encoding them again.
     """
 
     level: str
@@ -91,6 +93,7 @@ class AgreementReport:
     dawid_skene_reason: str | None = None
     confusion_vs_humans: dict[str, pd.DataFrame] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
+    matrix: RatingMatrix | None = field(default=None, repr=False, compare=False)
 
     @property
     def dawid_skene_accuracies(self) -> dict[str, float]:
@@ -324,11 +327,10 @@ def agreement_report(
         per_item_alpha=per_item,
         leave_one_out=leave_one_out_alpha(matrix, matrix.level),
         failed=failed,
+        matrix=matrix,
     )
 
-    for attr, reference in (
-        ("vs_consensus", consensus), ("vs_humans", overrides), ("vs_gold", gold)
-    ):
+    for attr, reference in (("vs_consensus", consensus), ("vs_gold", gold)):
         if reference:
             getattr(report, attr).update(
                 _vs_reference(matrix, items, reference, tolerance, confidence)
@@ -345,8 +347,6 @@ def agreement_report(
             report.dawid_skene = dawid_skene(label_matrix, critics=names)
         elif fit_dawid_skene:
             report.dawid_skene_reason = "needs at least two labels and one item"
-        if overrides:
-            report.confusion_vs_humans = _confusion_vs(matrix, items, overrides)
     else:
         reason = f"kappa-type coefficients need labels; the {matrix.level} level has scores"
         report.kappa_reason = reason
@@ -355,7 +355,44 @@ def agreement_report(
         report.percent = Statistic(None, reason, 0)
         if fit_dawid_skene:
             report.dawid_skene_reason = "Dawid-Skene needs labels, not scores"
+    if overrides:
+        report = with_humans(report, overrides, tolerance=tolerance)
     return report
+
+
+def with_humans(
+    report: AgreementReport, overrides: Mapping[Any, Any], *, tolerance: float = 0.0
+) -> AgreementReport:
+    """`report` with its figures against the humans made from `overrides`.
+
+    Only `vs_humans` and `confusion_vs_humans` depend on the humans' labels: everything else
+    (alpha and its bootstrap, kappa, Dawid-Skene, ...) depends on the critics alone. So a page
+    can keep the critics' figures of a large run and, after a reviewer's override, redo only
+    these two, from the encoded ratings the report keeps (`report.matrix`). The figures are
+    the ones `agreement_report(..., overrides=overrides)` gives.
+
+    Args:
+        report: an `agreement_report` result (its own figures against the humans are replaced).
+        overrides: item_id -> the human's label (empty: no figures against the humans).
+        tolerance: as in `agreement_report`.
+
+    Returns:
+        A new report sharing every other figure with `report` (neither is changed after).
+
+    Raises:
+        ValueError: `report` keeps no encoded ratings (it was not made by `agreement_report`).
+    """
+    matrix = report.matrix
+    if matrix is None:
+        raise ValueError("this report keeps no encoded ratings to compare with the humans")
+    vs_humans: dict[str, Proportion] = {}
+    confusion: dict[str, pd.DataFrame] = {}
+    if overrides:
+        vs_humans = _vs_reference(matrix, report.items, overrides, tolerance,
+                                  report.bootstrap.confidence)
+        if matrix.level in _LABEL_LEVELS:
+            confusion = _confusion_vs(matrix, report.items, overrides)
+    return replace(report, vs_humans=vs_humans, confusion_vs_humans=confusion)
 
 
 def _as_nominal(matrix: RatingMatrix) -> RatingMatrix:
@@ -433,4 +470,16 @@ def _confusion_vs(
             columns=pd.Index(labels + [FAILED_COLUMN], name=name),
         )
         out[name] = frame
+    return out
+
+
+def as_numbers(labels: Mapping[Any, Any]) -> dict[Any, float]:
+    """Labels stored as text read as numbers, for a score scale; a label that is not a number
+    is left out (not counted)."""
+    out: dict[Any, float] = {}
+    for item, label in labels.items():
+        try:
+            out[item] = float(label)
+        except (TypeError, ValueError):
+            continue
     return out

@@ -115,6 +115,16 @@ def latest_overrides(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[s
     }
 
 
+def overrides_stamp(db: sqlite_utils.Database, run_id: int) -> tuple[int, int]:
+    """(how many overrides the run holds, the newest one's id): overrides are append-only, so
+    this pair changes with every decision recorded on the run (a label, a note, a blind
+    label), and only then. A cache key for what is computed from the run's reviews."""
+    count, newest = db.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM overrides WHERE run_id = ?", [run_id]
+    ).fetchone()
+    return int(count), int(newest)
+
+
 def human_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
     """item_id -> the human label that judge-versus-human agreement uses: the item's first
     blind label where it has one (not anchored by the critics), else its latest override."""

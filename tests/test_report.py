@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from judging.agreement import krippendorff_alpha, per_item_alpha
-from judging.report import FAILED_COLUMN, agreement_report, ratings_table
+from judging.report import FAILED_COLUMN, agreement_report, as_numbers, ratings_table, with_humans
 from judging.scales import Scale
 
 
@@ -153,3 +153,30 @@ def test_likert_scale_gives_ordinal_level_with_declared_order():
     expected = krippendorff_alpha([[1, 2], [5, 4], [3, 3], [2, 1]], "ordinal",
                                   order=[1, 2, 3, 4, 5])
     assert report.alpha.value == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("kind", ["nominal", "score"])
+def test_with_humans_gives_the_figures_of_a_report_made_with_them(kind):
+    # The Agreement page keeps a run's critics' figures and redoes only those against the
+    # humans after an override: they must be the figures a full report gives.
+    rng = np.random.default_rng(3)
+    scale = (Scale(kind="nominal", labels=["a", "b", "c"]) if kind == "nominal"
+             else Scale(kind="score", min=1, max=5))
+    values = ["a", "b", "c", None] if kind == "nominal" else [1.0, 2.0, 4.0, 5.0, None]
+    rows = [(f"i{i}", critic, values[int(rng.integers(len(values)))])
+            for i in range(40) for critic in ("x", "y", "z")]
+    humans = {f"i{i}": values[i % (len(values) - 1)] for i in range(0, 40, 3)}
+    if kind == "score":
+        humans = as_numbers({item: str(v) for item, v in humans.items()})
+    full = agreement_report(rows, scale=scale, overrides=humans, resamples=50)
+    kept = agreement_report(rows, scale=scale, resamples=50)
+    assert kept.vs_humans == {} and kept.confusion_vs_humans == {}
+    redone = with_humans(kept, humans)
+    assert redone.vs_humans == full.vs_humans and redone.vs_humans
+    assert redone.confusion_vs_humans.keys() == full.confusion_vs_humans.keys()
+    for critic, table in full.confusion_vs_humans.items():
+        assert redone.confusion_vs_humans[critic].equals(table)
+    assert redone.alpha == full.alpha and redone.bootstrap is kept.bootstrap
+    assert np.array_equal(redone.bootstrap.distribution, full.bootstrap.distribution)
+    assert with_humans(redone, {}).vs_humans == {}
+    assert kept.vs_humans == {}  # the kept report is not changed

@@ -193,3 +193,39 @@ def test_a_hostile_item_id_in_the_url_and_the_data_is_shown_as_text(
                                               "warning", "error") for e in getattr(at, kind)]
         assert all(_no_live_markdown(m) for m in markdown), [m for m in markdown
                                                              if not _no_live_markdown(m)]
+
+
+def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    # Paged in SQL: the last page shows the last rows of the filtered, sorted list, and each
+    # save on it (which takes the item out of "Overridden: not yet") opens the item that
+    # followed it, until the list's last item.
+    path, run_id = demo_db
+    k = f"rv{run_id}."
+    at = open_page("review", query={"run": str(run_id)})
+    at.text_input(key=k + "reviewer").set_value("erin")
+    at.selectbox(key=k + "size").set_value(25)
+    at.selectbox(key=k + "overridden").set_value("not yet").run()
+    filters = {"disagreements_only": True, "overridden": False}
+    expected, total = review_table(open_db(path), run_id, limit=None, **filters)
+    pages = -(-total // 25)
+    assert pages >= 2
+    at.number_input(key=k + "page").set_value(pages).run()
+    no_exception(at)
+    last_page = list(expected["item_id"][(pages - 1) * 25:])
+    assert list(at.dataframe[0].value["item_id"]) == last_page
+    assert at.query_params["item"] == last_page[0]
+    for n, item in enumerate(last_page):
+        assert at.query_params["item"] == item
+        at.radio(key=f"{k}label.{item}").set_value("REJECT")
+        at.text_area(key=f"{k}note.{item}").set_value(f"last page {n}")
+        at.button(key=_save_button(k)).click().run()
+        no_exception(at)
+        assert not at.error, [e.value for e in at.error]
+        left = total - n - 1
+        assert any(f"{left:,} item" in c.value for c in at.caption), left
+    assert any("that was the last item of this list" in s.value for s in at.success)
+    for item in last_page:
+        assert [o["reviewer"] for o in override_history(open_db(path), run_id, item)] == ["erin"]
+    assert review_table(open_db(path), run_id, limit=0, **filters)[1] == total - len(last_page)

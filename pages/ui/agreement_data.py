@@ -1,9 +1,19 @@
 """The agreement report of a run, computed from storage and cached until the run changes.
 
-Why a cache: the bootstrap makes the report cost far more than a rerun of the page, and the
-report only changes when verdicts or overrides do. The cache key includes the run's call count
-and the humans' labels, so a new override (or more verdicts) gives fresh figures at once. The
-report itself is assembled by `judging.runs.report`, the same code `jurybox stats RUN` runs.
+Why a cache: at 1,000,000 items x 3 critics the report takes about half a minute (3,000,000
+ratings read into pandas, a bootstrap, Dawid-Skene), and it only changes when verdicts or
+reviews do. It is cached in two floors:
+
+- the critics' figures (everything but the figures against the humans), once per run and
+  per state of its verdicts (`calls_stamp`);
+- the figures against the humans (`judging.report.with_humans`), redone from the first floor's
+  encoded ratings whenever the humans' labels change: an override shows on the page at its
+  next rerun, without reading the run's ratings again.
+
+Both are `st.cache_resource` entries, not `st.cache_data`: a 1M-item report is hundreds of MB
+to pickle, and `cache_data` unpickles a copy on every rerun. They are shared, so nothing here
+or in the page changes a report (the pages only read). The report itself is assembled by
+`judging.runs.report`, the same code `jurybox stats RUN` runs.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 from judging.pairwise_stats import PairwiseReport
-from judging.report import AgreementReport
+from judging.report import AgreementReport, as_numbers, with_humans
 from judging.rubric_stats import RubricReport
 from judging.runs.report import (
     run_agreement_report,
@@ -28,51 +38,71 @@ from pages.ui.state import db, db_path
 from storage.overrides import human_labels
 
 RESAMPLES = 1000
+Stamp = tuple[int, ...]
 
 
-@st.cache_data(max_entries=16, show_spinner="Computing agreement...")
-def _report(path: str, run_id: int, calls_done: int, humans: tuple[tuple[str, str], ...]) -> AgreementReport:
-    del path, calls_done  # part of the cache key only
-    return run_agreement_report(db(), run_id, resamples=RESAMPLES, seed=0, humans=dict(humans))
+def calls_stamp(run: dict[str, Any]) -> Stamp:
+    """What changes whenever a run's stored verdicts do (a run from `storage.runs.list_runs`):
+    the counts of stored successes and failures, and the ledger's count of calls made (a
+    re-judged item replaces its verdicts without changing the counts, but its calls are
+    counted). Part of every cache key below, so a change gives fresh figures at once."""
+    ledger = run.get("ledger") or {}
+    return (int(run.get("ok_calls") or 0), int(run.get("failed_calls") or 0),
+            int(ledger.get("calls") or 0), int(ledger.get("cache_hits") or 0))
+
+
+@st.cache_resource(max_entries=4, show_spinner="Computing agreement...")
+def _critics_report(path: str, run_id: int, stamp: Stamp) -> AgreementReport:
+    del path, stamp  # part of the cache key only
+    return run_agreement_report(db(), run_id, resamples=RESAMPLES, seed=0, humans={})
+
+
+# Few entries: each shares (and so keeps alive) its critics' report, hundreds of MB at 1M items.
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _report(path: str, run_id: int, stamp: Stamp, humans: tuple[tuple[str, str], ...],
+            numeric: bool) -> AgreementReport:
+    labels: dict[str, Any] = dict(humans)
+    # As `run_agreement_report` reads them: on a score scale a human's label is a figure.
+    return with_humans(_critics_report(path, run_id, stamp),
+                       as_numbers(labels) if numeric else labels)
 
 
 def run_report(run: dict[str, Any]) -> AgreementReport:
-    """The agreement report of `run` (a `storage.runs.list_runs` row), fresh after any change."""
+    """The agreement report of `run` (a `storage.runs.list_runs` row), fresh after any change
+    of its verdicts (`calls_stamp`) or of its humans' labels."""
     humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
-    return _report(str(db_path()), int(run["id"]), _calls_done(run), humans)
-
-
-def _calls_done(run: dict[str, Any]) -> int:
-    return int(run.get("ok_calls") or 0) + int(run.get("failed_calls") or 0)
+    base = _critics_report(str(db_path()), int(run["id"]), calls_stamp(run))
+    numeric = base.level in ("interval", "ratio")
+    return _report(str(db_path()), int(run["id"]), calls_stamp(run), humans, numeric)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _stability(path: str, run_id: int, calls_done: int) -> list[CriticStability]:
-    del path, calls_done  # part of the cache key only
+def _stability(path: str, run_id: int, stamp: Stamp) -> list[CriticStability]:
+    del path, stamp  # part of the cache key only
     return run_stability(db(), run_id)
 
 
 def run_stability_figures(run: dict[str, Any]) -> list[CriticStability]:
     """Each repeated critic's stability (`judging.stability`), until more verdicts come."""
-    return _stability(str(db_path()), int(run["id"]), _calls_done(run))
+    return _stability(str(db_path()), int(run["id"]), calls_stamp(run))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _verbosity(path: str, run_id: int, calls_done: int, field: str | None) -> VerbosityProbe:
-    del path, calls_done  # part of the cache key only
+def _verbosity(path: str, run_id: int, stamp: Stamp, field: str | None) -> VerbosityProbe:
+    del path, stamp  # part of the cache key only
     return run_verbosity(db(), run_id, field)
 
 
 def run_verbosity_probe(run: dict[str, Any], field: str | None) -> VerbosityProbe:
     """The verbosity probe of `run` over `field` (it reads every item's text: cached until
     more verdicts come)."""
-    return _verbosity(str(db_path()), int(run["id"]), _calls_done(run), field)
+    return _verbosity(str(db_path()), int(run["id"]), calls_stamp(run), field)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _pairwise(path: str, run_id: int, calls_done: int,
+def _pairwise(path: str, run_id: int, stamp: Stamp,
               humans: tuple[tuple[str, str], ...]) -> PairwiseReport | None:
-    del path, calls_done, humans  # part of the cache key only
+    del path, stamp, humans  # part of the cache key only
     return run_pairwise(db(), run_id, resamples=RESAMPLES, seed=0)
 
 
@@ -80,15 +110,15 @@ def run_pairwise_report(run: dict[str, Any]) -> PairwiseReport | None:
     """A pairwise run's win rates, strengths and position bias (None for other panels); fresh
     after more verdicts or a reviewer's new label (final labels count)."""
     humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
-    return _pairwise(str(db_path()), int(run["id"]), _calls_done(run), humans)
+    return _pairwise(str(db_path()), int(run["id"]), calls_stamp(run), humans)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _rubric(path: str, run_id: int, calls_done: int) -> RubricReport | None:
-    del path, calls_done  # part of the cache key only
+def _rubric(path: str, run_id: int, stamp: Stamp) -> RubricReport | None:
+    del path, stamp  # part of the cache key only
     return run_rubric(db(), run_id)
 
 
 def run_rubric_report(run: dict[str, Any]) -> RubricReport | None:
     """A rubric run's agreement per criterion (None for other panels), until more verdicts."""
-    return _rubric(str(db_path()), int(run["id"]), _calls_done(run))
+    return _rubric(str(db_path()), int(run["id"]), calls_stamp(run))

@@ -9,17 +9,23 @@ from typing import Any
 import streamlit as st
 
 from judging.calibration import Calibration
-from judging.few_shot import render_examples
+from judging.few_shot import Example, render_examples
+from judging.panel import Panel
 from judging.runs.calibrate import (
     few_shot_panel,
     run_calibration,
     save_panel_version,
     try_on_disputed,
 )
+from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.errors import user_errors
 from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text import plain
-from storage.overrides import human_labels
+from storage.overrides import human_labels, overrides_stamp
+
+# Above this many ratings, calibration waits for a click: it votes every stored verdict again
+# (about two minutes at 3,000,000 ratings on a 2-core machine), after every new review.
+AUTO_RATINGS = 300_000
 
 
 def _percent(p: Any) -> str:
@@ -34,23 +40,39 @@ def _saved(name: str, version: str) -> None:
 
 
 @st.cache_data(max_entries=8, show_spinner="Calibrating...")
-def _calibration(path: str, run_id: int, calls_done: int,
+def _calibration(path: str, run_id: int, stamp: Stamp,
                  humans: tuple[tuple[str, str], ...]) -> Calibration:
     # Re-voting every stored verdict twice costs more than a rerun of the page: cached until
     # the verdicts or the human labels change (they are the key).
-    del path, calls_done, humans  # part of the cache key only
+    del path, stamp, humans  # part of the cache key only
     return run_calibration(db(), run_id)
+
+
+@st.cache_data(max_entries=8, show_spinner="Choosing examples...")
+def _few_shot(path: str, run_id: int, stamp: Stamp, reviews: tuple[int, int], critic: str,
+              k: int) -> tuple[list[Example], Panel]:
+    # Reads every verdict of the critic and every item's fields: cached until the verdicts or
+    # the reviews (labels and notes: `overrides_stamp`) change, not redone on every rerun.
+    del path, stamp, reviews  # part of the cache key only
+    return few_shot_panel(db(), run_id, critic, k=k)
 
 
 def calibration_section(run: dict[str, Any]) -> None:
     """Draw the section for `run` (nothing to learn yet: a sentence saying what to do)."""
     run_id = int(run["id"])
     st.subheader("Calibration: what the reviews teach the panel")
+    ratings = int(run.get("n_items") or 0) * len(run.get("critics") or [])
+    if ratings > AUTO_RATINGS and not st.toggle(
+            "Compute calibration", key=f"cal{run_id}.on",
+            help=f"It votes all {ratings:,} stored verdicts again, and again after each new "
+            "review: a minute or more on a run this size."):
+        st.caption(f"Calibration votes all {ratings:,} stored verdicts again: turn it on above "
+                   "when you want it.")
+        return
     calibration = None
     with user_errors("No calibration yet"):
         humans = tuple(sorted(human_labels(db(), run_id).items()))
-        done = int(run.get("ok_calls") or 0) + int(run.get("failed_calls") or 0)
-        calibration = _calibration(str(db_path()), run_id, done, humans)
+        calibration = _calibration(str(db_path()), run_id, calls_stamp(run), humans)
     if calibration is None:
         return
     st.caption(
@@ -91,7 +113,8 @@ def calibration_section(run: dict[str, Any]) -> None:
     critic = left.selectbox("For critic", names, index=names.index(worst), key=f"cal{run_id}.critic")
     k = int(right.number_input("Examples", 1, 8, 4, key=f"cal{run_id}.k"))
     with user_errors("No examples"):
-        examples, panel = few_shot_panel(db(), run_id, critic, k=k)
+        examples, panel = _few_shot(str(db_path()), run_id, calls_stamp(run),
+                                    overrides_stamp(db(), run_id), critic, k)
         st.caption(f"{len(examples)} reviewed items with a note, the critic's mistakes first (one "
                    "per kind of mistake), added to its system prompt:")
         shown = next(c for c in panel.critics if c.name == critic).placeholders

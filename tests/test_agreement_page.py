@@ -1,0 +1,134 @@
+"""AppTest: the Agreement page keeps a run's critics' figures once computed, and shows a new
+review or a changed verdict at its next rerun (issue 13 part 2: no stale cached aggregate).
+
+The critics' figures are the expensive part (every rating read into pandas, a bootstrap,
+Dawid-Skene); the figures against the humans are redone from them after an override. Each
+test compares what the page shows with the report computed afresh from the database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pages.ui.agreement_data as agreement_data
+from judging.runs.report import run_agreement_report
+from pages.ui import charts
+from storage.calls import write_verdicts
+from storage.db import open_db
+from storage.overrides import add_override, human_labels
+from storage.review import item_detail, review_table
+from storage.runs import add_to_ledger
+from tests.test_app_smoke import no_exception, open_page
+
+
+@pytest.fixture
+def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The runs whose critics' figures the page computed (once per entry: a cache hit adds
+    nothing)."""
+    runs: list[int] = []
+    real: Callable[..., Any] = agreement_data.run_agreement_report
+
+    def counting(db: Any, run_id: int, **kwargs: Any) -> Any:
+        runs.append(run_id)
+        return real(db, run_id, **kwargs)
+
+    monkeypatch.setattr(agreement_data, "run_agreement_report", counting)
+    return runs
+
+
+def _shown_table(at: AppTest) -> Any:
+    return next(d.value for d in at.dataframe if "Dawid-Skene accuracy" in d.value.columns)
+
+
+def _fresh_table(path: pathlib.Path, run_id: int) -> Any:
+    db = open_db(path)
+    report = run_agreement_report(db, run_id, resamples=agreement_data.RESAMPLES, seed=0,
+                                  humans=human_labels(db, run_id))
+    return charts.critic_summary_frame(report), report
+
+
+def _caption(at: AppTest, words: str) -> str:
+    return next(c.value for c in at.caption if words in c.value)
+
+
+def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
+    demo_db: tuple[pathlib.Path, int], computed: list[int],
+) -> None:
+    path, run_id = demo_db
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    assert "0 items reviewed by humans" in _caption(at, "reviewed by humans")
+    assert "agreement with the humans" not in _shown_table(at).columns
+    assert computed == [run_id]
+
+    # A reviewer's decision, recorded as the Review page records it, in another session.
+    db = open_db(path)
+    item = str(review_table(db, run_id, disagreements_only=True, limit=1)[0]["item_id"].iloc[0])
+    add_override(db, run_id, item, "MERGE", "belongs with its sibling", "ana")
+    at.run()
+    no_exception(at)
+    assert "1 item reviewed by humans" in _caption(at, "reviewed by humans")
+    table, _ = _fresh_table(path, run_id)
+    assert _shown_table(at).equals(table)  # every figure, humans' column included
+    assert any(s.value == "Each critic against the humans" for s in at.subheader)
+    assert computed == [run_id]  # the critics' figures were kept, not computed again
+
+    # A second decision on the same item: the humans' figures follow the latest one.
+    add_override(db, run_id, item, "KEEP", "on second thoughts", "ana")
+    at.run()
+    assert _shown_table(at).equals(_fresh_table(path, run_id)[0])
+    assert computed == [run_id]
+
+
+def test_a_re_judged_item_gives_fresh_critics_figures(
+    demo_db: tuple[pathlib.Path, int], computed: list[int],
+) -> None:
+    path, run_id = demo_db
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    before = next(m.value for m in at.metric if m.label.startswith("Krippendorff"))
+
+    # What a re-judge writes: the item's verdicts replaced (the counts of stored successes
+    # and failures unchanged), and its calls added to the run's ledger by the writer.
+    db = open_db(path)
+    item = str(review_table(db, run_id, sort="item", limit=1)[0]["item_id"].iloc[0])
+    detail = item_detail(db, run_id, item)
+    ok = [v for v in detail["verdicts"] if v["failure"] is None]
+    from pages.ui.review_view import verdict_from_row
+
+    flipped = [dataclasses.replace(verdict_from_row({**v, "item_id": item}),
+                                   label="SPLIT" if v["label"] != "SPLIT" else "KEEP")
+               for v in ok]
+    write_verdicts(db, run_id, flipped, replace_success=True)
+    add_to_ledger(db, run_id, {"calls": len(flipped)})
+    at.run()
+    no_exception(at)
+    _, fresh = _fresh_table(path, run_id)
+    shown = next(m.value for m in at.metric if m.label.startswith("Krippendorff"))
+    assert shown == f"{fresh.alpha.value:.3f}" != before
+    assert computed == [run_id, run_id]
+
+
+def test_on_a_large_run_calibration_waits_for_a_click(
+    demo_db: tuple[pathlib.Path, int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pages.ui.calibration_view as calibration_view
+
+    path, run_id = demo_db
+    monkeypatch.setattr(calibration_view, "AUTO_RATINGS", 10)  # the demo run counts as large
+    db = open_db(path)
+    for n, item in enumerate(review_table(db, run_id, limit=5)[0]["item_id"]):
+        add_override(db, run_id, str(item), "REJECT", f"why {n}", "ana")
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    assert any("Calibration votes all" in c.value for c in at.caption)
+    assert not any("suggested weight" in d.value.columns for d in at.dataframe)
+    at.toggle(key=f"cal{run_id}.on").set_value(True).run()
+    no_exception(at)
+    assert any("suggested weight" in d.value.columns for d in at.dataframe)

@@ -158,19 +158,19 @@ def refresh_run_totals(db: sqlite_utils.Database, run_id: int) -> None:
 
     These count rows (what the run holds now); what it sent and paid is its ledger
     (`add_to_ledger`), which a re-run or a re-judged item never takes back.
+
+    The count reads every call of the run (about 1 s at 3,000,000 calls), so outside a
+    transaction it runs as a plain read and only the short UPDATE takes the write lock: an
+    override saved meanwhile waits milliseconds, not the length of the scan.
     """
+    ok, failed, cached = db.execute(
+        "SELECT count(*) FILTER (WHERE failure IS NULL), count(*) FILTER (WHERE failure IS NOT"
+        " NULL), count(*) FILTER (WHERE cached) FROM calls WHERE run_id = ?",
+        [run_id],
+    ).fetchone()
     db.execute(
-        """
-        UPDATE runs SET ok_calls = t.ok, failed_calls = t.failed, cached_calls = t.cached
-        FROM (
-            SELECT count(*) FILTER (WHERE failure IS NULL) AS ok,
-                   count(*) FILTER (WHERE failure IS NOT NULL) AS failed,
-                   count(*) FILTER (WHERE cached) AS cached
-            FROM calls WHERE run_id = :run
-        ) AS t
-        WHERE runs.id = :run
-        """,
-        {"run": run_id},
+        "UPDATE runs SET ok_calls = ?, failed_calls = ?, cached_calls = ? WHERE id = ?",
+        [ok, failed, cached, run_id],
     )
 
 

@@ -174,3 +174,46 @@ def test_the_writer_makes_calls_wait_while_it_falls_behind(
     writer.close()
     assert len(handed) == 30 and writer.written == 30
     assert db.execute("SELECT count(*) FROM calls WHERE run_id = ?", [run_id]).fetchone()[0] == 30
+
+
+def test_the_writer_counts_totals_less_often_when_counting_is_slow(
+    db: Any, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At millions of calls a recount of the run takes about a second: the writer spaces its
+    recounts by ten times the last one's length instead of counting every 2 s, and the totals
+    are exact once it closes."""
+    import time
+
+    import judging.runs.writer
+    from judging.runs.writer import Writer
+    from judging.verdicts import Verdict
+
+    parsed = make_parsed(400, salt="totals")
+    dataset_id = save_dataset(db, parsed).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
+    real = judging.runs.writer.refresh_run_totals
+    counted_at: list[float] = []
+
+    def slow_count(*args: Any) -> None:
+        counted_at.append(time.monotonic())
+        time.sleep(0.2)  # a large run's scan
+        real(*args)
+
+    monkeypatch.setattr(judging.runs.writer, "refresh_run_totals", slow_count)
+    monkeypatch.setattr(judging.runs.writer, "TOTALS_EVERY_S", 0.01)
+    writer = Writer(db_path, run_id, already_ok=set(), replace_success=False, batch_size=5,
+                    flush_interval_s=0.005)
+    started = time.monotonic()
+    for item in parsed.items:  # a verdict every 4 ms or more: the writer never runs dry
+        writer.add(Verdict(critic="critic_0", item_id=item.id, label="KEEP", attempts=1), item)
+        time.sleep(0.004)
+    fed_for = time.monotonic() - started
+    writer.close()
+    during = counted_at[:-1]  # the last count is the one at close
+    assert fed_for >= 1.6 and during, "the feed was too short to show the spacing"
+    # At a fixed 0.01 s the 0.2 s counts would follow each other (7 or more in 1.6 s); spaced
+    # by 10 x 0.2 s, a second count can only start 2.2 s after the first.
+    gaps = [b - a for a, b in zip(during, during[1:], strict=False)]
+    assert all(gap >= 2.0 for gap in gaps), gaps
+    run = get_run(db, run_id)
+    assert run["ok_calls"] == 400 and writer.written == 400

@@ -17,7 +17,7 @@ import pandas as pd
 from judging.errors import DataError
 from judging.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.panel_files import load_panel
-from judging.report import AgreementReport, agreement_report
+from judging.report import AgreementReport, agreement_report, as_numbers
 from judging.rubric_stats import RubricReport, rubric_report
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
@@ -48,19 +48,6 @@ def ratings_long(frame: pd.DataFrame, numeric: bool) -> pd.DataFrame:
     value = value.astype(object).where(frame["failure"].isna(), None)
     value = value.where(value.notna(), None)
     return pd.DataFrame({"item_id": frame["item_id"], "critic": frame["critic"], "value": value})
-
-
-def _number(text: Any) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _as_numbers(labels: Mapping[str, Any]) -> dict[str, float]:
-    """Text labels read as numbers; ones that are not numbers are left out (not counted)."""
-    out = {item: _number(label) for item, label in labels.items()}
-    return {item: value for item, value in out.items() if value is not None}
 
 
 def run_agreement_report(
@@ -106,7 +93,7 @@ def run_agreement_report(
     if numeric:
         # Overrides and gold labels are stored as text; on a score scale they are figures,
         # and compared as text they would never match a critic's score.
-        overrides, gold = _as_numbers(overrides), _as_numbers(gold)
+        overrides, gold = as_numbers(overrides), as_numbers(gold)
     return agreement_report(
         ratings,
         scale=panel.scale,

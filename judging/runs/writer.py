@@ -16,6 +16,13 @@ from storage.consensus import write_consensus
 from storage.db import open_db
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
 
+# The stored totals (`refresh_run_totals`) are recounted at least this often during a run...
+TOTALS_EVERY_S = 2.0
+# ...and at most once per this many times the last count took: a count reads every call of the
+# run (about 1 s at 3,000,000 calls), so at a fixed interval a large run's writer would spend
+# most of its time counting, more with every item, instead of writing.
+TOTALS_COST_RATIO = 10
+
 # Verdicts queued for the writer thread at most (about 1-2 KB each): past this, a call thread
 # handing one over waits for the writer to take a batch.
 MAX_QUEUED = 10_000
@@ -157,6 +164,7 @@ class Writer:
     def _loop(self) -> None:
         db = open_db(self.db_path, migrate=False)
         last_totals = last_beat = time.monotonic()
+        totals_every = TOTALS_EVERY_S
         try:
             while True:
                 batch, decided, finished = self._take()
@@ -191,9 +199,12 @@ class Writer:
                         # So the verdicts still arriving keep being stored; the job fails at
                         # the end with this error, and a resume decides again.
                         self.decisions_error = error
-                if time.monotonic() - last_totals > 2.0:
+                if time.monotonic() - last_totals > totals_every:
+                    started = time.monotonic()
                     refresh_run_totals(db, self.run_id)
                     last_totals = time.monotonic()
+                    totals_every = max(TOTALS_EVERY_S,
+                                       TOTALS_COST_RATIO * (last_totals - started))
             refresh_run_totals(db, self.run_id)
         except BaseException as error:  # noqa: BLE001 - reported through add() and close()
             with self._cond:

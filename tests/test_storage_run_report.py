@@ -84,3 +84,16 @@ def test_humans_given_by_the_caller_replace_the_stored_ones(db):
 def test_an_unknown_run_raises_not_found(db):
     with pytest.raises(NotFoundError, match="no run with id 42"):
         run_agreement_report(db, 42)
+
+
+def test_the_decisions_the_report_reads_are_the_stored_ones(db):
+    from storage.consensus import consensus_values, load_consensus
+
+    run_id = _score_run(db)
+    scores = consensus_values(db, run_id, numeric=True)
+    assert scores == {row["item_id"]: row["score"] for row in load_consensus(db, run_id)}
+    assert scores["b"] == pytest.approx(0.2) and len(scores) == 4
+    # The score run stores its decisions as scores: as labels there are none to read.
+    assert consensus_values(db, run_id, numeric=False) == {
+        row["item_id"]: row["consensus"] for row in load_consensus(db, run_id)
+        if row["consensus"] is not None}

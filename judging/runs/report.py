@@ -22,7 +22,7 @@ from judging.rubric_stats import RubricReport, rubric_report
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
 from storage.calls import order_answers, sample_values
-from storage.consensus import load_consensus
+from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
 from storage.datasets import load_items
 from storage.overrides import final_labels, human_labels
@@ -82,12 +82,7 @@ def run_agreement_report(
     panel = load_panel(run["panel_yaml"])
     numeric = panel.scale.is_numeric
     ratings = ratings_long(ratings_frame(db, run_id), numeric)
-    column = "score" if numeric else "consensus"
-    consensus = {
-        row["item_id"]: row[column]
-        for row in load_consensus(db, run_id)
-        if row[column] is not None
-    }
+    consensus = consensus_values(db, run_id, numeric=numeric)
     overrides: dict[str, Any] = dict(human_labels(db, run_id) if humans is None else humans)
     gold: dict[str, Any] = gold_labels(db, run_id)
     if numeric:

@@ -74,21 +74,13 @@ def fisher_interval(rho: float, n: int, confidence: float = 0.95) -> tuple[float
     return math.tanh(z - half), math.tanh(z + half)
 
 
-def longest_field(fields_by_item: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The text field with the longest mean length: by default, the response being judged."""
-    totals: dict[str, list[int]] = {}
-    for fields in fields_by_item.values():
-        for name, value in fields.items():
-            if isinstance(value, str):
-                totals.setdefault(name, []).append(len(value))
-    if not totals:
-        return None
-    return max(totals, key=lambda name: sum(totals[name]) / len(totals[name]))
+def orders_verdicts(scale: Scale) -> bool:
+    """Whether a verdict on this scale can rise or fall (a score, or labels in an order)."""
+    return scale.is_numeric or scale.kind in ("ordinal", "likert", "yesno") or len(scale.labels) == 2
 
 
 def _position(scale: Scale) -> dict[str, int] | None:
-    ordered = scale.kind in ("ordinal", "likert", "yesno") or len(scale.labels) == 2
-    return {label: n for n, label in enumerate(scale.labels)} if ordered else None
+    return {label: n for n, label in enumerate(scale.labels)} if orders_verdicts(scale) else None
 
 
 def verbosity_probe(
@@ -103,13 +95,15 @@ def verbosity_probe(
         scale: the panel's scale (which says how verdicts are ordered).
         field_name: the field measured (named in the report).
     """
-    if field_name is None or not lengths:
+    if field_name is None:
         return VerbosityProbe(field_name, reason="no text field to measure")
-    position = None if scale.is_numeric else _position(scale)
-    if not scale.is_numeric and position is None:
+    if not orders_verdicts(scale):
         return VerbosityProbe(field_name, reason=(
             f"the labels of this {scale.kind} scale ({', '.join(scale.labels)}) have no order, "
             "so a verdict cannot rise or fall with length"))
+    if not lengths:
+        return VerbosityProbe(field_name, reason="no text field to measure")
+    position = None if scale.is_numeric else _position(scale)
     rows = []
     for critic, said in verdicts.items():
         pairs = [(lengths[item], value if position is None else position.get(str(value)))

@@ -317,3 +317,23 @@ def field_values(
         [dataset_id, field, limit],
     ).fetchall()
     return [str(value) for (value,) in rows]
+
+
+def text_field_lengths(db: sqlite_utils.Database, dataset_id: int) -> dict[str, float]:
+    """Each field's mean length in characters over the items where it holds text (a field
+    that never does is left out). Counted by SQLite: no item is loaded."""
+    return dict(db.execute(
+        "SELECT j.key, avg(length(j.value)) FROM items i, json_each(i.fields) j"
+        " WHERE i.dataset_id = ? AND j.type = 'text' GROUP BY j.key",
+        [dataset_id],
+    ).fetchall())
+
+
+def field_lengths(db: sqlite_utils.Database, dataset_id: int, field: str) -> dict[str, int]:
+    """item_id -> the length in characters of the item's `field`, for the items where it
+    holds text or a number (a number counts as JSON writes it); other items are left out."""
+    return dict(db.execute(
+        "SELECT i.item_id, length(j.value) FROM items i, json_each(i.fields) j"
+        " WHERE i.dataset_id = ? AND j.key = ? AND j.type IN ('text', 'integer', 'real')",
+        [dataset_id, field],
+    ).fetchall())

@@ -500,6 +500,19 @@ def ratings_frame(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:
     )
 
 
+def valid_values(db: sqlite_utils.Database, run_id: int, *, numeric: bool) -> dict[str, dict[str, Any]]:
+    """critic -> {item_id: its verdict} over the run's valid verdicts: the score on a numeric
+    scale, else the label. One narrow query (the verbosity probe needs nothing else)."""
+    column = "score" if numeric else "label"
+    out: dict[str, dict[str, Any]] = {}
+    for critic, item_id, value in db.execute(
+        f"SELECT critic, item_id, {column} FROM calls WHERE run_id = ? AND failure IS NULL",
+        [run_id],
+    ):
+        out.setdefault(critic, {})[item_id] = value
+    return out
+
+
 def gold_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
     """item_id -> gold label, for the run's items that have one."""
     dataset_id, _ = _run_meta(db, run_id)

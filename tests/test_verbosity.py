@@ -12,9 +12,20 @@ from judging.errors import DataError
 from judging.runs.cli import main
 from judging.runs.report import run_verbosity
 from judging.scales import Scale
-from judging.verbosity import fisher_interval, longest_field, spearman, verbosity_probe
+from judging.verbosity import fisher_interval, spearman, verbosity_probe
 from storage.db import open_db
 from tests.test_app_smoke import no_exception, open_page
+
+
+def _longest_text_field(fields_by_item):
+    """The field with the longest mean text, worked out from loaded items (the oracle for the
+    SQL that picks it)."""
+    totals: dict[str, list[int]] = {}
+    for fields in fields_by_item.values():
+        for name, value in fields.items():
+            if isinstance(value, str):
+                totals.setdefault(name, []).append(len(value))
+    return max(totals, key=lambda name: sum(totals[name]) / len(totals[name]))
 
 
 def test_spearman_ranks_with_ties_averaged():
@@ -53,7 +64,6 @@ def test_unordered_labels_and_thin_evidence_say_why():
     probe = verbosity_probe({f"i{n}": n for n in range(5)}, {"c": {f"i{n}": "good" for n in range(5)}},
                             two, "text")
     assert probe.rows[0].rho is None and "fewer than 10" in probe.rows[0].reason
-    assert longest_field({"a": {"q": "short", "answer": "a much longer text", "n": 3}}) == "answer"
 
 
 def test_stats_prints_the_probe_and_names_an_unknown_field(demo_db, capsys):
@@ -78,7 +88,7 @@ def test_the_agreement_page_has_the_probe(demo_db):
     no_exception(at)
     assert any(s.value.startswith("Verbosity") for s in at.subheader)
     # By default the field with the longest texts, the response being judged.
-    assert at.selectbox(key="verbosity_field").value == longest_field(
+    assert at.selectbox(key="verbosity_field").value == _longest_text_field(
         {item.id: item.fields for item in items})
     assert any("have no order" in c.value for c in at.caption)
 
@@ -89,3 +99,55 @@ def test_a_missing_score_is_no_verdict_not_a_nan_figure():
     said = {f"i{n}": (float("nan") if n % 4 == 0 else n / 16) for n in range(16)}
     (row,) = verbosity_probe(lengths, {"c": said}, scale, "response").rows
     assert row.n == 12 and row.rho == pytest.approx(1.0)
+
+
+def test_a_stored_run_is_probed_as_its_loaded_items_and_verdicts_say(db):
+    """run_verbosity reads lengths and verdicts with narrow queries; the probe is the one
+    computed from every item and verdict loaded whole."""
+    from judging.runs.jobs import prepare_run
+    from judging.verdicts import FailureKind, Item, Verdict
+    from storage.calls import load_verdicts, write_verdicts
+    from storage.datasets import load_items, save_dataset
+    from tests.fixtures_storage import FakeParsed, tiny_panel
+
+    rng = random.Random(7)
+    items = [Item(id=f"i{n:03d}", fields={
+        "text": f"item {n}", "question": "q" * rng.randint(1, 20), "answer": "a" * rng.randint(20, 900),
+        "votes": rng.randint(0, 99999), "flag": True}) for n in range(60)]
+    items.append(Item(id="empty", fields={"text": "last", "question": "why?", "answer": None, "votes": 3,
+                                          "flag": False}))
+    dataset_id = save_dataset(db, FakeParsed(
+        items=items, columns=["id", "text", "question", "answer", "votes", "flag"],
+        fields=["text", "question", "answer", "votes", "flag"], content_hash="verbosity-run")).id
+    scale = Scale(kind="likert", min=1, max=5)
+    run_id = prepare_run(db, dataset_id=dataset_id,
+                         panel=tiny_panel("http://127.0.0.1:9/v1").model_copy(update={"scale": scale}))
+    verdicts = []
+    for item in items:
+        length = len(item.fields["answer"] or "")
+        verdicts += [
+            Verdict(critic="critic_0", item_id=item.id, label=str(min(5, 1 + length // 200))),
+            Verdict(critic="critic_1", item_id=item.id, label=str(rng.randint(1, 5))),
+            Verdict(critic="critic_2", item_id=item.id, failure=FailureKind.ERROR, message="500")
+            if item.id.endswith("7") else
+            Verdict(critic="critic_2", item_id=item.id, label=str(rng.randint(1, 5)))]
+    write_verdicts(db, run_id, verdicts)
+
+    loaded = {item.id: item.fields for item in load_items(db, dataset_id)}
+    valid: dict[str, dict[str, object]] = {}
+    for v in load_verdicts(db, run_id):
+        if v.failure is None:
+            valid.setdefault(v.critic, {})[v.item_id] = v.label
+
+    def expected(name):
+        lengths = {i: len(str(f[name])) for i, f in loaded.items() if f.get(name) is not None}
+        return verbosity_probe(lengths, valid, scale, name)
+
+    probe = run_verbosity(db, run_id)
+    assert probe.measured == _longest_text_field(loaded) == "answer"
+    assert probe == expected("answer")
+    # 61 items, one with no answer to measure; critic_2 failed on 6 of the others.
+    assert probe.rows[0].rho > 0.9 and probe.rows[0].n == 60 and probe.rows[2].n == 60 - 6
+    assert run_verbosity(db, run_id, "votes") == expected("votes")  # numbers count as written
+    with pytest.raises(DataError, match="no field 'nope'; their fields: answer, flag, question, text, votes"):
+        run_verbosity(db, run_id, "nope")

@@ -20,13 +20,13 @@ from judging.panel_files import load_panel
 from judging.report import AgreementReport, agreement_report, as_numbers
 from judging.rubric_stats import RubricReport, rubric_report
 from judging.stability import CriticStability, stability
-from judging.verbosity import VerbosityProbe, longest_field, verbosity_probe
+from judging.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
 from storage.calls import order_answers, sample_values
 from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
-from storage.datasets import load_items
+from storage.datasets import field_lengths, get_dataset, load_items, text_field_lengths
 from storage.overrides import final_labels, human_labels
-from storage.review import gold_labels, ratings_frame
+from storage.review import gold_labels, ratings_frame, valid_values
 from storage.runs import get_run
 
 if TYPE_CHECKING:
@@ -104,6 +104,8 @@ def run_agreement_report(
 def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> VerbosityProbe:
     """The verbosity probe of a stored run (`judging.verbosity`): each critic's valid verdicts
     against the length of `field_name` (default: the item field with the longest mean text).
+    Lengths and verdicts are read by narrow queries, and not at all on a scale whose labels
+    have no order (nothing to correlate): at a million items the items are never loaded.
 
     Raises:
         storage.db.NotFoundError: no run has this id.
@@ -111,21 +113,19 @@ def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> Verbos
     """
     run = get_run(db, run_id)
     panel = load_panel(run["panel_yaml"])
-    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
-    name = field_name or longest_field(fields)
-    if field_name is not None and not any(field_name in f for f in fields.values()):
-        known = sorted({n for f in fields.values() for n in f})
-        raise DataError(f"The items of run {run_id} have no field {field_name!r}; their fields: "
-                        f"{', '.join(known)}.")
-    lengths = {item: len(str(f[name])) for item, f in fields.items()
-               if name is not None and f.get(name) is not None}
-    valid = ratings_frame(db, run_id)
-    valid = valid[valid["failure"].isna()]
-    column = "score" if panel.scale.is_numeric else "label"
-    verdicts = {critic: dict(zip(rows["item_id"], rows[column], strict=True))
-                for critic, rows in valid.groupby("critic", sort=False)}
+    dataset_id = int(run["dataset_id"])
+    if field_name is not None:
+        known = list(get_dataset(db, dataset_id)["fields"])
+        if field_name not in known:
+            raise DataError(f"The items of run {run_id} have no field {field_name!r}; their "
+                            f"fields: {', '.join(sorted(known))}.")
+    means = text_field_lengths(db, dataset_id) if field_name is None else {}
+    name = field_name or (max(means, key=lambda field: means[field]) if means else None)
+    if name is None or not orders_verdicts(panel.scale):
+        return verbosity_probe({}, {}, panel.scale, name)
+    verdicts = valid_values(db, run_id, numeric=panel.scale.is_numeric)
     ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
-    return verbosity_probe(lengths, ordered, panel.scale, name)
+    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name)
 
 
 def run_stability(db: Any, run_id: int) -> list[CriticStability]:

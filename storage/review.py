@@ -471,16 +471,20 @@ def review_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
         "SELECT DISTINCT consensus FROM consensus WHERE run_id = ? AND consensus IS NOT NULL"
         " ORDER BY consensus", [run_id])]
     per_critic: dict[str, list[str]] = {c: [] for c in critics}
-    for critic, value in db.execute(
-        "SELECT DISTINCT critic, coalesce(label, failure, CAST(score AS TEXT)) FROM calls"
-        " WHERE run_id = ? ORDER BY 1, 2", [run_id]
+    failures: set[str] = set()
+    # One pass over the run's calls (3,000,000 rows at a million items) gives both lists.
+    for critic, value, failure in db.execute(
+        "SELECT DISTINCT critic, coalesce(label, failure, CAST(score AS TEXT)), failure"
+        " FROM calls WHERE run_id = ? ORDER BY 1, 2", [run_id]
     ):
-        if value is not None:
-            per_critic.setdefault(critic, []).append(value)
-    failures = [r[0] for r in db.execute(
-        "SELECT DISTINCT failure FROM calls WHERE run_id = ? AND failure IS NOT NULL ORDER BY 1",
-        [run_id])]
-    return {"consensus": consensus, "critics": per_critic, "failures": failures}
+        if failure is not None:
+            failures.add(failure)
+        if value is None:
+            continue
+        values = per_critic.setdefault(critic, [])
+        if not values or values[-1] != value:  # one value seen with several failure kinds
+            values.append(value)
+    return {"consensus": consensus, "critics": per_critic, "failures": sorted(failures)}
 
 
 def ratings_frame(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:

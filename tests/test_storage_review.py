@@ -200,10 +200,21 @@ def test_item_detail(db, run):
 
 
 def test_review_labels_offer_what_was_seen(db, run):
+    from storage.calls import load_verdicts
+    from storage.consensus import load_consensus
+
     labels = review_labels(db, run.run_id)
-    assert set(labels["consensus"]) <= {"KEEP", "REJECT", "SPLIT", "MERGE"}
-    assert "parse_fail" in labels["failures"]
+    seen: dict[str, set[str]] = {}
+    for v in load_verdicts(db, run.run_id):
+        value = v.label or (v.failure.value if v.failure else None)
+        if value is not None:
+            seen.setdefault(v.critic, set()).add(value)
+    assert labels["critics"] == {critic: sorted(values) for critic, values in seen.items()}
     assert set(labels["critics"]) == {"alpha", "beta", "gamma"}
+    assert labels["failures"] == sorted({v.failure.value for v in load_verdicts(db, run.run_id)
+                                         if v.failure}) != []
+    assert labels["consensus"] == sorted({row["consensus"] for row in load_consensus(db, run.run_id)
+                                          if row["consensus"] is not None})
 
 
 def test_a_reader_pages_while_a_writer_commits(db_path):

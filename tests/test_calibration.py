@@ -147,6 +147,17 @@ def test_a_few_shot_panel_is_a_new_version_of_the_run_panel(calibration_run):
     assert all(EXAMPLES_HEADER not in c.system_prompt for c in others)
     original = load_panel(db.execute("SELECT yaml FROM panels").fetchone()[0])
     assert panel_hash(panel) != panel_hash(original)
+    # Only the reviewed items are read; the examples are the ones the whole run gives.
+    from storage.calls import load_verdicts
+    from storage.datasets import load_items
+    from storage.overrides import latest_overrides
+    from storage.runs import get_run
+
+    run_id = calibration_run["run"]
+    said = {v.item_id: (v.label if v.failure is None else None)
+            for v in load_verdicts(db, run_id) if v.critic == "poor"}
+    fields = {i.id: i.fields for i in load_items(db, get_run(db, run_id)["dataset_id"])}
+    assert examples == choose_examples("poor", said, latest_overrides(db, run_id), fields, k=3)
 
 
 def test_the_agreement_page_shows_the_calibration_and_saves_the_suggestion(
@@ -190,6 +201,17 @@ def test_the_taught_critic_is_tried_on_the_items_it_got_wrong_and_nothing_is_sto
     humans = human_labels(db, calibration_run["run"])
     assert 1 <= len(rows) <= 5
     assert all(r.human == humans[r.item_id] and r.before != r.human for r in rows)
+    # Read item by item for the reviewed items only: the first 5 it got wrong, in file order.
+    from storage.calls import load_verdicts
+    from storage.datasets import load_items
+    from storage.runs import get_run
+
+    said = {v.item_id: (v.label if v.failure is None else None)
+            for v in load_verdicts(db, calibration_run["run"]) if v.critic == "poor"}
+    in_file_order = [item.id for item in load_items(
+        db, get_run(db, calibration_run["run"])["dataset_id"])]
+    assert [r.item_id for r in rows] == [
+        i for i in in_file_order if i in humans and i in said and said[i] != humans[i]][:5]
     assert all(r.after in LABELS for r in rows)
     assert calibration_run["server"].stats()["total"] == sent + len(rows)  # real calls...
     assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == stored  # ...not stored

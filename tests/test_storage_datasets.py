@@ -15,7 +15,9 @@ from storage.datasets import (
     items_frame,
     list_datasets,
     load_items,
+    load_items_of,
     save_dataset,
+    text_field_lengths,
 )
 from storage.db import NotFoundError, StorageError
 from tests.fixtures_storage import make_parsed, seed_run
@@ -134,3 +136,16 @@ def test_with_the_real_importer(db, tmp_path):
     assert [(i.id, i.gold) for i in load_items(db, saved.id)] == [("A1", "KEEP"), ("A2", "REJECT")]
     assert not save_dataset(db, read_dataset(path, filename="batch.csv", id_column="id",
                                              gold_column="label")).created
+
+
+def test_some_items_read_in_file_order_and_field_lengths_counted_by_sqlite(db):
+    parsed = make_parsed(25)
+    dataset_id = save_dataset(db, parsed).id
+    every = load_items(db, dataset_id)
+    wanted = [every[20].id, every[3].id, "not-an-item", every[11].id]
+    assert load_items_of(db, dataset_id, wanted) == [every[3], every[11], every[20]]
+    assert load_items_of(db, dataset_id, []) == []
+    texts = [len(i.fields["text"]) for i in every if isinstance(i.fields["text"], str)]
+    lengths = text_field_lengths(db, dataset_id)
+    assert lengths["text"] == pytest.approx(sum(texts) / len(texts))
+    assert set(lengths) == {"text"}  # "n" holds numbers: not a text to measure

@@ -4,6 +4,7 @@ next to the others. Used by the Agreement page."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sqlite_utils
@@ -16,8 +17,9 @@ from judging.panel import Panel
 from judging.panel_files import dump_panel, load_panel, panel_hash
 from judging.runner import run_panel
 from judging.vendors import KeyLookup
+from storage.calls import load_verdicts_of
 from storage.consensus import load_panel_verdicts
-from storage.datasets import load_items
+from storage.datasets import load_items_of
 from storage.overrides import human_labels, latest_overrides
 from storage.panels import save_panel
 from storage.runs import get_run
@@ -60,16 +62,27 @@ def few_shot_panel(
     if critic not in names:
         raise DataError(f"This run's panel has no critic {critic!r}; its critics: "
                         f"{', '.join(names)}.")
-    said = {v.item_id: (None if v.failure is not None else v.label)
-            for pv in load_panel_verdicts(db, run_id) for v in pv.verdicts if v.critic == critic}
+    reviewed = latest_overrides(db, run_id)
+    # Only the reviewed items can be examples: their verdicts and fields are all it reads.
+    said = _critic_said(db, run_id, critic, reviewed)
     run = get_run(db, run_id)
-    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
-    examples = choose_examples(critic, said, latest_overrides(db, run_id), fields, k=k)
+    fields = {item.id: item.fields
+              for item in load_items_of(db, int(run["dataset_id"]), list(reviewed))}
+    examples = choose_examples(critic, said, reviewed, fields, k=k)
     if not examples:
         raise DataError("No reviewed item has a note yet: the note is what an example teaches. "
                         "Add a note when you override an item on Review.")
     critics = [with_examples(c, examples) if c.name == critic else c for c in panel.critics]
     return examples, Panel.model_validate(panel.model_copy(update={"critics": critics}).model_dump())
+
+
+def _critic_said(
+    db: sqlite_utils.Database, run_id: int, critic: str, items: Iterable[str]
+) -> dict[str, str | None]:
+    """item_id -> `critic`'s stored label on it (None: it failed), for those of `items` it has
+    a verdict on (one query over those items, not the run)."""
+    return {v.item_id: (None if v.failure is not None else v.label)
+            for v in load_verdicts_of(db, run_id, list(items)) if v.critic == critic}
 
 
 def save_panel_version(db: sqlite_utils.Database, panel: Panel, name: str) -> str:
@@ -103,18 +116,18 @@ def try_on_disputed(
     """
     run = get_run(db, run_id)
     humans = human_labels(db, run_id)
-    said = {v.item_id: (None if v.failure is not None else v.label)
-            for pv in load_panel_verdicts(db, run_id) for v in pv.verdicts if v.critic == critic}
-    disputed = [item for item in said if item in humans and said[item] != humans[item]][:limit]
-    if not disputed:
+    said = _critic_said(db, run_id, critic, humans)
+    wrong = [item for item in said if said[item] != humans[item]]
+    if not wrong:
         raise DataError(f"{critic} agrees with every reviewed item: nothing to try the examples "
                         "on.")
     only = [c for c in taught.critics if c.name == critic]
     if not only:
         raise DataError(f"The taught panel has no critic {critic!r}.")
     solo = taught.model_copy(update={"critics": only, "cascade": CascadeConfig()})
-    items = {item.id: item for item in load_items(db, int(run["dataset_id"]))}
-    result = run_panel(solo, [items[i] for i in disputed], concurrency=8, key_lookup=key_lookup)
+    items = load_items_of(db, int(run["dataset_id"]), wrong)[:limit]  # the first, in file order
+    disputed = [item.id for item in items]
+    result = run_panel(solo, items, concurrency=8, key_lookup=key_lookup)
     after = {pv.item_id: next((v.label for v in pv.verdicts if v.failure is None), None)
              for pv in result.verdicts}
     return [TrialRow(item, humans[item], said[item], after.get(item)) for item in disputed]

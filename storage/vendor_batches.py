@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlite_utils
 
-from storage.db import DbPath, connect, now
+from storage.db import DbPath, connect, dumps, now
 
 OPEN = "submitted"
 
@@ -74,10 +74,18 @@ def store_results(db: sqlite_utils.Database, run_id: int, api: str,
     return stored
 
 
-def result_keys(db: sqlite_utils.Database, run_id: int) -> set[str]:
-    """The cache keys that have a result waiting to be read."""
+def result_keys(
+    db: sqlite_utils.Database, run_id: int, among: Iterable[str] | None = None
+) -> set[str]:
+    """The cache keys that have a result waiting to be read (only those `among` the given
+    keys, when given: one query for a page of calls instead of the whole run's keys)."""
+    if among is None:
+        return {row[0] for row in db.execute(
+            "SELECT custom_id FROM batch_results WHERE run_id = ?", [run_id]).fetchall()}
     return {row[0] for row in db.execute(
-        "SELECT custom_id FROM batch_results WHERE run_id = ?", [run_id]).fetchall()}
+        "SELECT custom_id FROM batch_results WHERE run_id = ?"
+        " AND custom_id IN (SELECT value FROM json_each(?))",
+        [run_id, dumps(list(among))]).fetchall()}
 
 
 def clear_results(db: sqlite_utils.Database, run_id: int) -> None:

@@ -266,7 +266,12 @@ def test_no_wait_leaves_the_batches_with_the_vendor_and_a_resume_in_another_proc
 
 
 def test_expired_requests_fail_unpaid_and_a_resume_submits_only_them(
-        batch_sim, db, db_path) -> None:
+        batch_sim, db, db_path, monkeypatch) -> None:
+    import judging.runs.batch_phase
+
+    # What is missing is looked up 3 items at a time (2,000 in a real run): the resume must
+    # still find exactly the 5 expired requests across the pages.
+    monkeypatch.setattr(judging.runs.batch_phase, "PAGE_ITEMS", 3)
     sim = batch_sim(batch_expire_every=4)
     panel = _panel(sim.base_url, ("opus", {"mode": "batch"}), ("live", {}))
     run_id, job = _run(db, db_path, panel, 20)
@@ -385,3 +390,15 @@ def test_the_estimate_prices_batch_critics_at_the_batch_price() -> None:
     critic = _critic("a", "http://127.0.0.1:9/v1", vendor="openai")
     assert cost_usd(critic, 1000, 100, batched=True) == pytest.approx(
         cost_usd(critic, 1000, 100) / 2)
+
+
+def test_waiting_results_are_found_among_a_page_of_keys(db) -> None:
+    from storage.vendor_batches import result_keys, store_results
+
+    dataset_id = save_dataset(db, make_parsed(2)).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=_panel("http://127.0.0.1:9/v1",
+                                                                 ("opus", {"mode": "batch"})))
+    store_results(db, run_id, "anthropic", [("k1", "{}"), ("k2", "{}"), ("k3", "{}")])
+    assert result_keys(db, run_id) == {"k1", "k2", "k3"}
+    assert result_keys(db, run_id, among=["k3", "k1", "k9"]) == {"k1", "k3"}
+    assert result_keys(db, run_id, among=[]) == set()

@@ -17,9 +17,10 @@ CLI's `resume`, the app's Resume) starts again at step 1, which finds the open b
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ from judging.errors import CallFailure, ConfigError
 from judging.panel import Panel
 from judging.vendors import KeyLookup, get_preset, resolve_base_url, resolve_key
 from judging.verdicts import Item
-from storage.calls import successful_pairs
+from storage.calls import successful_pairs_of
 from storage.vendor_batches import (
     BatchResultStore,
     record_batch,
@@ -93,9 +94,16 @@ class Clients:
         self._open = None
 
 
+# Items read, and their stored successes and waiting results looked up, this many at a time:
+# a resumed million-item run is never held as a set of every pair it has answered.
+PAGE_ITEMS = 2000
+
+
 def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
                    clients: Clients, cache: CallCache | None) -> list[str]:
     """Submit what the run's batch critics still lack; returns the new batches' ids.
+
+    `items` is read once per batch critic, a page at a time (`DatasetItems` for a run).
 
     Raises:
         ConfigError: a critic's key is missing.
@@ -103,12 +111,10 @@ def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
     """
     if run_batches(db, run_id, open_only=True):
         return []
-    done = successful_pairs(db, run_id)
-    waiting = result_keys(db, run_id)
     submitted: list[str] = []
     for critic in batch_critics(panel):
         api, client = clients.for_critic(critic)
-        requests = _missing(critic, panel, items, done, waiting, cache)
+        requests = _missing(db, run_id, critic, panel, items, cache)
         for chunk in chunked(api, requests):
             batch_id = client.submit(chunk, run_label=str(run_id))
             record_batch(db, run_id, critic=critic.name, api=api,
@@ -118,22 +124,29 @@ def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
     return submitted
 
 
-def _missing(critic: Critic, panel: Panel, items: Sequence[Item], done: set[tuple[str, str]],
-             waiting: set[str], cache: CallCache | None) -> Iterator[PreparedCall]:
+def _missing(db: Any, run_id: int, critic: Critic, panel: Panel, items: Iterable[Item],
+             cache: CallCache | None) -> Iterator[PreparedCall]:
     """The calls of `critic` the vendor must answer, one at a time (a million items are never
-    all prepared at once)."""
-    for item in items:
-        if (str(item.id), critic.name) in done:
-            continue
-        try:
-            prepared = prepare_call(critic, item, panel.scale)
-        except Exception:  # noqa: BLE001 - the live phase stores the reason as the call's failure
-            continue
-        if prepared.cache_key in waiting:
-            continue
-        if cache is not None and cache.get(prepared.cache_key) is not None:
-            continue  # answered before, by any run: free
-        yield prepared
+    all prepared at once): not those with a stored success or a result waiting to be read, nor
+    those the cache answers."""
+    pages = iter(items)
+    while page := list(itertools.islice(pages, PAGE_ITEMS)):
+        done = successful_pairs_of(db, run_id, [str(item.id) for item in page])
+        prepared_page = []
+        for item in page:
+            if (str(item.id), critic.name) in done:
+                continue
+            try:
+                prepared_page.append(prepare_call(critic, item, panel.scale))
+            except Exception:  # noqa: BLE001 - the live phase stores the reason as its failure
+                continue
+        waiting = result_keys(db, run_id, among=[p.cache_key for p in prepared_page])
+        for prepared in prepared_page:
+            if prepared.cache_key in waiting:
+                continue
+            if cache is not None and cache.get(prepared.cache_key) is not None:
+                continue  # answered before, by any run: free
+            yield prepared
 
 
 def poll_open(db: Any, run_id: int, panel: Panel, clients: Clients) -> list[str]:

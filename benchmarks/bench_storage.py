@@ -10,6 +10,11 @@ Figures:
     storage_write_100k_verdicts_template_s  the same verdicts with their requests left to the
                                     run's request template (`judging.calls.template`), side by
                                     side; storage_write_template_speedup is the ratio
+    storage_write_floor_100k_s      the floor under those figures: the very rows the template write
+                                    stored, read back and inserted into a copy of `calls` with no
+                                    index, no upsert, no cache index, in one transaction (one
+                                    `executemany`: what SQLite and Python's sqlite3 charge for
+                                    the row itself)
     storage_bytes_per_verdict       the demo run (300 items x 4 critics on the simulator): its
                                     calls, their indexes and templates over its calls, after
                                     VACUUM (target <= 600 B)
@@ -110,6 +115,19 @@ def _bytes_written() -> int | None:
         return None
 
 
+def _insert_floor(db: Any) -> float:
+    """Seconds to insert the run's stored `calls` rows again into an unindexed copy of the
+    table, in one transaction: no write path can store these rows for less."""
+    rows = db.execute("SELECT * FROM calls").fetchall()
+    db.execute("CREATE TABLE calls_floor AS SELECT * FROM calls WHERE 0")
+    marks = ", ".join("?" for _ in rows[0])
+    start = time.perf_counter()
+    db.conn.execute("BEGIN")
+    db.conn.executemany(f"INSERT INTO calls_floor VALUES ({marks})", rows)
+    db.conn.execute("COMMIT")
+    return time.perf_counter() - start
+
+
 def bench_write(workdir: Path, repeats: int = 3) -> None:
     from storage.calls import write_verdicts
     from storage.db import open_db
@@ -119,7 +137,7 @@ def bench_write(workdir: Path, repeats: int = 3) -> None:
     rng = random.Random(1)
     verdicts = [_verdict(rng, item.id, c) for item in _items(n_items) for c in CRITICS]
     verdicts = verdicts[:N_VERDICTS]
-    walls, cpus, written, templated = [], [], [], []
+    walls, cpus, written, templated, floors = [], [], [], [], []
     rebuilt = [True] * 200
     for n in range(repeats):
         # Side by side: requests stored whole (the figure kept from before), then left to the
@@ -137,6 +155,7 @@ def bench_write(workdir: Path, repeats: int = 3) -> None:
             refresh_run_totals(db, run_id)
             if not whole:
                 templated.append(time.perf_counter() - start)
+                floors.append(_insert_floor(db))
             else:
                 walls.append(time.perf_counter() - start)
                 cpus.append(time.process_time() - cpu)
@@ -148,6 +167,9 @@ def bench_write(workdir: Path, repeats: int = 3) -> None:
                 leftover.unlink()
     bench_line("storage_write_100k_verdicts_s", statistics.median(walls), "s")
     bench_line("storage_write_100k_verdicts_template_s", statistics.median(templated), "s")
+    bench_line("storage_write_floor_100k_s", statistics.median(floors), "s")
+    bench_line("storage_write_template_over_floor", statistics.median(templated)
+               / statistics.median(floors), "x")
     bench_line("storage_write_template_speedup", statistics.median(walls)
                / statistics.median(templated), "x")
     bench_line("storage_write_100k_verdicts_cpu_s", statistics.median(cpus), "s")

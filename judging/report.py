@@ -301,12 +301,36 @@ def agreement_report(
     Raises:
         ValueError: malformed ratings, or ratings that do not fit the level / label order.
     """
+    return table_agreement_report(
+        ratings_table(ratings, critics), level=level, order=order, scale=scale,
+        consensus=consensus, overrides=overrides, gold=gold, resamples=resamples, seed=seed,
+        confidence=confidence, tolerance=tolerance, fit_dawid_skene=fit_dawid_skene,
+    )
+
+
+def table_agreement_report(
+    table: pd.DataFrame,
+    *,
+    level: Level | str | None = None,
+    order: Sequence[Any] | None = None,
+    scale: Scale | None = None,
+    consensus: Mapping[Any, Any] | None = None,
+    overrides: Mapping[Any, Any] | None = None,
+    gold: Mapping[Any, Any] | None = None,
+    resamples: int = 1000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    tolerance: float = 0.0,
+    fit_dawid_skene: bool = True,
+) -> AgreementReport:
+    """`agreement_report` over ratings already laid out as items x critics (the index holds
+    the item ids, a column each critic, None for a missing rating), as `ratings_table` lays
+    them out or `storage.review.ratings_grid` reads them. Arguments as `agreement_report`."""
     if scale is not None:
         level = level or scale.level
         if order is None and not scale.is_numeric:
             order = scale.labels
     level = level or "nominal"
-    table = ratings_table(ratings, critics)
     names = [str(c) for c in table.columns]
     items = table.index.tolist()
     matrix = encode_ratings(table.to_numpy(dtype=object), level, order=order, critics=names)

@@ -48,6 +48,7 @@ from storage.review import (
     item_detail,
     item_position,
     ratings_frame,
+    ratings_grid,
     review_labels,
     review_table,
 )
@@ -100,6 +101,7 @@ __all__ = [
     "open_db",
     "override_history",
     "ratings_frame",
+    "ratings_grid",
     "review_labels",
     "review_table",
     "save_dataset",

@@ -7,8 +7,10 @@ text is ever built from user input.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import sqlite_utils
 
@@ -502,6 +504,42 @@ def ratings_frame(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:
         db.conn,
         params=[run_id],
     )
+
+
+def ratings_grid(db: sqlite_utils.Database, run_id: int, critics: Sequence[str], *,
+                 numeric: bool) -> pd.DataFrame:
+    """The run's ratings as the agreement statistics read them: items x `critics`.
+
+    Each cell is the critic's valid verdict on the item (its score on a numeric scale, else its
+    label), None where the call failed or was never made. Rows are the items with at least one
+    stored call, in dataset order; critics of the run not listed are left out.
+
+    Why one row per item, pivoted by SQLite: the long table (`ratings_frame`) is three
+    Python rows per item, and at 1,000,000 items reading and pivoting it took 9 of the 13 s
+    of the Agreement page's report; this reads a third of the rows and pivots nothing.
+    """
+    column = "k.score" if numeric else "k.label"
+    picks = "".join(
+        f", max(CASE WHEN k.critic = ? AND k.failure IS NULL THEN {column} END)"
+        for _ in critics
+    )
+    # Items first, in position order (CROSS JOIN keeps SQLite from starting at `calls`): the
+    # rows then come out grouped and ordered with no sort (2.8 against 3.4 s at 1M items).
+    # An item's calls never outlive it: a dataset is not deleted while a run uses it.
+    rows = db.conn.execute(
+        f"SELECT i.item_id{picks} FROM items i"
+        " CROSS JOIN calls k ON k.run_id = ? AND k.item_id = i.item_id"
+        " WHERE i.dataset_id = (SELECT dataset_id FROM runs WHERE id = ?)"
+        " GROUP BY i.position ORDER BY i.position",
+        [*critics, run_id, run_id],
+    ).fetchall()
+    columns = list(zip(*rows)) if rows else [()] * (len(critics) + 1)
+    grid = {
+        critic: np.fromiter(values, dtype=object, count=len(rows))
+        for critic, values in zip(critics, columns[1:])
+    }
+    index = pd.Index(np.fromiter(columns[0], dtype=object, count=len(rows)), name="item_id")
+    return pd.DataFrame(grid, index=index, columns=list(critics), dtype=object)
 
 
 def valid_values(db: sqlite_utils.Database, run_id: int, *, numeric: bool) -> dict[str, dict[str, Any]]:

@@ -6,16 +6,20 @@ from __future__ import annotations
 import pytest
 
 from judging.agreement import krippendorff_alpha
+from judging.panel_files import load_panel
+from judging.report import agreement_report, as_numbers
 from judging.runs.jobs import prepare_run
 from judging.runs.report import run_agreement_report
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import VotingConfig
 from storage.calls import write_verdicts
-from storage.consensus import write_consensus
+from storage.consensus import consensus_values, load_consensus, write_consensus
 from storage.datasets import save_dataset
 from storage.db import NotFoundError
-from storage.overrides import add_override
+from storage.overrides import add_override, human_labels
+from storage.review import gold_labels, ratings_frame
+from storage.runs import get_run
 from tests.fixtures_storage import FakeParsed, tiny_panel
 
 SCORES = {  # item -> (critic_0, critic_1, critic_2); None = a failed call
@@ -87,8 +91,6 @@ def test_an_unknown_run_raises_not_found(db):
 
 
 def test_the_decisions_the_report_reads_are_the_stored_ones(db):
-    from storage.consensus import consensus_values, load_consensus
-
     run_id = _score_run(db)
     scores = consensus_values(db, run_id, numeric=True)
     assert scores == {row["item_id"]: row["score"] for row in load_consensus(db, run_id)}
@@ -97,3 +99,81 @@ def test_the_decisions_the_report_reads_are_the_stored_ones(db):
     assert consensus_values(db, run_id, numeric=False) == {
         row["item_id"]: row["consensus"] for row in load_consensus(db, run_id)
         if row["consensus"] is not None}
+
+
+def _long_path_report(db, run_id: int, **kwargs):
+    """The report as `run_agreement_report` assembled it before `ratings_grid`: every call read
+    as a long table (`ratings_frame`), failures blanked, pivoted by `ratings_table`."""
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    numeric = panel.scale.is_numeric
+    frame = ratings_frame(db, run_id)
+    value = (frame["score"] if numeric else frame["label"]).astype(object)
+    value = value.where(frame["failure"].isna() & value.notna(), None)
+    long = [(i, c, v) for i, c, v in zip(frame["item_id"], frame["critic"], value)]
+    humans, gold = human_labels(db, run_id), gold_labels(db, run_id)
+    if numeric:
+        humans, gold = as_numbers(humans), as_numbers(gold)
+    return agreement_report(long, scale=panel.scale, critics=list(run["critics"]),
+                            consensus=consensus_values(db, run_id, numeric=numeric),
+                            overrides=humans, gold=gold, **kwargs)
+
+
+def _label_run(db) -> int:
+    """Items stored in an order that is not their ids' order; a failure, a critic that never
+    answered one item, and a verdict from a critic the panel no longer lists."""
+    ids = ["z9", "a1", "m5", "b2", "y8", "c3"]
+    labels = ["KEEP", "REJECT", "SPLIT", "MERGE"]
+    items = [Item(id=i, fields={"text": f"item {i}"}, gold=labels[n % 4])
+             for n, i in enumerate(ids)]
+    parsed = FakeParsed(items=items, columns=["id", "text", "gold"], fields=["text"],
+                        content_hash="label-run")
+    dataset_id = save_dataset(db, parsed).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel("http://127.0.0.1:9/v1"))
+    verdicts = []
+    for n, item_id in enumerate(ids):
+        for c in range(3):
+            if (n, c) == (3, 2):
+                continue  # never answered
+            if (n, c) == (1, 0):
+                verdicts.append(Verdict(critic="critic_0", item_id=item_id,
+                                        failure=FailureKind.PARSE_FAIL, message="no label"))
+                continue
+            verdicts.append(Verdict(critic=f"critic_{c}", item_id=item_id,
+                                    label=labels[(n + (c == 2) * (n % 2)) % 4]))
+    verdicts.append(Verdict(critic="retired", item_id="c3", label="KEEP"))
+    write_verdicts(db, run_id, verdicts)
+    write_consensus(db, run_id, [
+        PanelVerdict(item_id, VoteOutcome(consensus=labels[n % 4], agreement=1.0,
+                                          disagreement=False, counts={}, failed=0), [], "x")
+        for n, item_id in enumerate(ids)])
+    return run_id
+
+
+@pytest.mark.parametrize("make_run", [_label_run, _score_run])
+def test_the_report_read_as_a_grid_is_the_report_read_call_by_call(db, make_run):
+    run_id = make_run(db)
+    add_override(db, run_id, "b2" if make_run is _label_run else "c",
+                 "SPLIT" if make_run is _label_run else "0.5", note="", reviewer="ana")
+
+    grid = run_agreement_report(db, run_id, resamples=200, seed=3)
+    long = _long_path_report(db, run_id, resamples=200, seed=3)
+
+    assert grid.items == long.items  # dataset order, not id order
+    assert grid.critics == long.critics and grid.labels == long.labels
+    assert grid.alpha == long.alpha
+    assert (grid.bootstrap.low, grid.bootstrap.high) == (long.bootstrap.low, long.bootstrap.high)
+    assert (grid.bootstrap.distribution == long.bootstrap.distribution).all()
+    assert grid.per_item_alpha.equals(long.per_item_alpha)
+    assert (grid.matrix.codes == long.matrix.codes).all()
+    assert grid.failed == long.failed and grid.leave_one_out == long.leave_one_out
+    assert (grid.vs_consensus, grid.vs_humans, grid.vs_gold) == \
+        (long.vs_consensus, long.vs_humans, long.vs_gold)
+    assert (grid.fleiss, grid.ac1, grid.percent) == (long.fleiss, long.ac1, long.percent)
+    if make_run is _label_run:
+        assert grid.items == ["z9", "a1", "m5", "b2", "y8", "c3"]
+        assert grid.failed == {"critic_0": 1, "critic_1": 0, "critic_2": 1}
+        assert grid.dawid_skene is not None and long.dawid_skene is not None
+        assert (grid.dawid_skene.posteriors == long.dawid_skene.posteriors).all()
+        assert grid.kappa is not None and long.kappa is not None
+        assert (grid.kappa.values == long.kappa.values).all()

@@ -3,8 +3,8 @@
 The Agreement page and `jurybox stats RUN` both call `run_agreement_report`, so they show the
 same figures from the same inputs. This module gathers those inputs (every critic outcome,
 the consensus, the humans' latest labels, the gold labels and the scale of the panel the run
-snapshot holds) and hands them to `judging.report.agreement_report`; it holds no statistics and
-no SQL of its own.
+snapshot holds) and hands them to `judging.report.table_agreement_report`; it holds no
+statistics and no SQL of its own.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from judging.errors import DataError
 from judging.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.panel_files import load_panel
-from judging.report import AgreementReport, agreement_report, as_numbers
+from judging.report import AgreementReport, as_numbers, table_agreement_report
 from judging.rubric_stats import RubricReport, rubric_report
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
@@ -26,28 +24,11 @@ from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
 from storage.datasets import field_lengths, get_dataset, load_items, text_field_lengths
 from storage.overrides import final_labels, human_labels
-from storage.review import gold_labels, ratings_frame, valid_values
+from storage.review import gold_labels, ratings_grid, valid_values
 from storage.runs import get_run
 
 if TYPE_CHECKING:
     import sqlite_utils
-
-
-def ratings_long(frame: pd.DataFrame, numeric: bool) -> pd.DataFrame:
-    """Storage's long table of outcomes as (item_id, critic, value) for the statistics.
-
-    Args:
-        frame: `storage.review.ratings_frame` output (item_id, critic, label, score, failure).
-        numeric: take the score (score scales) rather than the label.
-
-    Returns:
-        A DataFrame with columns item_id, critic, value; a failed outcome's value is None (a
-        missing value to the statistics, never a label).
-    """
-    value = frame["score"] if numeric else frame["label"]
-    value = value.astype(object).where(frame["failure"].isna(), None)
-    value = value.where(value.notna(), None)
-    return pd.DataFrame({"item_id": frame["item_id"], "critic": frame["critic"], "value": value})
 
 
 def run_agreement_report(
@@ -81,7 +62,8 @@ def run_agreement_report(
     run = get_run(db, run_id)
     panel = load_panel(run["panel_yaml"])
     numeric = panel.scale.is_numeric
-    ratings = ratings_long(ratings_frame(db, run_id), numeric)
+    critics = list(run["critics"])
+    ratings = ratings_grid(db, run_id, critics, numeric=numeric)
     consensus = consensus_values(db, run_id, numeric=numeric)
     overrides: dict[str, Any] = dict(human_labels(db, run_id) if humans is None else humans)
     gold: dict[str, Any] = gold_labels(db, run_id)
@@ -89,13 +71,12 @@ def run_agreement_report(
         # Overrides and gold labels are stored as text; on a score scale they are figures,
         # and compared as text they would never match a critic's score.
         overrides, gold = as_numbers(overrides), as_numbers(gold)
-    return agreement_report(
+    return table_agreement_report(
         ratings,
         scale=panel.scale,
         consensus=consensus,
         overrides=overrides,
         gold=gold,
-        critics=list(run["critics"]),
         resamples=resamples,
         seed=seed,
     )

@@ -9,7 +9,7 @@ from typing import Any
 import sqlite_utils
 
 from judging.verdicts import PanelVerdict, VoteOutcome
-from storage.calls import load_verdicts_of
+from storage.calls import load_verdicts_of, load_votes_of
 from storage.db import dumps, loads
 
 
@@ -136,10 +136,12 @@ def load_panel_verdicts(db: sqlite_utils.Database, run_id: int) -> list[PanelVer
 
 
 def iter_panel_verdicts(
-    db: sqlite_utils.Database, run_id: int, *, chunk_size: int = 1000
+    db: sqlite_utils.Database, run_id: int, *, chunk_size: int = 1000, evidence: bool = True
 ) -> Iterator[PanelVerdict]:
     """`load_panel_verdicts` a chunk of items at a time: each chunk is two short queries (keyset
-    on the item's position), so a large run is never held, nor one read kept open."""
+    on the item's position), so a large run is never held, nor one read kept open. Without
+    `evidence`, the verdicts hold only what a vote reads (`storage.calls.load_votes_of`)."""
+    load = load_verdicts_of if evidence else load_votes_of
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, not {chunk_size}")
     after: tuple[int, str] = (-(2**62), "")
@@ -151,7 +153,7 @@ def iter_panel_verdicts(
             return
         ids = [row["item_id"] for row in rows]
         by_item: dict[str, list[Any]] = {}
-        for verdict in load_verdicts_of(db, run_id, ids):
+        for verdict in load(db, run_id, ids):
             by_item.setdefault(verdict.item_id, []).append(verdict)
         for row in rows:
             value: str | float | None = (

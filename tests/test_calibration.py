@@ -9,19 +9,21 @@ import pathlib
 
 import pytest
 
-from judging.calibration import suggested_weight
+from judging.calibration import calibrate, suggested_weight
 from judging.critics import Critic
 from judging.few_shot import EXAMPLES_HEADER, Example, choose_examples, render_examples, with_examples
 from judging.panel_files import load_panel, panel_hash
 from judging.runs.calibrate import few_shot_panel, run_calibration, save_panel_version
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.simulator import Profile
+from storage.consensus import load_panel_verdicts
 from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
-from storage.overrides import add_override
+from storage.overrides import add_override, human_labels
 from storage.panels import list_panels
 from storage.review import review_table
+from storage.runs import get_run
 
 LABELS = ["KEEP", "REJECT", "SPLIT"]
 
@@ -90,6 +92,14 @@ def test_the_projected_effect_equals_an_actual_re_vote(calibration_run):
     frame, _ = review_table(db, rerun, limit=None)
     actual = dict(zip(frame["item_id"], frame["consensus"], strict=True))
     assert actual == projection.after
+
+
+def test_calibration_from_the_votes_alone_is_the_one_from_the_whole_verdicts(calibration_run):
+    db = open_db(calibration_run["db"])
+    run_id = calibration_run["run"]
+    whole = {pv.item_id: pv.verdicts for pv in load_panel_verdicts(db, run_id)}
+    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    assert run_calibration(db, run_id) == calibrate(panel, whole, human_labels(db, run_id))
 
 
 def test_calibration_before_any_review_says_what_to_do(calibration_run, tmp_path):

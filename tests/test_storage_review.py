@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from judging.verdicts import Verdict
-from storage.calls import write_verdicts
+from storage.calls import load_verdicts_of, load_votes_of, write_verdicts
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import add_override
 from storage.review import SORTS, item_detail, item_position, review_labels, review_table
@@ -318,3 +318,22 @@ def test_item_position_is_the_row_of_the_item_in_the_table(db, run, sort, filter
     for item in run.items:
         expected = rows.index(item.id) if item.id in rows else None
         assert item_position(db, run.run_id, item.id, sort=sort, **filters) == expected, item.id
+
+
+def test_votes_are_the_stored_verdicts_without_their_evidence(db, run):
+    """`load_votes_of` (what calibration re-votes) gives each stored verdict's vote inputs,
+    failures and rubric marks included, and none of the evidence."""
+    marked = Verdict(critic="alpha", item_id=run.items[0].id, label="KEEP", confidence=0.9,
+                     reasoning="long", raw_response='{"label": "KEEP"}',
+                     marks={"clear": ("yes", "it reads well")})
+    write_verdicts(db, run.run_id, [marked], replace_success=True)
+    ids = [item.id for item in run.items[:12]]
+    whole = load_verdicts_of(db, run.run_id, ids)
+    votes = load_votes_of(db, run.run_id, ids)
+    assert any(v.failure for v in whole) and any(v.marks for v in whole)
+    assert [(v.critic, v.item_id, v.label, v.score, v.confidence, v.failure, v.marks)
+            for v in votes] == \
+        [(v.critic, v.item_id, v.label, v.score, v.confidence, v.failure, v.marks)
+         for v in whole]
+    assert all(v.raw_response is None and v.reasoning is None and v.message is None
+               for v in votes)

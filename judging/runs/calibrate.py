@@ -18,7 +18,7 @@ from judging.panel_files import dump_panel, load_panel, panel_hash
 from judging.runner import run_panel
 from judging.vendors import KeyLookup
 from storage.calls import load_verdicts_of
-from storage.consensus import load_panel_verdicts
+from storage.consensus import iter_panel_verdicts
 from storage.datasets import load_items_of
 from storage.overrides import human_labels, latest_overrides
 from storage.panels import save_panel
@@ -43,7 +43,9 @@ def run_calibration(db: sqlite_utils.Database, run_id: int) -> Calibration:
     humans = human_labels(db, run_id)
     if not humans:
         raise DataError("Calibration learns from reviews: override some items on Review first.")
-    verdicts = {pv.item_id: pv.verdicts for pv in load_panel_verdicts(db, run_id)}
+    # Only what a vote reads: the replies are most of a run's bytes, and are not needed here.
+    verdicts = {pv.item_id: pv.verdicts
+                for pv in iter_panel_verdicts(db, run_id, evidence=False)}
     return calibrate(panel, verdicts, humans)
 
 

@@ -515,8 +515,8 @@ def ratings_grid(db: sqlite_utils.Database, run_id: int, critics: Sequence[str],
     stored call, in dataset order; critics of the run not listed are left out.
 
     Why one row per item, pivoted by SQLite: the long table (`ratings_frame`) is three
-    Python rows per item, and at 1,000,000 items reading and pivoting it took 9 of the 13 s
-    of the Agreement page's report; this reads a third of the rows and pivots nothing.
+    Python rows per item, and reading and pivoting it was most of the Agreement page's report;
+    at 1,000,000 items the report takes 8.4 s with this against 11.5 s (side by side).
     """
     column = "k.score" if numeric else "k.label"
     picks = "".join(

@@ -121,13 +121,15 @@ def _long_path_report(db, run_id: int, **kwargs):
 
 def _label_run(db) -> int:
     """Items stored in an order that is not their ids' order; a failure, a critic that never
-    answered one item, and a verdict from a critic the panel no longer lists."""
+    answered one item, a verdict from a critic the panel no longer lists, and an item never
+    judged (q7: not a row of the report)."""
     ids = ["z9", "a1", "m5", "b2", "y8", "c3"]
+    unjudged = Item(id="q7", fields={"text": "item q7"}, gold="KEEP")
     labels = ["KEEP", "REJECT", "SPLIT", "MERGE"]
     items = [Item(id=i, fields={"text": f"item {i}"}, gold=labels[n % 4])
              for n, i in enumerate(ids)]
-    parsed = FakeParsed(items=items, columns=["id", "text", "gold"], fields=["text"],
-                        content_hash="label-run")
+    parsed = FakeParsed(items=[*items[:3], unjudged, *items[3:]], columns=["id", "text", "gold"],
+                        fields=["text"], content_hash="label-run")
     dataset_id = save_dataset(db, parsed).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel("http://127.0.0.1:9/v1"))
     verdicts = []

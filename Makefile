@@ -29,6 +29,7 @@ bench: $(VENV)/.installed
 # Minutes to hours: `jurybox judge` over JURYBOX_BENCH_ITEMS items (default 1,000,000) x 3
 # critics against the simulator, measured from outside (wall time, peak memory).
 bench-large: $(VENV)/.installed
+	$(PY) -m benchmarks.large_import
 	$(PY) -m benchmarks.large_run
 	$(PY) -m benchmarks.large_pages
 

@@ -17,11 +17,12 @@ Text formats are read as UTF-8 (with or without a byte-order mark), UTF-16/UTF-3
 byte-order mark, or Windows-1252 when the bytes are clearly Western European text. Anything
 else is refused, never decoded with replacement characters.
 
-`read_dataset(..., stream=True)` keeps no row: CSV, TSV and JSONL are read a record at a time,
-once to validate (ids are checked against a temporary SQLite table, not a set in memory) and
-again, record by record, whenever the items are iterated (`StreamedItems`), so a million-row
-file is saved without ever being a list. The file's bytes are still held (once), and Parquet,
-XLSX and .json arrays are still parsed whole (their readers need the whole document).
+`read_dataset(..., stream=True)` keeps no row: CSV, TSV and JSONL are read a record at a time
+(Parquet a batch at a time), once to validate (ids are checked against a temporary SQLite
+table, not a set in memory) and again, record by record, whenever the items are iterated
+(`StreamedItems`), so a million-row file is saved without ever being a list. The file's bytes
+are still held (once), and XLSX and .json arrays are still parsed whole (their readers need
+the whole document).
 
 Imports are bounded by what they decode, not by file size alone (`ImportLimits`): rows,
 columns, characters in one value and the total decoded size are counted while the file

@@ -13,7 +13,9 @@ import storage.importing
 from judging.errors import DataError
 from judging.verdicts import Item
 from storage.datasets import list_datasets, load_items, save_dataset
-from storage.importing import StreamedItems, dataset_columns, read_dataset
+from storage.import_limits import Budget
+from storage.importing import ImportLimits, StreamedItems, dataset_columns, read_dataset
+from storage.readers import iter_records, parquet_arrow
 from tests.fixtures_import import write_dataset_file
 from tests.test_import import BAD, FORMATS, ROWS
 
@@ -119,3 +121,27 @@ def test_a_streamed_dataset_is_saved_in_chunks_whole(
     saved = save_dataset(db, read_dataset(path, id_column="id", stream=True))
     assert saved.created and list_datasets(db)[0]["n_items"] == 11
     assert load_items(db, saved.id) == list(read_dataset(path, id_column="id").items)
+
+
+def test_a_parquet_file_is_read_a_batch_at_a_time(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first record of a 10,000-row Parquet file comes after one batch was decoded, not
+    the file: a million-row file is never held as Python values."""
+    rows = [{"id": f"c{n:05d}", "text": f"class {n}"} for n in range(10_000)]
+    raw = write_dataset_file(tmp_path / "many.parquet", rows).read_bytes()
+    decoded: list[int] = []
+    decode = parquet_arrow.decode
+
+    def counting(batch: Any) -> Any:
+        decoded.append(batch.num_rows)
+        return decode(batch)
+
+    monkeypatch.setattr(parquet_arrow, "decode", counting)
+    columns: list[str] = []
+    records = iter_records(raw, "parquet", "many.parquet", Budget(ImportLimits(), "many.parquet"),
+                           columns)
+    first = next(records)
+    assert first.values == {"id": "c00000", "text": "class 0"} and columns == ["id", "text"]
+    assert len(decoded) == 1 and decoded[0] < len(rows)
+    assert [r.values["id"] for r in records] == [row["id"] for row in rows[1:]]
+    assert sum(decoded) == len(rows) and len(decoded) > 1

@@ -12,16 +12,16 @@ from collections.abc import Iterator
 from storage.import_limits import Budget
 from storage.readers.delimited import delimited_records, read_delimited
 from storage.readers.jsonfiles import jsonl_records, read_json, read_jsonl
-from storage.readers.parquet import read_parquet
+from storage.readers.parquet import parquet_records, read_parquet
 from storage.readers.table import Record, Table, empty_file, plain
 from storage.readers.text import detect_encoding
 from storage.readers.xlsx import read_xlsx
 
 __all__ = ["STREAMED_FORMATS", "Record", "Table", "iter_records", "plain", "read_table"]
 
-#: The formats `iter_records` reads a record at a time; the others are read whole first
-#: (Parquet and XLSX are compressed containers read as one; a .json array is one document).
-STREAMED_FORMATS = ("csv", "tsv", "jsonl")
+#: The formats `iter_records` reads a record at a time (Parquet a batch at a time); the others
+#: are read whole first (an XLSX workbook is read as one; a .json array is one document).
+STREAMED_FORMATS = ("csv", "tsv", "jsonl", "parquet")
 
 
 def read_table(raw: bytes, fmt: str, name: str, budget: Budget, *, limit: int | None) -> Table:
@@ -61,6 +61,9 @@ def iter_records(
         table = read_table(raw, fmt, name, budget, limit=None)
         columns[:] = table.columns
         yield from table.records
+        return
+    if fmt == "parquet":
+        yield from parquet_records(raw, name, budget, columns)
         return
     if not raw or raw.isspace():
         raise empty_file(name)

@@ -16,6 +16,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,16 @@ def _refuse(name: str, detail: str) -> DataError:
 
 def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Table:
     """Every column except a pandas index; nested values become lists and dicts."""
+    columns: list[str] = []
+    records = list(parquet_records(raw, name, budget, columns, limit=limit))
+    return Table(columns, records, None)
+
+
+def parquet_records(raw: bytes, name: str, budget: Budget, columns: list[str], *,
+                    limit: int | None = None) -> Iterator[Record]:
+    """`read_parquet`'s records, decoded a batch at a time: a large file is never held as
+    Python values. The child's probe and the footer checks come before the first record;
+    `columns` is filled with the file's columns then."""
     # pyarrow takes a second to import: only Parquet files pay for it.
     import pyarrow as pa
 
@@ -89,27 +100,27 @@ def read_parquet(raw: bytes, name: str, budget: Budget, limit: int | None) -> Ta
             f"files, or ask the operator to raise {variable_for('max_decoded_bytes')}."
         )
 
-    records: list[Record] = []
+    columns[:] = names
+    read = 0
     try:
         for batch in arrow.batches(parquet, names, probed["rows"]):
-            _check_batch(batch, len(records), name, budget)
+            _check_batch(batch, read, name, budget)
             try:
                 rows = arrow.decode(batch).to_pylist()
             except (ValueError, OverflowError) as exc:
-                first, last = len(records) + 1, len(records) + batch.num_rows
+                first, last = read + 1, read + batch.num_rows
                 raise DataError(
                     f"{name}, rows {first:,} to {last:,}: a value cannot be represented in "
                     f"Python ({first_line(exc)}); dates must fall in the years 1 to 9999. Fix "
                     "the value, or store the column as text."
                 ) from None
             for row in rows:
-                where = f"row {len(records) + 1}"
-                records.append(keep_record(budget, where, plain_dict(row)))
-                if limit is not None and len(records) >= limit:
-                    return Table(names, records, None)
+                read += 1
+                yield keep_record(budget, f"row {read}", plain_dict(row))
+                if limit is not None and read >= limit:
+                    return
     except (pa.ArrowException, OSError, ValueError, MemoryError) as exc:
         raise _refuse(name, first_line(exc)) from None
-    return Table(names, records, None)
 
 
 def _probe(raw: bytes, name: str, budget: Budget, limit: int | None) -> dict[str, Any]:

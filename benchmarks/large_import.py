@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.pages_browser import size_tag
-from benchmarks.report import bench_line
+from benchmarks.report import bench_line, large_import_env, size_tag
 
 # Run in a child, so each import's peak memory is its own.
 # Peak memory from VmHWM: ru_maxrss would carry over the parent's size from before the exec.
@@ -60,8 +59,7 @@ def _write(workdir: pathlib.Path, n: int) -> dict[str, pathlib.Path]:
 
 def measure(n: int, workdir: pathlib.Path, repeats: int = 3) -> None:
     files = _write(workdir, n)
-    env = {**os.environ, "JURYBOX_MAX_ROWS": str(max(n, 500_000)),
-           "JURYBOX_MAX_DECODED_MB": "4096", "JURYBOX_MAX_FILE_MB": "4096"}
+    env = large_import_env(n)
     tag = size_tag(n)
     walls: dict[str, list[float]] = {fmt: [] for fmt in files}
     peaks: dict[str, list[float]] = {fmt: [] for fmt in files}

@@ -40,10 +40,9 @@ from benchmarks.pages_browser import (
     open_home,
     open_review,
     settle,
-    size_tag,
     warm_median,
 )
-from benchmarks.report import bench_line
+from benchmarks.report import bench_line, size_tag
 
 
 def _seeded(path: pathlib.Path, n: int) -> tuple[int, float | None]:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.report import bench_line
+from benchmarks.report import bench_line, large_import_env, size_tag
 
 CRITICS = ("careful", "lenient", "strict")
 
@@ -59,8 +59,7 @@ def measure(n: int, workdir: pathlib.Path) -> None:
         if found is None:
             raise RuntimeError(f"the simulator did not start: {line!r}")
         _panel(panel, found.group(1))
-        env = {**os.environ, "JURYBOX_MAX_ROWS": str(max(n, 500_000)),
-               "JURYBOX_MAX_DECODED_MB": "4096", "JURYBOX_MAX_FILE_MB": "4096"}
+        env = large_import_env(n)
         start = time.perf_counter()
         judge = subprocess.Popen(
             [sys.executable, "-m", "judging.runs.cli", "judge", "--data", str(data),
@@ -75,17 +74,13 @@ def measure(n: int, workdir: pathlib.Path) -> None:
     finally:
         simulator.terminate()
         simulator.wait(30)
-    tag = f"run_{_size(n)}"
+    tag = f"run_{size_tag(n)}"
     bench_line(f"{tag}_wall_s", wall, "s")
     bench_line(f"{tag}_peak_rss_mb", usage.ru_maxrss / 1024, "MB")  # Linux: kilobytes
     bench_line(f"{tag}_calls_per_s", n * len(CRITICS) / wall, "calls/s")
     bench_line(f"{tag}_db_mb", sum(p.stat().st_size for p in workdir.glob("large.db*")) / 2**20,
                "MB")
     print(out.strip().splitlines()[-8:] and "\n".join(out.strip().splitlines()[:4]), flush=True)
-
-
-def _size(n: int) -> str:
-    return f"{n // 1_000_000}m" if n % 1_000_000 == 0 else f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 def run() -> None:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.report import size_tag
 from judging.critics import Critic
 from judging.panel import Panel
 from judging.scales import Scale
@@ -30,13 +31,6 @@ LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
 BATCH = 5_000
 CHROMIUM = pathlib.Path("/usr/bin/chromium")
 TIMEOUT_MS = 180_000
-
-
-def size_tag(n: int) -> str:
-    """100000 -> "100k", 1000000 -> "1m", 300 -> "300" (the figures' names)."""
-    if n % 1_000_000 == 0:
-        return f"{n // 1_000_000}m"
-    return f"{n // 1000}k" if n % 1000 == 0 else str(n)
 
 
 class _Parsed:

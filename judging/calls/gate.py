@@ -13,6 +13,10 @@ class CriticGate:
 
     def __init__(self) -> None:
         self._reasons: dict[str, str] = {}
+        # Parameters a vendor refused for a critic during this run, and what is sent instead:
+        # {critic: {parameter: replacement name, or None to drop it}} (`judging.calls.adjust`).
+        self._adjusted: dict[str, dict[str, str | None]] = {}
+        self._adjust_notes: dict[str, list[str]] = {}
         self._probes: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
@@ -50,3 +54,24 @@ class CriticGate:
         """Every stopped critic with its reason."""
         with self._lock:
             return dict(self._reasons)
+
+    def adjust(self, critic: str, parameter: str, replacement: str | None, note: str) -> bool:
+        """Remember for the rest of the run that the vendor refused `parameter` for `critic`:
+        send it as `replacement` (a new name) or not at all (None). Returns False when that
+        parameter was already adjusted (a second refusal is not adjusted again)."""
+        with self._lock:
+            done = self._adjusted.setdefault(critic, {})
+            if parameter in done:
+                return False
+            done[parameter] = replacement
+            self._adjust_notes.setdefault(critic, []).append(note)
+            return True
+
+    def adjusted(self, critic: str) -> dict[str, str | None]:
+        """The run's adjustments of a critic's parameters ({} when none)."""
+        return self._adjusted.get(critic, {})
+
+    def adjustments(self, critic: str) -> list[str]:
+        """Sentences saying which parameters were dropped or renamed for a critic this run."""
+        with self._lock:
+            return list(self._adjust_notes.get(critic, ()))

@@ -244,6 +244,7 @@ def derived(critic: Critic, item: Item, steps: list[Verdict], chosen: Verdict | 
         attempts=sum(s.attempts for s in steps),
         tokens_in=_sum([s.tokens_in for s in steps]),  # type: ignore[arg-type]
         tokens_out=_sum([s.tokens_out for s in steps]),  # type: ignore[arg-type]
+        tokens_cached=_sum([s.tokens_cached for s in steps]),  # type: ignore[arg-type]
         # Unknown if any sent call had no price: a partial sum would read as the whole cost.
         cost_usd=None if any(c is None for c in costs) else _sum(costs),
         vendor=critic.vendor,

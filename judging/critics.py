@@ -100,7 +100,15 @@ class Critic(BaseModel):
     json_mode: bool | None = None  # None: use the preset's default
     price_in_per_mtok: float | None = Field(default=None, ge=0)  # USD per million input tokens
     price_out_per_mtok: float | None = Field(default=None, ge=0)
-    extra: dict[str, Any] = Field(default_factory=dict)  # extra request parameters, e.g. seed
+    # USD per million input tokens read from the vendor's prompt cache (None: the input price
+    # times the vendor's documented discount, `judging.vendors.cached_price_factor`).
+    price_cached_in_per_mtok: float | None = Field(default=None, ge=0)
+    # The protocol of live calls: "chat" (OpenAI chat completions) or "messages" (Anthropic's
+    # Messages API). None: the vendor's own (Anthropic: messages; every other preset: chat).
+    api: Literal["chat", "messages"] | None = None
+    # Extra request parameters, e.g. seed; a value of null removes that parameter from the
+    # request ("temperature: null": do not send a temperature).
+    extra: dict[str, Any] = Field(default_factory=dict)
     # Ask for token logprobs and read each label's probability from them (`judging.logprobs`).
     logprobs: bool = False
     top_logprobs: int = Field(default=5, ge=1, le=20)

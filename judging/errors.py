@@ -12,6 +12,7 @@
                              never raised out of a panel run)
         ├── RetryableCallError   429, 5xx, timeouts, resets, HTML from a proxy
         ├── ItemCallError        fatal for this item only (e.g. context too long)
+        │   └── UnsupportedParameterError  the model refuses a parameter (adjusted, retried)
         ├── CriticCallError      fatal for the critic (401, 403, 404, out of quota)
         ├── RefusalError         the model declined to judge
         ├── TruncatedError       finish_reason=length with no usable answer
@@ -78,17 +79,35 @@ class CallFailure(JuryboxError):
 
 
 class RetryableCallError(CallFailure):
+    """A retry may help. `retry_after`: the wait the failure itself asks for (seconds);
+    `rate_limited`: the vendor's rate limit, retried longer and never counted as a critic's
+    recurring error."""
+
     kind = "error"
 
     def __init__(
-        self, message: str, *, raw: str | None = None, retry_after: float | None = None
+        self, message: str, *, raw: str | None = None, retry_after: float | None = None,
+        rate_limited: bool = False,
     ) -> None:
         super().__init__(message, raw=raw)
         self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 class ItemCallError(CallFailure):
     kind = "item_error"
+
+
+class UnsupportedParameterError(ItemCallError):
+    """HTTP 400 naming a parameter (or a value of it) the model refuses. `replacement`: the
+    name the vendor says to use instead (OpenAI: "Use 'max_completion_tokens' instead"), or
+    None to leave the parameter out."""
+
+    def __init__(self, message: str, *, parameter: str, replacement: str | None = None,
+                 raw: str | None = None) -> None:
+        super().__init__(message, raw=raw)
+        self.parameter = parameter
+        self.replacement = replacement
 
 
 class CriticCallError(CallFailure):

@@ -37,6 +37,8 @@ class Ledger:
         http_attempts: HTTP requests sent (first tries and retries).
         calls_saved: calls a cascade did not need to make.
         tokens_in / tokens_out: tokens of the requests sent.
+        tokens_cached: of tokens_in, those the vendors read from their prompt caches (priced
+            at the cached rate, already in `cost_usd`).
         cost_usd: the known cost of the requests sent.
         unpriced_calls: sent calls whose cost is unknown (not in `cost_usd`).
     """
@@ -52,6 +54,7 @@ class Ledger:
     tokens_out: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0
+    tokens_cached: int = 0
 
     def add(self, verdict: Verdict) -> None:
         """Count one item x critic outcome and pay for the requests behind it (the one place
@@ -75,6 +78,7 @@ class Ledger:
         self.http_attempts += verdict.attempts
         self.tokens_in += verdict.tokens_in or 0
         self.tokens_out += verdict.tokens_out or 0
+        self.tokens_cached += verdict.tokens_cached or 0
         if verdict.cost_usd is not None:
             self.cost_usd += verdict.cost_usd
         elif verdict.failure is None or verdict.tokens_in or verdict.tokens_out:
@@ -128,7 +132,9 @@ class Ledger:
             parts.append(f"{self.cache_hits:,} from cache (not paid)")
         if self.calls_saved:
             parts.append(f"{self.calls_saved:,} saved by the cascade")
-        parts.append(f"{self.tokens_in:,} + {self.tokens_out:,} tokens")
+        cached = f" ({self.tokens_cached:,} input from the vendor's prompt cache)" if (
+            self.tokens_cached) else ""
+        parts.append(f"{self.tokens_in:,} + {self.tokens_out:,} tokens{cached}")
         return " · ".join(parts)
 
 

@@ -76,6 +76,10 @@ class Panel(BaseModel):
     # A rubric (off while it has no criteria): the item is graded against weighted criteria,
     # and the panel votes per criterion (`judging.rubric`); the scale is then the score, 0..1.
     rubric: RubricConfig = Field(default_factory=RubricConfig)
+    # Stop a critic for the rest of a run after the same error on this many items in a row (a
+    # refused parameter, an empty account: every later call would fail alike); 0 never stops.
+    # Rate limits never count: they are waited out (`judging.calls.gate`).
+    stop_after_repeated_errors: int = Field(default=3, ge=0, le=1000)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:

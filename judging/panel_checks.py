@@ -11,6 +11,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 from judging.errors import ConfigError
+from judging.request_rules import rules_for
 from judging.rubric import MARK_SCALE
 from judging.scales import Scale
 from judging.vendors import PRESETS
@@ -281,6 +282,12 @@ def _check_logprobs(panel: Panel, index: int) -> None:
             f"critics[{index}].logprobs: {PRESETS[critic.vendor].title} returns no token "
             "logprobs; turn logprobs off for this critic or use a vendor that has them "
             "(OpenAI, DeepSeek, OpenRouter, a local OpenAI-compatible server)"
+        )
+    if critic.vendor in PRESETS and not rules_for(critic).logprobs:
+        raise ConfigError(
+            f"critics[{index}].logprobs: {critic.model} errors when asked for token logprobs "
+            "(the vendor documents it); turn logprobs off for this critic or pick a model "
+            "that has them"
         )
     if panel.scale.is_numeric:
         raise ConfigError(

@@ -3,13 +3,24 @@
 `parse_reply` takes an HTTP status and body and returns a `ParsedReply`, or raises the
 `judging.errors.CallFailure` subclass that says whether a retry would help:
 
-    RetryableCallError   429, 408, 409, 5xx, 529, HTML from a proxy, an unknown error in a 200
+    RetryableCallError   429 and every other rate limit (whatever its wording: Gemini's
+                         per-minute limit says "exceeded your current quota ... billing"),
+                         408, 409, 5xx, 529, HTML from a proxy, an unknown error in a 200
     ItemCallError        400 context length (and other 4xx about this request)
-    CriticCallError      401, 403, 404, 429 insufficient_quota
-    RefusalError         a `refusal` field, finish_reason=content_filter, or a refusal in
-                         prose with no label
-    TruncatedError       finish_reason=length with no usable answer
+      UnsupportedParameterError  400 naming a parameter or value the model refuses (the call
+                         layer drops or renames it once and retries)
+    CriticCallError      documented fatal codes only: 401 / 403 auth, 402, 404 model,
+                         `insufficient_quota`, Anthropic's 400 "credit balance is too low"
+    RefusalError         a `refusal` field, finish_reason=content_filter, Anthropic's
+                         stop_reason=refusal, an OpenRouter moderation flag (403 with
+                         `metadata.reasons`), or a refusal in prose with no label
+    TruncatedError       finish_reason=length (Anthropic: max_tokens,
+                         model_context_window_exceeded) with no usable answer
     ParseError           anything else that holds no verdict on the scale (raw text kept)
+
+Replies are read by their shape: an OpenAI chat completion (`choices`), or an Anthropic
+message (`"type": "message"`, content blocks, `judging.anthropic_messages.read_message`), live
+or from a batch result line alike.
 
 This module never sleeps and never sends anything: retries live in `judging.calls`.
 """
@@ -22,6 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from judging.anthropic_messages import is_message, read_message
 from judging.errors import (
     CallFailure,
     CriticCallError,
@@ -30,6 +42,7 @@ from judging.errors import (
     RefusalError,
     RetryableCallError,
     TruncatedError,
+    UnsupportedParameterError,
 )
 from judging.rubric import Marks, RubricConfig, marks_text, parse_marks, rubric_score
 from judging.scales import Scale
@@ -49,7 +62,28 @@ _CONTEXT_MARKERS = (
     "input is too long",
     "reduce the length",
 )
-_QUOTA_MARKERS = ("insufficient_quota", "exceeded your current quota", "billing", "credit")
+# Fatal for the critic, by the vendor's documented code or wording (never by words such as
+# "quota" or "billing" alone: rate limits use them too).
+_OUT_OF_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached",
+                                 "billing_not_active"})
+_CREDIT_TOO_LOW = "credit balance is too low"  # Anthropic: HTTP 400, every request alike
+_RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "resource_exhausted",
+                               "tokens", "requests", "rate_limited"})
+# "Please retry in 20s", "retry in 3.52s" (Gemini), "try again in 1.2s" / "in 450ms" (OpenAI).
+_RETRY_IN = re.compile(r"(?:retry|try again) in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.IGNORECASE)
+# A parameter the model refuses, in each vendor's words (the name is group 1):
+#   OpenAI: "Unsupported parameter: 'max_tokens' is not supported with this model. Use
+#   'max_completion_tokens' instead." / "Unsupported value: 'temperature' does not support 0"
+#   Anthropic: "`temperature` is deprecated for this model." / "temperature: may only be set
+#   to 1 when thinking is enabled" / "top_p: Extra inputs are not permitted"
+_UNSUPPORTED = (
+    re.compile(r"unsupported (?:parameter|value): '([a-z_]+)'", re.IGNORECASE),
+    re.compile(r"`([a-z_]+)` is (?:deprecated|not supported)", re.IGNORECASE),
+    re.compile(r"^([a-z_]+): (?:extra inputs are not permitted|may only be set to)",
+               re.IGNORECASE),
+    re.compile(r"'([a-z_]+)' is not supported with this model", re.IGNORECASE),
+)
+_USE_INSTEAD = re.compile(r"use '([a-z_]+)' instead", re.IGNORECASE)
 _REFUSAL = re.compile(
     r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:'|no)?t|i cannot|i won'?t|i will not|"
     r"i am (?:not able|unable)|i'?m (?:not able|unable)|as an ai)",
@@ -71,6 +105,7 @@ class ParsedReply:
     tokens_out: int | None
     finish_reason: str | None
     marks: Marks = field(default_factory=dict)  # a rubric call's mark per criterion
+    usage: Usage | None = None  # the reply's whole usage (cache and billed cost included)
 
 
 def looks_like_html(text: str) -> bool:
@@ -89,8 +124,71 @@ def _error_text(error: Any) -> str:
     return str(error)[:300]
 
 
+def _codes(error: Any) -> set[str]:
+    """The machine-readable codes of an error object, lower case (`code`, `type`, `status`)."""
+    if not isinstance(error, dict):
+        return set()
+    return {str(error.get(k)).lower() for k in ("code", "type", "status")
+            if error.get(k) not in (None, "")}
+
+
+def _retry_delay(error: Any, detail: str) -> float | None:
+    """The wait an error body asks for: Gemini's `RetryInfo.retryDelay` ("20s") in `details`,
+    else "retry in 20s" in the message. None when it names none."""
+    details = error.get("details") if isinstance(error, dict) else None
+    for entry in details if isinstance(details, list) else ():
+        delay = entry.get("retryDelay") if isinstance(entry, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return float(delay[:-1])
+            except ValueError:
+                pass
+    match = _RETRY_IN.search(detail)
+    if match:
+        value = float(match.group(1))
+        return value / 1000.0 if match.group(2).lower() == "ms" else value
+    return None
+
+
+def _moderation_reasons(error: Any) -> str | None:
+    """OpenRouter's moderation flag (HTTP 403, `metadata.reasons`): the reasons, else None."""
+    if not isinstance(error, dict):
+        return None
+    metadata = error.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("reasons"), list):
+        return ", ".join(str(r) for r in metadata["reasons"]) or "flagged"
+    if "flagged" in str(error.get("message") or "").lower():
+        return "flagged"
+    return None
+
+
+def _unsupported(error: Any, detail: str) -> UnsupportedParameterError | None:
+    """A 400 that names a parameter or value the model refuses, with what to send instead."""
+    message = str(error.get("message") or "") if isinstance(error, dict) else str(error or "")
+    codes = _codes(error)
+    name = error.get("param") if isinstance(error, dict) else None
+    if not (isinstance(name, str) and codes & {"unsupported_parameter", "unsupported_value"}):
+        name = None
+        for pattern in _UNSUPPORTED:
+            match = pattern.search(message.strip())
+            if match:
+                name = match.group(1)
+                break
+    if not name:
+        return None
+    instead = _USE_INSTEAD.search(message)
+    return UnsupportedParameterError(
+        f"the model refuses the parameter {name!r} (HTTP 400): {detail}",
+        parameter=name, replacement=instead.group(1) if instead else None,
+    )
+
+
 def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFailure:
     """Turn a vendor error (HTTP status + the `error` object, if any) into a CallFailure.
+
+    Read as the vendor means it: a critic is stopped only on a documented fatal code (bad key,
+    unknown model, out of credit); a rate limit is retried whatever its wording; a moderation
+    flag refuses one item; a refused parameter is for the call layer to adjust.
 
     Args:
         status: the HTTP status, or for an error inside a 200 the error's own numeric code
@@ -103,11 +201,22 @@ def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFa
     """
     detail = _error_text(error) if error is not None else (raw or "")[:300].strip()
     folded = detail.casefold()
+    codes = _codes(error)
     said = f": {detail}" if detail else ""
-    if any(marker in folded for marker in _QUOTA_MARKERS) and status in (402, 429, 200, 403):
+    if codes & _OUT_OF_QUOTA_CODES:
         return CriticCallError(f"out of quota or credit (HTTP {status}){said}", raw=raw)
+    if _CREDIT_TOO_LOW in folded:
+        return CriticCallError(f"out of credit (HTTP {status}){said}", raw=raw)
+    if status == 429 or codes & _RATE_LIMIT_CODES:
+        return RetryableCallError(f"rate limited (HTTP {status}){said}", raw=raw,
+                                  retry_after=_retry_delay(error, detail), rate_limited=True)
     if any(marker in folded for marker in _CONTEXT_MARKERS):
         return ItemCallError(f"the prompt is too long for the model (HTTP {status}){said}", raw=raw)
+    if status == 403:
+        reasons = _moderation_reasons(error)
+        if reasons is not None:
+            return RefusalError(f"the vendor's moderation flagged this item ({reasons}){said}",
+                                raw=raw)
     if status in (401, 403):
         return CriticCallError(f"the vendor refused the API key (HTTP {status}){said}", raw=raw)
     if status == 402:
@@ -116,6 +225,11 @@ def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFa
         return CriticCallError(f"model or endpoint not found (HTTP 404){said}", raw=raw)
     if status in RETRYABLE_STATUSES or status >= 500:
         return RetryableCallError(f"HTTP {status}{said}", raw=raw)
+    if status == 400:
+        unsupported = _unsupported(error, detail)
+        if unsupported is not None:
+            unsupported.raw = raw
+            return unsupported
     if 400 <= status < 500:
         return ItemCallError(f"the vendor rejected this request (HTTP {status}){said}", raw=raw)
     # An error object inside a 200 with no usable code: upstream hiccups (OpenRouter) are
@@ -233,26 +347,52 @@ def normalize_confidence(value: Any) -> float | None:
     return number if 0.0 <= number <= 1.0 else None
 
 
-def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one reply says it used: every input token (cached ones included), the output
+    tokens, how many input tokens were read from / written to the vendor's prompt cache, and
+    the cost the vendor billed when it reports one (OpenRouter's `usage.cost`)."""
+
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cached: int | None = None
+    cache_write: int | None = None
+    cost: float | None = None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usage(data: dict[str, Any]) -> Usage:
+    """The usage of a chat completion (OpenAI's names, Anthropic's as a fallback)."""
     usage = data.get("usage")
     if not isinstance(usage, dict):
-        return None, None
-    tokens_in = usage.get("prompt_tokens", usage.get("input_tokens"))
-    tokens_out = usage.get("completion_tokens", usage.get("output_tokens"))
-    return (
-        tokens_in if isinstance(tokens_in, int) else None,
-        tokens_out if isinstance(tokens_out, int) else None,
+        return Usage()
+    if is_message(data):
+        view = read_message(data)
+        return Usage(view["tokens_in"], view["tokens_out"], view["tokens_cached"],
+                     view["tokens_cache_write"])
+    tokens_in = _int(usage.get("prompt_tokens", usage.get("input_tokens")))
+    tokens_out = _int(usage.get("completion_tokens", usage.get("output_tokens")))
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cost = usage.get("cost")
+    return Usage(
+        tokens_in, tokens_out, _int(details.get("cached_tokens")),
+        _int(details.get("cache_write_tokens")),
+        float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
     )
 
 
-def reply_usage(body: str) -> tuple[int | None, int | None]:
-    """The (prompt, completion) tokens a reply body reports in `usage`, or None for each one
-    it does not. For replies that hold no verdict but were billed all the same."""
+def reply_usage(body: str) -> Usage:
+    """What a reply body reports in `usage` (unknown fields None). For replies that hold no
+    verdict but were billed all the same."""
     try:
         data = json.loads(body)
     except ValueError:
-        return None, None
-    return _usage(data) if isinstance(data, dict) else (None, None)
+        return Usage()
+    return _usage(data) if isinstance(data, dict) else Usage()
 
 
 def _clip(text: str) -> str:
@@ -302,29 +442,39 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
         raise embedded
     if not isinstance(data, dict):
         raise ParseError("the reply is not a JSON object", raw=body)
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ParseError("the reply has no choices", raw=body)
-    choice = choices[0]
-    message = choice.get("message") or {}
-    finish_reason = choice.get("finish_reason")
-    tokens_in, tokens_out = _usage(data)
+    usage = _usage(data)
+    tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
+    if is_message(data):  # Anthropic's Messages API, live or from a batch
+        view = read_message(data)
+        content, finish_reason = view["content"], view["finish_reason"]
+        side_reasoning: Any = view["reasoning"]
+        if finish_reason == "refusal":
+            # The model stopped to decline: whatever text came before is cut where it stopped
+            # and may even parse to a label it never gave. A refusal, never a label.
+            raise RefusalError("the model refused (stop_reason=refusal)", raw=content or None)
+    else:
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ParseError("the reply has no choices", raw=body)
+        choice = choices[0]
+        message = choice.get("message") or {}
+        finish_reason = choice.get("finish_reason")
 
-    refusal = message.get("refusal")
-    if isinstance(refusal, str) and refusal.strip():
-        raise RefusalError(f"the model refused: {_clip(refusal.strip())}", raw=refusal)
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            raise RefusalError(f"the model refused: {_clip(refusal.strip())}", raw=refusal)
 
-    content = _content_text(message.get("content"))
-    if finish_reason == "content_filter":
-        # The vendor's filter withheld the answer: whatever content came is cut where the
-        # filter struck (blank, or JSON that may parse to a label the model never finished
-        # giving). A refusal, never a label and never "no JSON".
-        raise RefusalError(
-            "the vendor's content filter withheld the answer (finish_reason=content_filter)",
-            raw=content or None,
-        )
+        content = _content_text(message.get("content"))
+        if finish_reason == "content_filter":
+            # The vendor's filter withheld the answer: whatever content came is cut where the
+            # filter struck (blank, or JSON that may parse to a label the model never finished
+            # giving). A refusal, never a label and never "no JSON".
+            raise RefusalError(
+                "the vendor's content filter withheld the answer (finish_reason=content_filter)",
+                raw=content or None,
+            )
+        side_reasoning = message.get("reasoning_content") or message.get("reasoning")
     answer, thinking = split_thinking(content)
-    side_reasoning = message.get("reasoning_content") or message.get("reasoning")
     if not isinstance(side_reasoning, str) or not side_reasoning.strip():
         side_reasoning = None
     fallback_reasoning = side_reasoning or thinking
@@ -349,6 +499,7 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
             label=None, score=None, confidence=None, reasoning=answer.strip(),
             tokens_in=tokens_in, tokens_out=tokens_out,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            usage=usage,
         )
     if isinstance(scale, RubricConfig):
         if finish_reason == "length":
@@ -361,6 +512,7 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
             confidence=normalize_confidence(said_confidence), reasoning=marks_text(marks),
             tokens_in=tokens_in, tokens_out=tokens_out,
             finish_reason=finish_reason if isinstance(finish_reason, str) else None, marks=marks,
+            usage=usage,
         )
     label: str | None = None
     score: float | None = None
@@ -407,4 +559,5 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
         tokens_in=tokens_in,
         tokens_out=tokens_out,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=usage,
     )

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from judging.critics import Critic
+from judging.vendors import PRESETS, api_of
 
 __all__ = ["RequestRules", "request_notes", "rules_for"]
 
@@ -51,6 +52,7 @@ class RequestRules:
         temperature: False when the model refuses `temperature` (it is then not sent).
         top_p: False when the model refuses `top_p`.
         logprobs: False when asking for logprobs makes the model error.
+        refused: other parameters the model refuses; an `extra` naming one is not sent.
         notes: one sentence per rule that changes what is sent, for people.
     """
 
@@ -58,6 +60,7 @@ class RequestRules:
     temperature: bool = True
     top_p: bool = True
     logprobs: bool = True
+    refused: frozenset[str] = frozenset()
     notes: tuple[str, ...] = ()
 
 
@@ -96,6 +99,7 @@ def rules_for(critic: Critic) -> RequestRules:
     """The parameters this critic's model takes, by vendor and model family."""
     model = _bare_model(critic)
     vendor = critic.vendor
+    api = api_of(critic) if vendor in PRESETS else "chat"
     openai_family = vendor == "openai" or (vendor == "openrouter" and
                                           critic.model.lower().startswith("openai/"))
     anthropic_family = vendor == "anthropic" or (vendor == "openrouter" and
@@ -105,9 +109,12 @@ def rules_for(critic: Critic) -> RequestRules:
         length = "max_completion_tokens" if vendor == "openai" else "max_tokens"
         return RequestRules(
             length_param=length, temperature=False, top_p=False, logprobs=False,
+            # "Not supported with latest reasoning models o3 and o4-mini" (the SDK's `stop`).
+            refused=frozenset({"stop", "presence_penalty", "frequency_penalty", "logit_bias"}),
             notes=(
-                f"{critic.model} is a reasoning model: temperature and top_p are not sent "
-                "(it takes only the default), and no logprobs are asked for.",
+                f"{critic.model} is a reasoning model: temperature, top_p, stop and the "
+                "penalties are not sent (it takes only the defaults), and no logprobs are "
+                "asked for.",
                 *(("The reply limit is sent as max_completion_tokens (the model refuses "
                    "max_tokens); it also covers the model's hidden reasoning, so keep it "
                    "generous.",) if length == "max_completion_tokens" else ()),
@@ -115,6 +122,15 @@ def rules_for(critic: Critic) -> RequestRules:
         )
     if vendor == "openai":
         return RequestRules(length_param="max_completion_tokens")
+    if vendor == "anthropic" and api == "messages":
+        refused = refuses_temperature_claude(model)
+        return RequestRules(
+            temperature=not refused, top_p=not refused, logprobs=False,
+            notes=((f"temperature is not sent for {critic.model}: Claude Opus 4.7 and later "
+                    "models refuse it." if refused else
+                    "temperature is not sent: Anthropic's Messages API no longer defines it "
+                    "(set it in extra to send it to an older model)."),),
+        )
     if anthropic_family and refuses_temperature_claude(model):
         return RequestRules(
             temperature=False, top_p=False,

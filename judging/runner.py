@@ -161,7 +161,8 @@ class _Run:
         self.on_verdict = on_verdict
         self.cancel = cancel
         self.stop = threading.Event()  # set when a callback failed: no new requests
-        self.gate = CriticGate()  # per run: a key fixed after this run works on the next
+        # Per run: a key fixed after this run works on the next.
+        self.gate = CriticGate(repeated_errors=panel.stop_after_repeated_errors)
         self.interval = progress_interval_s
         self.concurrency = concurrency
         self.by_name = {critic.name: critic for critic in self.critics}

@@ -221,8 +221,11 @@ class BatchDesk:
         if not_run is not None:
             return json.dumps({"custom_id": custom_id, "result": {"type": not_run}}), False
         messages = list(params.get("messages") or [])
-        if params.get("system"):
-            messages.insert(0, {"role": "system", "content": params["system"]})
+        system = params.get("system")
+        if isinstance(system, list):  # text blocks (the cacheable form): their text, joined
+            system = "\n\n".join(str(b.get("text") or "") for b in system if isinstance(b, dict))
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
         request = {k: v for k, v in params.items() if k != "system"} | {"messages": messages}
         status, reply = self.answer(request)
         choice = (reply.get("choices") or [{}])[0] if isinstance(reply, dict) else {}

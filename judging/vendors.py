@@ -46,6 +46,14 @@ class VendorPreset:
         batch_price_factor: what a batched call costs against a live one (both OpenAI and
             Anthropic charge half); 1.0 where the discount is unknown.
         quirks: sentences shown in the UI and README about what this vendor does differently.
+        api: the protocol of live calls: "chat" (OpenAI chat completions, `POST
+            {base}/chat/completions`) or "messages" (Anthropic's Messages API, `POST
+            {base}/messages`, `judging.anthropic_messages`). A critic's `api` overrides it.
+        cached_input_factor: what an input token read from the vendor's prompt cache costs
+            against a plain one (Anthropic 0.1; OpenAI from 0.5 to 0.1 by model family, see
+            `cached_price_factor`); 1.0 where no discount is documented.
+        cache_write_factor: what an input token written to the prompt cache costs against a
+            plain one (Anthropic: 1.25 for the 5-minute cache); 1.0 elsewhere.
     """
 
     name: str
@@ -61,6 +69,9 @@ class VendorPreset:
     batch_api: str | None = None
     batch_price_factor: float = 1.0
     quirks: tuple[str, ...] = ()
+    api: str = "chat"
+    cached_input_factor: float = 1.0
+    cache_write_factor: float = 1.0
 
 
 PRESETS: dict[str, VendorPreset] = {
@@ -73,16 +84,29 @@ PRESETS: dict[str, VendorPreset] = {
             key_env="OPENAI_API_KEY",
             batch_api="openai",
             batch_price_factor=0.5,
-            quirks=("429 insufficient_quota means out of credit: fatal, never retried.",),
+            cached_input_factor=0.5,
+            quirks=(
+                "429 insufficient_quota means out of credit: fatal, never retried; any other "
+                "429 is a rate limit, retried after the wait it asks for.",
+                "Reasoning models (o-series, gpt-5.x) get max_completion_tokens and no "
+                "temperature; every model gets max_completion_tokens, never the deprecated "
+                "max_tokens.",
+                "Prompt caching is automatic for a shared prefix of 1,024 tokens or more: the "
+                "system prompt (with few-shot examples) goes first; cached tokens are priced "
+                "at the cached rate.",
+            ),
         ),
         VendorPreset(
             name="deepseek",
             title="DeepSeek",
             base_url="https://api.deepseek.com/v1",
             key_env="DEEPSEEK_API_KEY",
+            cached_input_factor=0.1,
             quirks=(
                 "deepseek-reasoner returns its thinking in `reasoning_content`.",
                 "R1-style models may emit `</think>` without an opening tag.",
+                "deepseek-reasoner errors when asked for logprobs: such a critic is refused "
+                "when the panel is checked.",
             ),
         ),
         VendorPreset(
@@ -94,20 +118,34 @@ PRESETS: dict[str, VendorPreset] = {
             quirks=(
                 "Sends upstream errors inside HTTP 200 bodies (an `error` object).",
                 "Reasoning models may return a `reasoning` field.",
+                "A moderation flag on one input (HTTP 403, `metadata.reasons`) is a refusal "
+                "of that item, not a bad key.",
+                "The billed cost reported in `usage.cost` is what the ledger counts.",
             ),
         ),
         VendorPreset(
             name="anthropic",
-            title="Anthropic (OpenAI-compatible endpoint)",
-            base_url="https://api.anthropic.com/v1/",
+            title="Anthropic (Messages API)",
+            base_url="https://api.anthropic.com/v1",
             key_env="ANTHROPIC_API_KEY",
             json_mode=False,
             logprobs=False,
             batch_api="anthropic",
             batch_price_factor=0.5,
+            api="messages",
+            cached_input_factor=0.1,
+            cache_write_factor=1.25,
             quirks=(
-                "The compatible endpoint ignores `response_format`: JSON comes from the prompt.",
-                "No token logprobs: logprob scores are not available.",
+                "Live calls use the native Messages API (x-api-key, anthropic-version, a "
+                "top-level system prompt); set a critic's api to chat for the "
+                "OpenAI-compatible endpoint, which Anthropic calls not production-ready.",
+                "The shared system prompt is marked cacheable (cache_control) when it is long "
+                "enough to be cached: written at 1.25x, read at 0.1x the input price.",
+                "temperature is not sent (the SDK no longer defines it; Claude Opus 4.7 and "
+                "later refuse it): name it in extra to send it to an older model.",
+                "No JSON mode and no token logprobs: JSON comes from the prompt.",
+                "stop_reason refusal is a refusal; max_tokens and "
+                "model_context_window_exceeded are truncations.",
             ),
         ),
         VendorPreset(
@@ -116,7 +154,10 @@ PRESETS: dict[str, VendorPreset] = {
             base_url="https://generativelanguage.googleapis.com/v1beta/openai/",
             key_env="GEMINI_API_KEY",
             logprobs=False,
+            cached_input_factor=0.25,
             quirks=("Errors may arrive as a JSON array of error objects.",
+                    "A per-minute RESOURCE_EXHAUSTED says \"exceeded your current quota ... "
+                    "billing\": it is a rate limit, retried after the delay it gives.",
                     "The compatible endpoint returns no token logprobs: logprob scores are not "
                     "available."),
         ),
@@ -150,6 +191,8 @@ PRESETS: dict[str, VendorPreset] = {
             simulated=True,
             batch_api="openai",
             batch_price_factor=0.5,  # as the vendors it stands in for, so demo costs read true
+            cached_input_factor=0.1,
+            cache_write_factor=1.25,
             quirks=("Runs on 127.0.0.1; its verdicts are always labelled simulated.",),
         ),
     )
@@ -261,8 +304,31 @@ def json_mode_for(critic: Critic) -> bool:
     return preset.json_mode
 
 
+def api_of(critic: Critic) -> str:
+    """The protocol a critic's live calls speak: "chat" or "messages" (its own `api`, else its
+    vendor's)."""
+    return critic.api or get_preset(critic.vendor).api
+
+
+def cached_price_factor(critic: Critic) -> float:
+    """What a cached input token costs against a plain one, for this critic's model.
+
+    OpenAI's discount depends on the family (pricing page, 2026): gpt-5.x 90 %, gpt-4.1 and
+    the o-series 75 %, gpt-4o 50 %. Elsewhere the preset's figure.
+    """
+    preset = get_preset(critic.vendor)
+    if critic.vendor == "openai":
+        model = critic.model.lower()
+        if model.startswith("gpt-5"):
+            return 0.1
+        if model.startswith(("gpt-4.1", "o3", "o4")):
+            return 0.25
+    return preset.cached_input_factor
+
+
 def cost_usd(
-    critic: Critic, tokens_in: int | None, tokens_out: int | None, *, batched: bool = False
+    critic: Critic, tokens_in: int | None, tokens_out: int | None, *, batched: bool = False,
+    cached: int | None = None, cache_write: int | None = None, reported: float | None = None,
 ) -> float | None:
     """The price of one call in US dollars.
 
@@ -270,12 +336,28 @@ def cost_usd(
     critics without prices cost exactly 0.0 because no money changes hands; give them prices to
     demo cost figures. A call answered through the vendor's batch API (`batched`) costs the
     preset's `batch_price_factor` of the live price.
+
+    Args:
+        tokens_in: every input token, cached ones included.
+        cached: of those, the tokens read from the vendor's prompt cache (priced at
+            `price_cached_in_per_mtok`, else the input price times `cached_price_factor`).
+        cache_write: of those, the tokens written to the cache (Anthropic: 1.25x input).
+        reported: the cost the vendor itself billed (OpenRouter's `usage.cost`): used as it is.
     """
+    if reported is not None:
+        return reported
     preset = get_preset(critic.vendor)
     if critic.price_in_per_mtok is None or critic.price_out_per_mtok is None:
         return 0.0 if preset.simulated else None
     if tokens_in is None or tokens_out is None:
         return None
+    price_in = critic.price_in_per_mtok
+    price_cached = (critic.price_cached_in_per_mtok if critic.price_cached_in_per_mtok is not None
+                    else price_in * cached_price_factor(critic))
+    cached = min(cached or 0, tokens_in)
+    cache_write = min(cache_write or 0, tokens_in - cached)
+    plain = tokens_in - cached - cache_write
     factor = preset.batch_price_factor if batched else 1.0
-    return factor * (tokens_in * critic.price_in_per_mtok
+    return factor * (plain * price_in + cached * price_cached
+                     + cache_write * price_in * preset.cache_write_factor
                      + tokens_out * critic.price_out_per_mtok) / 1e6

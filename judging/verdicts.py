@@ -72,6 +72,8 @@ class Verdict:
     attempts: int = 0
     tokens_in: int | None = None
     tokens_out: int | None = None
+    # Of tokens_in, those the vendor read from its prompt cache (priced at the cached rate).
+    tokens_cached: int | None = None
     cost_usd: float | None = None  # None when the model's price is unknown, never 0
     cache_key: str | None = None
     vendor: str | None = None

@@ -47,7 +47,7 @@ _COLUMNS = (
     "run_id", "item_id", "critic", "label", "score", "confidence", "reasoning", "failure",
     "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
     "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
-    "cache_hash", "marks", "request_rebuilt", "reply_dict",
+    "cache_hash", "marks", "request_rebuilt", "reply_dict", "tokens_cached",
 )
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
 _INSERT = (
@@ -110,6 +110,7 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str,
             reply, v.latency_ms, v.attempts,
             v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
             int(v.cached), stamp, hash_key(key), _marks_json(v), int(from_template), reply_dict,
+            v.tokens_cached,
         ))
     return rows
 
@@ -119,7 +120,7 @@ _STEP_COLUMNS = (
     "score",
     "confidence", "reasoning", "failure", "message", "raw_request", "raw_response", "latency_ms",
     "attempts", "tokens_in", "tokens_out", "cost_usd", "cache_key", "vendor", "model",
-    "simulated", "cached", "created_at",
+    "simulated", "cached", "created_at", "tokens_cached",
 )
 _STEP_KEY = ("run_id", "item_id", "critic", "position")
 _INSERT_STEP = (
@@ -152,6 +153,7 @@ def _step_rows(run_id: int, verdicts: Iterable[Verdict], stamp: str) -> list[tup
                 request_json(step.raw_request), step.raw_response, step.latency_ms,
                 step.attempts, step.tokens_in, step.tokens_out, step.cost_usd, step.cache_key,
                 step.vendor, step.model, int(step.simulated), int(step.cached), stamp,
+                step.tokens_cached,
             ))
     return rows
 

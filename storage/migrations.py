@@ -488,6 +488,20 @@ def _review_order_indexes(db: sqlite_utils.Database) -> None:
         """,
     )
 
+
+@migrations(name="0021_cached_tokens")
+def _cached_tokens(db: sqlite_utils.Database) -> None:
+    # Input tokens the vendor read from its prompt cache (OpenAI `cached_tokens`, Anthropic
+    # `cache_read_input_tokens`): part of tokens_in, priced at the cached rate. Older rows: NULL
+    # (not reported), never 0.
+    _script(
+        db,
+        """
+        ALTER TABLE calls ADD COLUMN tokens_cached INTEGER;
+        ALTER TABLE call_steps ADD COLUMN tokens_cached INTEGER;
+        """,
+    )
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from judging.anthropic_messages import messages_params
 from judging.batches import lines as batch_lines
-from judging.batches.lines import anthropic_params, batch_line, chunked
+from judging.batches.lines import batch_line, chunked
 from judging.batches.results import parse_results
 from judging.calls.prepare import prepare_call
 from judging.critics import Critic
@@ -104,13 +105,14 @@ def test_a_batch_line_carries_the_very_request_a_live_call_sends() -> None:
     assert len(line["custom_id"]) == 64  # within Anthropic's 64-character limit
     params = batch_line("anthropic", prepared)["params"]
     # The Messages API takes the system prompt apart and refuses OpenAI-only parameters.
-    assert params["system"] == prepared.body["messages"][0]["content"]
-    assert params["system"].startswith("You curate a product taxonomy.")
+    assert params["system"] == [{"type": "text",
+                                 "text": prepared.body["messages"][0]["content"]}]
+    assert params["system"][0]["text"].startswith("You curate a product taxonomy.")
     assert [m["role"] for m in params["messages"]] == ["user"]
     assert params["messages"][0]["content"] == prepared.body["messages"][1]["content"]
     assert "response_format" not in params and "seed" not in params
     assert params["max_tokens"] == 100 and params["model"] == "m-a"
-    assert anthropic_params({"model": "x", "messages": [{"role": "user", "content": "hi"}],
+    assert messages_params({"model": "x", "messages": [{"role": "user", "content": "hi"}],
                              "max_tokens": 5}) == {
         "model": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -164,7 +166,8 @@ def test_result_lines_of_both_apis_read_as_live_replies() -> None:
     assert read["a"].raw == anthropic[0]  # the evidence is the line as the vendor wrote it
     assert read["b"].status == 529 and "busy" in read["b"].body
     assert read["c"].not_run is not None and "cancelled" in read["c"].not_run
-    assert json.loads(read["d"].body)["choices"][0]["finish_reason"] == "length"
+    # stop_reason max_tokens reads as a cut-off reply, as live (its JSON was complete here).
+    assert parse_reply(read["d"].status, read["d"].body, SCALE).finish_reason == "length"
 
 
 # -- whole runs --------------------------------------------------------------------------------

@@ -236,8 +236,12 @@ def test_confidence_of_85_in_a_reply_means_85_percent() -> None:
 
 def test_reply_usage_reads_billed_tokens_of_any_reply() -> None:
     refusal = json.dumps(chat_body(None, refusal="no", usage=(70, 3)))
-    assert reply_usage(refusal) == (70, 3)
-    assert reply_usage(json.dumps(chat_body(usage=None))) == (None, None)
-    assert reply_usage('{"usage": {"input_tokens": 9, "output_tokens": 4}}') == (9, 4)
-    assert reply_usage("<html>bad gateway</html>") == (None, None)
-    assert reply_usage('[{"error": {"code": 429}}]') == (None, None)
+    def tokens(body: str) -> tuple[int | None, int | None]:
+        usage = reply_usage(body)
+        return usage.tokens_in, usage.tokens_out
+
+    assert tokens(refusal) == (70, 3)
+    assert tokens(json.dumps(chat_body(usage=None))) == (None, None)
+    assert tokens('{"usage": {"input_tokens": 9, "output_tokens": 4}}') == (9, 4)
+    assert tokens("<html>bad gateway</html>") == (None, None)
+    assert tokens('[{"error": {"code": 429}}]') == (None, None)

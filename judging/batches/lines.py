@@ -7,10 +7,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from judging.anthropic_messages import messages_params
 from judging.calls.prepare import PreparedCall
 from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.vendors import get_preset
+from judging.vendors import api_of, get_preset
 
 BatchApi = Literal["openai", "anthropic"]
 
@@ -22,11 +23,6 @@ CHAT_ENDPOINT = "/v1/chat/completions"
 MAX_REQUESTS = {"openai": 50_000, "anthropic": 100_000}
 MAX_BYTES = {"openai": 190 * 2**20, "anthropic": 240 * 2**20}
 
-# OpenAI parameters Anthropic's Messages API does not take (it would refuse the whole line).
-_OPENAI_ONLY = frozenset({"response_format", "logprobs", "top_logprobs", "seed", "n",
-                          "frequency_penalty", "presence_penalty", "logit_bias"})
-
-
 def batch_api_of(critic: Critic) -> BatchApi:
     """The batch API a batch critic goes through: its own `batch_api`, else its vendor's."""
     api = critic.batch_api or get_preset(critic.vendor).batch_api
@@ -36,24 +32,16 @@ def batch_api_of(critic: Critic) -> BatchApi:
     return api  # type: ignore[return-value]  # checked just above
 
 
-def anthropic_params(body: dict[str, Any]) -> dict[str, Any]:
-    """The Messages API form of a chat-completions body: system messages move to `system`."""
-    system = "\n\n".join(str(m.get("content") or "") for m in body["messages"]
-                         if m.get("role") == "system")
-    params: dict[str, Any] = {
-        name: value for name, value in body.items()
-        if name not in _OPENAI_ONLY and name != "messages"
-    }
-    params["messages"] = [{"role": m["role"], "content": m["content"]}
-                          for m in body["messages"] if m.get("role") != "system"]
-    if system:
-        params["system"] = system
-    return params
-
-
 def sent_body(api: BatchApi, prepared: PreparedCall) -> dict[str, Any]:
-    """What the batch line carries for this call (kept as the verdict's raw request)."""
-    return anthropic_params(prepared.body) if api == "anthropic" else prepared.body
+    """What the batch line carries for this call (kept as the verdict's raw request): for
+    Anthropic, the Messages API params, with only the fields that API defines (a chat-only key
+    would make the vendor refuse the whole line)."""
+    if api != "anthropic":
+        return prepared.body
+    if api_of(prepared.critic) == "messages":
+        return prepared.body  # built as Messages params already (`prepare_call`)
+    explicit = {name for name, value in prepared.critic.extra.items() if value is not None}
+    return messages_params(prepared.body, explicit=explicit)
 
 
 def batch_line(api: BatchApi, prepared: PreparedCall) -> dict[str, Any]:

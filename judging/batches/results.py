@@ -90,7 +90,9 @@ def _anthropic_line(data: dict[str, Any], raw: str) -> BatchResult | None:
     kind = result.get("type")
     custom_id = data["custom_id"]
     if kind == "succeeded" and isinstance(result.get("message"), dict):
-        return BatchResult(custom_id, 200, json.dumps(as_chat_completion(result["message"])), raw)
+        # The message as it is: `parse_reply` reads Anthropic's shape (thinking blocks,
+        # stop_reason refusal / max_tokens / model_context_window_exceeded, cached tokens).
+        return BatchResult(custom_id, 200, json.dumps(result["message"]), raw)
     if kind == "errored":
         error = result.get("error")
         error = error if isinstance(error, dict) else {}
@@ -100,22 +102,3 @@ def _anthropic_line(data: dict[str, Any], raw: str) -> BatchResult | None:
     if kind in NOT_RUN:
         return BatchResult(custom_id, 0, "", raw, NOT_RUN[str(kind)])
     return None
-
-
-def as_chat_completion(message: dict[str, Any]) -> dict[str, Any]:
-    """An Anthropic message as the chat completion it stands for: its text blocks joined, a
-    `max_tokens` stop read as a truncation, its usage under OpenAI's names."""
-    text = "".join(str(block.get("text") or "") for block in message.get("content") or []
-                   if isinstance(block, dict) and block.get("type") == "text")
-    usage = message.get("usage") or {}
-    return {
-        "id": message.get("id"),
-        "model": message.get("model"),
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "length" if message.get("stop_reason") == "max_tokens" else "stop",
-        }],
-        "usage": {"prompt_tokens": usage.get("input_tokens"),
-                  "completion_tokens": usage.get("output_tokens")},
-    }

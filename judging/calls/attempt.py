@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from judging.anthropic_messages import ANTHROPIC_VERSION
 from judging.calls.deadline import DeadlineExceededError, Watchdog
 from judging.errors import CallFailure, CriticCallError, RetryableCallError
 from judging.transport import StaleConnectionError
@@ -27,9 +28,11 @@ class Route:
     headers: httpx.Headers
 
 
-def make_route(base_url: str, extra_headers: dict[str, str] | None = None) -> Route:
-    """The chat-completions endpoint of a base URL with the headers every call to it sends."""
-    url = f"{base_url}/chat/completions"
+def make_route(base_url: str, extra_headers: dict[str, str] | None = None,
+               api: str = "chat") -> Route:
+    """The endpoint of a base URL with the headers every call to it sends: chat completions,
+    or Anthropic's Messages API (`api="messages"`, which also names its version)."""
+    url = f"{base_url}/messages" if api == "messages" else f"{base_url}/chat/completions"
     parsed = httpx.URL(url)
     headers = httpx.Headers({
         # Host and Content-Length are ours to set: requests are built from a stream (the body
@@ -38,6 +41,7 @@ def make_route(base_url: str, extra_headers: dict[str, str] | None = None) -> Ro
         "User-Agent": "jurybox",
         "Accept": "application/json",
         "Content-Type": "application/json",
+        **({"anthropic-version": ANTHROPIC_VERSION} if api == "messages" else {}),
         **(extra_headers or {}),
     })
     return Route(url=url, parsed=parsed, headers=headers)

@@ -7,11 +7,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from judging.anthropic_messages import messages_params
 from judging.critics import Critic
 from judging.logprobs import logprobs_request
+from judging.request_rules import rules_for
 from judging.rubric import RubricConfig
 from judging.scales import Scale
-from judging.vendors import get_preset, json_mode_for, resolve_base_url
+from judging.vendors import api_of, get_preset, json_mode_for, resolve_base_url
 from judging.verdicts import Item
 
 
@@ -30,21 +32,43 @@ class PreparedCall:
 def _request_body(
     critic: Critic, messages: list[dict[str, str]], *, free_text: bool
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": critic.model,
-        "messages": messages,
-        "temperature": critic.temperature,
-        "max_tokens": critic.max_tokens,
-    }
+    """The chat-completions body of one call, as the critic's model takes it.
+
+    `judging.request_rules` decides which sampling and length parameters the model takes
+    (a reasoning model gets `max_completion_tokens` and no `temperature`); `extra` then adds
+    or overrides parameters, and an `extra` value of None removes that parameter altogether
+    (`temperature: null` means "do not send a temperature").
+    """
+    rules = rules_for(critic)
+    body: dict[str, Any] = {"model": critic.model, "messages": messages}
+    if rules.temperature:
+        body["temperature"] = critic.temperature
+    body[rules.length_param] = critic.max_tokens
     # A free-text step (reasoning, a debater's argument) must not be forced into JSON.
     if json_mode_for(critic) and not free_text:
         body["response_format"] = {"type": "json_object"}
-    if critic.logprobs and not free_text:
+    if critic.logprobs and not free_text and rules.logprobs:
         body.update(logprobs_request(critic.top_logprobs))
     # Extra parameters (seed, top_p, ...) may override, except the two that define the call.
     for name, value in critic.extra.items():
-        if name not in ("model", "messages"):
+        if name in ("model", "messages"):
+            continue
+        if value is None:
+            body.pop(name, None)
+        elif ((name == "top_p" and not rules.top_p) or name in rules.refused
+              or (name == "temperature" and not rules.temperature)):
+            continue  # the model refuses it on every request (see the Panel page's note)
+        else:
             body[name] = value
+    return body
+
+
+def wire_body(critic: Critic, body: dict[str, Any]) -> dict[str, Any]:
+    """The body as the critic's API takes it: the chat body itself, or for Anthropic's
+    Messages API its `params` (system on top, cacheable; only Messages fields)."""
+    if api_of(critic) == "messages":
+        explicit = {name for name, value in critic.extra.items() if value is not None}
+        return messages_params(body, explicit=explicit)
     return body
 
 
@@ -85,7 +109,7 @@ def prepare_call(
         if not isinstance(scale, Scale):  # a rubric call's messages come from judging.chains
             raise TypeError("a rubric call needs its messages")
         messages = critic.build_messages(item.fields, scale)
-    body = _request_body(critic, messages, free_text=free_text)
+    body = wire_body(critic, _request_body(critic, messages, free_text=free_text))
     # Sorted keys make the bytes (and so the key) independent of dict order; the model,
     # messages and every parameter are in the body, the API key never is.
     content = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()

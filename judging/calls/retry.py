@@ -11,7 +11,9 @@ The rules, in order (like the official OpenAI client, without its mistakes):
        refusal, a truncation, a parse failure. Exception: a 4xx fatal for the item that the
        vendor marks `x-should-retry: true` (the server knows best).
     2. `x-should-retry: false` stops at once.
-    3. The budget: `policy.max_retries` retries after the first attempt.
+    3. The budget: `policy.max_retries` retries after the first attempt; a rate limit gets
+       `policy.max_rate_limit_retries` (the vendor said "later", not "no": waiting for the
+       window it names is the cure, and a critic is never stopped for it).
     4. The wait: what the failure itself asks (0 s for a stale keep-alive connection, which
        the vendor never saw), else `retry-after-ms` / `Retry-After` (seconds or HTTP date),
        else exponential backoff min(base * 2^n, max) minus up to `jitter` of it. A server asking
@@ -37,6 +39,8 @@ class RetryPolicy:
     Attributes:
         max_retries: retries after the first attempt (2 -> at most 3 requests), as the OpenAI
             client does.
+        max_rate_limit_retries: retries of a call the vendor rate-limited (429,
+            RESOURCE_EXHAUSTED, rate_limit_exceeded), each after the wait it asks for.
         base_delay_s / max_delay_s: backoff is min(base * 2^n, max) seconds ...
         jitter: ... minus up to this fraction at random (spreads a thundering herd).
         max_retry_after_s: a server asking to wait longer than this is given up on (ERROR with
@@ -45,6 +49,7 @@ class RetryPolicy:
     """
 
     max_retries: int = 2
+    max_rate_limit_retries: int = 5
     base_delay_s: float = 0.5
     max_delay_s: float = 8.0
     jitter: float = 0.25
@@ -161,7 +166,8 @@ def decide_retry(
     if should == "false":
         return GiveUp(FailureKind.ERROR,
                       f"{message} (the vendor said not to retry: x-should-retry: false)")
-    if attempt >= policy.max_retries:
+    rate_limited = isinstance(failure, RetryableCallError) and failure.rate_limited
+    if attempt >= (policy.max_rate_limit_retries if rate_limited else policy.max_retries):
         tries = "attempt" if attempt == 0 else "attempts"
         return GiveUp(FailureKind.ERROR, f"{message} (gave up after {attempt + 1} {tries})")
     asked = failure.retry_after if isinstance(failure, RetryableCallError) else None

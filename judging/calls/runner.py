@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import random
 import threading
@@ -15,13 +16,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 import httpx
 
 from judging.batches.lines import batch_api_of, sent_body
 from judging.batches.results import BatchResult
 from judging.budget import BudgetGuard
+from judging.calls.adjust import adjusted_body, adjustment_for, adjustment_note
 from judging.calls.attempt import Route, failure_of, make_route, send_once
 from judging.calls.cache import CallCache
 from judging.calls.deadline import Watchdog
@@ -32,13 +34,20 @@ from judging.calls.retry import GiveUp, RetryPolicy, decide_retry
 from judging.calls.scrub import Scrubber
 from judging.calls.transports import VendorTransport
 from judging.critics import Critic
-from judging.errors import CallFailure, ConfigError, PlaceholderError
-from judging.parsing import ParsedReply, parse_reply, reply_usage
+from judging.errors import (
+    CallFailure,
+    ConfigError,
+    PlaceholderError,
+    RetryableCallError,
+    UnsupportedParameterError,
+)
+from judging.parsing import ParsedReply, Usage, parse_reply, reply_usage
 from judging.rubric import RubricConfig
 from judging.scales import Scale
 from judging.vendors import (
     KeyLookup,
     VendorPreset,
+    api_of,
     cost_usd,
     get_preset,
     key_variable,
@@ -147,7 +156,7 @@ class CallRunner:
         self._sleep_fn = sleep
         self._rng = random.Random(seed)
         self._clock = clock or time.monotonic
-        self._routes: dict[tuple[str, tuple[tuple[str, str], ...]], Route] = {}
+        self._routes: dict[tuple[str, str, tuple[tuple[str, str], ...]], Route] = {}
         self._timeouts: dict[float, dict[str, float]] = {}
         self._lock = threading.Lock()
         self._watchdog = Watchdog()
@@ -160,12 +169,13 @@ class CallRunner:
 
     # -- resources -------------------------------------------------------------------------
 
-    def _route(self, base_url: str, extra_headers: dict[str, str] | None = None) -> Route:
+    def _route(self, base_url: str, extra_headers: dict[str, str] | None = None,
+               api: str = "chat") -> Route:
         """The endpoint of a base URL with its prebuilt headers (made once, then shared)."""
-        key = (base_url, tuple(extra_headers.items()) if extra_headers else ())
+        key = (base_url, api, tuple(extra_headers.items()) if extra_headers else ())
         route = self._routes.get(key)
         if route is None:
-            route = make_route(base_url, extra_headers)
+            route = make_route(base_url, extra_headers, api)
             with self._lock:
                 route = self._routes.setdefault(key, route)
         return route
@@ -338,22 +348,25 @@ class CallRunner:
                 return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
         try:
             try:
-                route = self._route(base_url, preset.extra_headers)
+                api = api_of(critic)
+                route = self._route(base_url, preset.extra_headers, api)
             except Exception as error:  # noqa: BLE001 - httpx.InvalidURL and kin
                 message = (f"critic {critic.name!r}: the base URL {base_url!r} is not usable: "
                            f"{error}")
                 gate.stop(critic.name, message)
                 self._fail(verdict, FailureKind.CRITIC_ERROR, message)
                 return verdict
-            verdict.raw_request = {"url": route.url, "body": prepared.body}
             # A copy of the route's prebuilt headers (a list copy) plus what varies per call;
             # the key lives only in this request object, never in the route or the verdict.
             headers = httpx.Headers(route.headers)
-            headers["Content-Length"] = str(len(prepared.content))
             if key:
-                headers["Authorization"] = f"Bearer {key}"
-            self._run_attempts(critic, scale, route, headers, prepared, verdict, scrubber,
-                               gate, cancel, limiter)
+                if api == "messages":  # Anthropic's own header; it takes no Bearer token
+                    headers["x-api-key"] = key
+                else:
+                    headers["Authorization"] = f"Bearer {key}"
+            last = self._run_attempts(critic, scale, route, headers, prepared, verdict,
+                                      scrubber, gate, cancel, limiter)
+            self._note_outcome(critic, verdict, last, gate, scrubber)
         finally:
             if is_probe:
                 gate.probe_done(critic.name)
@@ -383,7 +396,7 @@ class CallRunner:
             parsed = parse_reply(result.status, result.body, scale)
         except CallFailure as failure:
             if 200 <= result.status < 300:  # answered without a verdict: billed all the same
-                self._add_usage(verdict, critic, *reply_usage(result.body), batched=True)
+                self._add_usage(verdict, critic, reply_usage(result.body), batched=True)
             self._fail(verdict, FailureKind(failure.kind), str(failure))
         except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
             self._fail(verdict, FailureKind.ERROR, f"unexpected error: {error!r}")
@@ -391,7 +404,9 @@ class CallRunner:
             verdict.label, verdict.score = parsed.label, parsed.score
             verdict.confidence, verdict.reasoning = parsed.confidence, parsed.reasoning
             verdict.marks = parsed.marks
-            self._add_usage(verdict, critic, parsed.tokens_in, parsed.tokens_out, batched=True)
+            self._add_usage(verdict, critic, parsed.usage or Usage(parsed.tokens_in,
+                                                                   parsed.tokens_out),
+                            batched=True)
         self._scrubber.verdict(verdict)
         if verdict.ok and self.cache is not None:
             self.cache.put(verdict)
@@ -447,11 +462,20 @@ class CallRunner:
         gate: CriticGate,
         cancel: threading.Event | None,
         limiter: VendorLimiter | None,
-    ) -> None:
-        """The retry loop: attempts until a verdict or a `GiveUp`. Fills `verdict` in place."""
+    ) -> CallFailure | None:
+        """The retry loop: attempts until a verdict or a `GiveUp`. Fills `verdict` in place.
+
+        Returns:
+            The last failure (None when the call ended with a reply the model gave).
+        """
         semaphores, paces = self._limits(critic.vendor, limiter)
         timeouts = self._timeout(critic.timeout_s)
         last: CallFailure | None = None
+        api = api_of(critic)
+        body = adjusted_body(prepared.body, gate.adjusted(critic.name))
+        content = prepared.content if body is prepared.body else _encode(body)
+        self._show_request(verdict, route, body, gate, critic)
+        failures = 0  # failed attempts that count against the retry budget
 
         def cancelled(attempt: int) -> bool:
             if cancel is None or not cancel.is_set():
@@ -463,21 +487,22 @@ class CallRunner:
 
         for attempt in itertools.count():
             if cancelled(attempt):
-                return
+                return last
             if paces:
                 for pace in paces:  # every retry takes a slot too: the vendor counts it
                     self._wait(pace.reserve(self._clock()), cancel, scaled=False)
                 if cancelled(attempt):  # cancelled while waiting for a pace slot
-                    return
+                    return last
             with _held(semaphores):
                 # Again once the in-flight slot is ours: calls queued behind a vendor limit
                 # when the run was cancelled must not reach the vendor.
                 if cancelled(attempt):
-                    return
+                    return last
                 verdict.attempts = attempt + 1
+                headers["Content-Length"] = str(len(content))
                 try:
                     reply = send_once(self.transport, self._watchdog, route, headers,
-                                      prepared.content, timeouts, critic.timeout_s)
+                                      content, timeouts, critic.timeout_s)
                 except Exception as error:  # noqa: BLE001 - classified below
                     outcome: ParsedReply | _Failed | GiveUp = self._transport_failure(
                         error, critic.timeout_s)
@@ -491,10 +516,26 @@ class CallRunner:
                 verdict.confidence = outcome.confidence
                 verdict.reasoning = outcome.reasoning
                 verdict.marks = outcome.marks
-                self._add_usage(verdict, critic, outcome.tokens_in, outcome.tokens_out)
-                return
+                self._add_usage(verdict, critic, outcome.usage or Usage(
+                    outcome.tokens_in, outcome.tokens_out))
+                return None
+            if isinstance(outcome, _Failed) and isinstance(outcome.failure,
+                                                           UnsupportedParameterError):
+                change = adjustment_for(outcome.failure, body, api)
+                if change is not None:
+                    # A parameter this model refuses: taken out (or renamed) for the rest of
+                    # the run, and this call sent again at once, outside the retry budget (the
+                    # request was wrong, not the vendor busy). At most once per parameter.
+                    name, replacement = change
+                    gate.adjust(critic.name, name, replacement, adjustment_note(
+                        critic.model, name, replacement, str(outcome.failure)))
+                    body = adjusted_body(body, {name: replacement})
+                    content = _encode(body)
+                    self._show_request(verdict, route, body, gate, critic)
+                    last = outcome.failure
+                    continue
             decision = (outcome if isinstance(outcome, GiveUp)
-                        else decide_retry(outcome.failure, attempt, outcome.headers, self.retry))
+                        else decide_retry(outcome.failure, failures, outcome.headers, self.retry))
             if isinstance(decision, GiveUp):
                 message = decision.message
                 if decision.kind is FailureKind.CRITIC_ERROR:
@@ -502,10 +543,38 @@ class CallRunner:
                     message = scrubber.text(self._critic_reason(critic, message)) or ""
                     gate.stop(critic.name, message)
                 self._fail(verdict, decision.kind, message)
-                return
+                return outcome.failure if isinstance(outcome, _Failed) else None
             assert isinstance(outcome, _Failed)  # a GiveUp outcome returned above
             last = outcome.failure
+            failures += 1
             self._wait(decision.wait_s(self._rng.random()), cancel)
+        return last  # pragma: no cover - the loop only ends by returning
+
+    @staticmethod
+    def _show_request(verdict: Verdict, route: Route, body: dict[str, Any], gate: CriticGate,
+                      critic: Critic) -> None:
+        """Keep what is sent as the verdict's raw request, with the run's adjustments of the
+        critic's parameters when there are any (such a request is then stored whole)."""
+        verdict.raw_request = {"url": route.url, "body": body}
+        notes = gate.adjustments(critic.name)
+        if notes:
+            verdict.raw_request["adjusted"] = notes
+
+    def _note_outcome(self, critic: Critic, verdict: Verdict, last: CallFailure | None,
+                      gate: CriticGate, scrubber: Scrubber) -> None:
+        """Tell the gate how the call ended, so the same error on K items in a row stops the
+        critic. Only errors count (an answer the model gave, even a refusal, resets the
+        streak); a rate limit neither counts nor resets: waiting is its cure, not stopping."""
+        if verdict.failure is FailureKind.CANCELLED or verdict.failure is FailureKind.CRITIC_ERROR:
+            return
+        if verdict.failure in (FailureKind.ERROR, FailureKind.ITEM_ERROR):
+            if isinstance(last, RetryableCallError) and last.rate_limited:
+                return
+            if gate.outcome(critic.name, scrubber.text(verdict.message or "") or ""):
+                reason = gate.reason(critic.name) or ""
+                verdict.message = f"{verdict.message} ({reason})"
+            return
+        gate.outcome(critic.name, None)
 
     @staticmethod
     def _transport_failure(error: Exception, timeout_s: float) -> _Failed | GiveUp:
@@ -529,7 +598,7 @@ class CallRunner:
             if 200 <= status < 300:
                 # A reply without a verdict (refusal, truncation, no JSON) is billed all the
                 # same: keep what it cost.
-                self._add_usage(verdict, critic, *reply_usage(body))
+                self._add_usage(verdict, critic, reply_usage(body))
             return _Failed(failure, reply_headers)
         except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
             return GiveUp(FailureKind.ERROR, f"unexpected error: {error!r}")
@@ -542,18 +611,27 @@ class CallRunner:
         return f"critic {critic.name!r}: {text}"
 
     @staticmethod
-    def _add_usage(
-        verdict: Verdict, critic: Critic, tokens_in: int | None, tokens_out: int | None,
-        *, batched: bool = False,
-    ) -> None:
-        """Add one reply's tokens to the verdict (a retried call pays for every reply that
-        reported usage) and price the total; unknown stays None, never 0."""
-        if tokens_in is not None:
-            verdict.tokens_in = (verdict.tokens_in or 0) + tokens_in
-        if tokens_out is not None:
-            verdict.tokens_out = (verdict.tokens_out or 0) + tokens_out
-        verdict.cost_usd = cost_usd(critic, verdict.tokens_in, verdict.tokens_out,
-                                    batched=batched)
+    def _add_usage(verdict: Verdict, critic: Critic, usage: Usage, *, batched: bool = False
+                   ) -> None:
+        """Add one reply's usage to the verdict (a retried call pays for every reply that
+        reported usage): tokens, cached tokens, and its cost, priced from the tokens (cached
+        ones at the cached rate) or, when the vendor reports what it billed, that. Unknown
+        stays None, never 0."""
+        if usage.tokens_in is not None:
+            verdict.tokens_in = (verdict.tokens_in or 0) + usage.tokens_in
+        if usage.tokens_out is not None:
+            verdict.tokens_out = (verdict.tokens_out or 0) + usage.tokens_out
+        if usage.cached is not None:
+            verdict.tokens_cached = (verdict.tokens_cached or 0) + usage.cached
+        cost = cost_usd(critic, usage.tokens_in, usage.tokens_out, batched=batched,
+                        cached=usage.cached, cache_write=usage.cache_write, reported=usage.cost)
+        if cost is not None:
+            verdict.cost_usd = (verdict.cost_usd or 0.0) + cost
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """A body as `prepare_call` serialises it (the bytes sent)."""
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
 
 
 # --------------------------------------------------------------------------------------------

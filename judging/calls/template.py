@@ -24,6 +24,7 @@ from judging.calls.prepare import prepare_call
 from judging.critics import Critic, as_data
 from judging.errors import JuryboxError
 from judging.scales import Scale
+from judging.vendors import api_of
 from judging.verdicts import Item, Verdict
 
 # Private-use characters: JSON keeps them as they are (ensure_ascii=False), and no prompt or
@@ -57,8 +58,9 @@ def request_template(critic: Critic, scale: Scale) -> RequestTemplate | None:
         prepared = prepare_call(critic, marked, scale)
     except JuryboxError:
         return None
+    path = "messages" if api_of(critic) == "messages" else "chat/completions"
     return RequestTemplate(f"{critic.vendor}\n{prepared.url_key}\n", prepared.content.decode(),
-                           f"{prepared.url_key}/chat/completions")
+                           f"{prepared.url_key}/{path}")
 
 
 @functools.lru_cache(maxsize=256)
@@ -86,6 +88,8 @@ def rebuilds(template: RequestTemplate, verdict: Verdict, item: Item) -> bool:
     never sent (a stopped critic, a cancel) has no request to rebuild, and gets none."""
     if verdict.cache_key is None or verdict.steps:
         return False
+    if verdict.raw_request is not None and "adjusted" in verdict.raw_request:
+        return False  # sent with parameters the vendor refused taken out: not the template
     if verdict.raw_request is None and not verdict.cached:
         return False
     content = rebuild(template, item.fields)

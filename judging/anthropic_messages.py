@@ -4,7 +4,8 @@ Live Anthropic calls go to `POST {base}/messages` (Anthropic documents its OpenA
 endpoint as "not considered a long-term or production-ready solution", and it has no prompt
 caching); batch lines carry the same `params`. The request differs from chat completions:
 
-    headers   `x-api-key: KEY` and `anthropic-version: 2023-06-01` (no Bearer token)
+    headers   `x-api-key: KEY` (Anthropic's documented header; the SDK sends the key as a Bearer
+              token and accepts either) and `anthropic-version` (the SDK's own)
     system    top-level, as text blocks; the last one marked `cache_control: ephemeral` so the
               panel's shared prefix (system prompt, preambles, few-shot examples, rubric) is
               written to the cache once and read at a tenth of the input price afterwards
@@ -13,8 +14,7 @@ caching); batch lines carry the same `params`. The request differs from chat com
               `response_format`, `logprobs`, `seed`, `reasoning_effort` or `user` is refused
               with HTTP 400, so it is never sent; `stop` is sent as `stop_sequences`;
               `temperature` / `top_p` / `top_k` are no longer in the SDK's request type
-              (anthropic 2.14) and Claude Opus 4.7+ refuse them, so they are sent only when
-              a critic's `extra` asks for them by name (for older models)
+              (anthropic 2.14) and Claude Opus 4.7+ refuse them, so they are never sent
 
 A reply's `content` is a list of blocks: `text` blocks are the answer, `thinking` blocks the
 model's reasoning. `stop_reason` says how it ended (https://docs.claude.com/en/api/handling-stop-reasons):
@@ -29,7 +29,9 @@ from typing import Any
 
 __all__ = ["ANTHROPIC_VERSION", "MESSAGES_PARAMS", "is_message", "messages_params", "read_message"]
 
-ANTHROPIC_VERSION = "2023-06-01"
+# The API version the official SDK (anthropic 2.14) pins, and whose request and response types
+# the contract tests hold our requests and replies to (tests/test_vendor_contract.py).
+ANTHROPIC_VERSION = "2026-10-21"
 
 # The body fields of `POST /v1/messages` (anthropic SDK 2.14, MessageCreateParamsBase).
 MESSAGES_PARAMS = frozenset({
@@ -37,8 +39,8 @@ MESSAGES_PARAMS = frozenset({
     "thinking", "tools", "tool_choice", "service_tier", "container", "inference_geo",
     "output_config", "speed", "cache_control",
 })
-# Sampling parameters the SDK no longer defines (Claude Opus 4.7 and later refuse them; older
-# models still take them): sent only when a critic's `extra` names them explicitly.
+# Sampling parameters the SDK no longer defines (Claude Opus 4.7 and later refuse them): never
+# sent on the Messages API. A critic that needs one for an older model can use `api: chat`.
 SAMPLING_PARAMS = frozenset({"temperature", "top_p", "top_k"})
 
 # Below these many characters (about 1,024 tokens, Anthropic's smallest cacheable prefix) a
@@ -46,16 +48,13 @@ SAMPLING_PARAMS = frozenset({"temperature", "top_p", "top_k"})
 MIN_CACHED_CHARS = 4096
 
 
-def messages_params(body: dict[str, Any], *, cache_system: bool = True,
-                    explicit: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+def messages_params(body: dict[str, Any], *, cache_system: bool = True) -> dict[str, Any]:
     """The Messages API form of a chat-completions body.
 
     Args:
         body: a chat-completions body (model, messages, max_tokens or max_completion_tokens,
             temperature, extra parameters...).
         cache_system: mark the system text cacheable when it is long enough to be cached.
-        explicit: the parameters a critic's `extra` set by name; of the sampling parameters
-            (`SAMPLING_PARAMS`) only these are sent.
 
     Returns:
         The `params` of a Messages API request: system messages moved to a top-level `system`
@@ -73,7 +72,7 @@ def messages_params(body: dict[str, Any], *, cache_system: bool = True,
         elif name == "stop":
             name = "stop_sequences"
             value = [value] if isinstance(value, str) else value
-        if name in MESSAGES_PARAMS or (name in SAMPLING_PARAMS and name in explicit):
+        if name in MESSAGES_PARAMS:
             params[name] = value
     params["messages"] = [{"role": m["role"], "content": m["content"]}
                           for m in body["messages"] if m.get("role") != "system"]

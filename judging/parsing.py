@@ -69,8 +69,11 @@ _OUT_OF_QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reach
 _CREDIT_TOO_LOW = "credit balance is too low"  # Anthropic: HTTP 400, every request alike
 _RATE_LIMIT_CODES = frozenset({"rate_limit_exceeded", "rate_limit_error", "resource_exhausted",
                                "tokens", "requests", "rate_limited"})
-# "Please retry in 20s", "retry in 3.52s" (Gemini), "try again in 1.2s" / "in 450ms" (OpenAI).
-_RETRY_IN = re.compile(r"(?:retry|try again) in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.IGNORECASE)
+# "Please retry in 20.39s" (Gemini), "try again in 1.2s" / "in 450ms" / "in 7m12s" (OpenAI).
+_RETRY_IN = re.compile(r"(?:retry|try again) in ((?:\d+(?:\.\d+)?(?:ms|h|m|s))+)\b",
+                       re.IGNORECASE)
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)", re.IGNORECASE)
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # A parameter the model refuses, in each vendor's words (the name is group 1):
 #   OpenAI: "Unsupported parameter: 'max_tokens' is not supported with this model. Use
 #   'max_completion_tokens' instead." / "Unsupported value: 'temperature' does not support 0"
@@ -145,8 +148,8 @@ def _retry_delay(error: Any, detail: str) -> float | None:
                 pass
     match = _RETRY_IN.search(detail)
     if match:
-        value = float(match.group(1))
-        return value / 1000.0 if match.group(2).lower() == "ms" else value
+        return sum(float(number) * _UNIT_S[unit.lower()]
+                   for number, unit in _DURATION_PART.findall(match.group(1)))
     return None
 
 
@@ -378,9 +381,11 @@ def _usage(data: dict[str, Any]) -> Usage:
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     cost = usage.get("cost")
+    cached = _int(details.get("cached_tokens"))
+    if cached is None:  # DeepSeek's own name for its context cache
+        cached = _int(usage.get("prompt_cache_hit_tokens"))
     return Usage(
-        tokens_in, tokens_out, _int(details.get("cached_tokens")),
-        _int(details.get("cache_write_tokens")),
+        tokens_in, tokens_out, cached, _int(details.get("cache_write_tokens")),
         float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
     )
 

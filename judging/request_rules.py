@@ -123,13 +123,12 @@ def rules_for(critic: Critic) -> RequestRules:
     if vendor == "openai":
         return RequestRules(length_param="max_completion_tokens")
     if vendor == "anthropic" and api == "messages":
-        refused = refuses_temperature_claude(model)
         return RequestRules(
-            temperature=not refused, top_p=not refused, logprobs=False,
-            notes=((f"temperature is not sent for {critic.model}: Claude Opus 4.7 and later "
-                    "models refuse it." if refused else
-                    "temperature is not sent: Anthropic's Messages API no longer defines it "
-                    "(set it in extra to send it to an older model)."),),
+            temperature=False, top_p=False, logprobs=False,
+            notes=((f"temperature and top_p are not sent for {critic.model}: Claude Opus 4.7 "
+                    "and later models refuse them." if refuses_temperature_claude(model) else
+                    "temperature and top_p are not sent: Anthropic's Messages API (SDK 2.14) "
+                    "no longer defines them (api: chat sends them to an older model)."),),
         )
     if anthropic_family and refuses_temperature_claude(model):
         return RequestRules(

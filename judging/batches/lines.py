@@ -40,8 +40,7 @@ def sent_body(api: BatchApi, prepared: PreparedCall) -> dict[str, Any]:
         return prepared.body
     if api_of(prepared.critic) == "messages":
         return prepared.body  # built as Messages params already (`prepare_call`)
-    explicit = {name for name, value in prepared.critic.extra.items() if value is not None}
-    return messages_params(prepared.body, explicit=explicit)
+    return messages_params(prepared.body)
 
 
 def batch_line(api: BatchApi, prepared: PreparedCall) -> dict[str, Any]:

@@ -67,8 +67,7 @@ def wire_body(critic: Critic, body: dict[str, Any]) -> dict[str, Any]:
     """The body as the critic's API takes it: the chat body itself, or for Anthropic's
     Messages API its `params` (system on top, cacheable; only Messages fields)."""
     if api_of(critic) == "messages":
-        explicit = {name for name, value in critic.extra.items() if value is not None}
-        return messages_params(body, explicit=explicit)
+        return messages_params(body)
     return body
 
 

@@ -1,0 +1,269 @@
+"""Jurybox against the vendors' own definitions, not against its own simulator.
+
+- Requests: every body Jurybox builds, for every preset and a table of model families, is
+  accepted by the official SDK's typed `create()` (an unknown parameter is a TypeError there)
+  and is byte for byte the JSON the SDK itself sends for it; the headers and path are the SDK's.
+- Replies and errors: the documented bodies of each vendor (`tests/vendor_documented.py`, each
+  with its source) served over real HTTP on 127.0.0.1 give the label, failure kind, tokens,
+  cached tokens, cost, attempts and waits the vendor means.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, get_type_hints
+
+import anthropic
+import httpx
+import httpx2  # the anthropic SDK's own HTTP client (2.x): it refuses httpx objects
+import openai
+import pytest
+from anthropic import _constants as anthropic_constants
+from anthropic.types import message_create_params
+from openai.types.chat import completion_create_params
+from pydantic import TypeAdapter
+
+from judging.anthropic_messages import ANTHROPIC_VERSION
+from judging.calls import CallRunner, RetryPolicy
+from judging.calls.gate import CriticGate
+from judging.calls.prepare import prepare_call
+from judging.critics import Critic
+from judging.request_rules import request_notes
+from judging.scales import Scale
+from judging.vendors import PRESETS, api_of
+from judging.verdicts import Item
+from tests.fixtures_network import Reply, SeenRequest
+from tests.vendor_documented import CASES, PRICE_IN, PRICE_OUT, Case, anthropic_message
+
+KEY_VAR = "JURYBOX_CONTRACT_KEY"
+KEY = "sk-contract-test-0123456789"
+SCALE = Scale(kind="nominal", labels=["KEEP", "REJECT", "SPLIT", "MERGE"])
+ITEM = Item(id="TX-1", fields={"text": "Electric kettles"})
+
+# Model families people pick in 2026, per preset (the simulator stands in for OpenAI).
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "openai": ("gpt-4o", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5.1", "gpt-5-mini",
+               "gpt-5-chat-latest"),
+    "anthropic": ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-7",
+                  "claude-opus-4.8", "claude-sonnet-5"),
+    "gemini": ("gemini-2.5-flash", "gemini-3-pro-preview"),
+    "deepseek": ("deepseek-chat", "deepseek-reasoner"),
+    "openrouter": ("openai/o3", "anthropic/claude-opus-4.7", "meta-llama/llama-3.3-70b-instruct"),
+    "ollama": ("qwen3:8b",),
+    "custom": ("Qwen/Qwen3-32B",),
+    "simulated": ("careful",),
+}
+# Extra parameters users set (`seed`, `stop`, `top_p`), and a removal by null.
+EXTRAS: tuple[dict[str, Any], ...] = ({}, {"seed": 7, "stop": "END", "top_p": 0.9},
+                                      {"temperature": None})
+
+
+def _critic(vendor: str, model: str, **changes: Any) -> Critic:
+    fields: dict[str, Any] = dict(
+        name="c", vendor=vendor, model=model, prompt_template="Judge this class: {text}",
+        system_prompt="You curate a product taxonomy. " * 200,  # long enough to cache
+        base_url="http://127.0.0.1:9/v1" if vendor in ("custom", "simulated") else None,
+        price_in_per_mtok=PRICE_IN, price_out_per_mtok=PRICE_OUT,
+    )
+    fields.update(changes)
+    return Critic(**fields)
+
+
+def _families() -> list[tuple[str, str, dict[str, Any]]]:
+    return [(vendor, model, extra) for vendor, models in FAMILIES.items() for model in models
+            for extra in EXTRAS]
+
+
+class _Capture:
+    """A mock transport's handler that records what an SDK sends and answers `reply`
+    (httpx for the openai SDK, httpx2 for the anthropic one)."""
+
+    def __init__(self, reply: dict[str, Any], http: Any = httpx) -> None:
+        self.reply = reply
+        self.http = http
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> Any:
+        self.requests.append(request)
+        return self.http.Response(200, json=self.reply)
+
+    def client(self) -> Any:
+        return self.http.Client(transport=self.http.MockTransport(self))
+
+
+def _typed_keys(params_type: Any) -> set[str]:
+    return set(get_type_hints(params_type))
+
+
+@pytest.mark.parametrize(("vendor", "model", "extra"), _families())
+def test_every_request_is_what_the_vendors_sdk_sends(vendor: str, model: str,
+                                                    extra: dict[str, Any]) -> None:
+    critic = _critic(vendor, model, extra=extra)
+    body = prepare_call(critic, ITEM, SCALE).body
+    if api_of(critic) == "messages":
+        params_type = message_create_params.MessageCreateParamsNonStreaming
+        assert set(body) <= _typed_keys(params_type), set(body) - _typed_keys(params_type)
+        TypeAdapter(params_type).validate_python(body)
+        capture = _Capture(anthropic_message(), httpx2)
+        client = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key=KEY,
+                                     http_client=capture.client(), max_retries=0)
+        client.messages.create(**body)  # a parameter the SDK does not define: TypeError
+        sent = capture.requests[0]
+        assert sent.url.path == "/v1/messages"
+        assert sent.headers["authorization"] == f"Bearer {KEY}"  # the SDK's way; ours below
+        assert sent.headers["anthropic-version"] == ANTHROPIC_VERSION
+        # The shared system prompt is marked cacheable; the item's text never is.
+        assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+        assert "cache_control" not in json.dumps(body["messages"])
+    else:
+        params_type = completion_create_params.CompletionCreateParamsNonStreaming
+        assert set(body) <= _typed_keys(params_type), set(body) - _typed_keys(params_type)
+        TypeAdapter(params_type).validate_python(body)
+        capture = _Capture({"id": "x", "object": "chat.completion", "created": 0,
+                            "model": model, "choices": []})
+        client_o = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key=KEY,
+                                 http_client=capture.client(), max_retries=0)
+        client_o.chat.completions.create(**body)
+        sent = capture.requests[0]
+        assert sent.url.path == "/v1/chat/completions"
+        assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert json.loads(sent.content) == body  # byte for byte what the SDK would send
+
+    # What the model families refuse is never sent (the vendors' 400s of 2026).
+    bare = model.split("/", 1)[-1]
+    reasoning = vendor in ("openai", "openrouter") and bare.startswith(("o3", "o4", "gpt-5")) \
+        and "chat" not in bare
+    if reasoning:
+        assert "temperature" not in body and "top_p" not in body and "stop" not in body
+    if vendor == "openai":
+        assert "max_tokens" not in body and body["max_completion_tokens"] == critic.max_tokens
+    if vendor == "anthropic" or (vendor == "openrouter" and "claude-opus-4.7" in model):
+        assert "temperature" not in body and "top_p" not in body
+    if extra.get("temperature", 0) is None:
+        assert "temperature" not in body
+    if reasoning or (vendor == "anthropic" and model >= "claude-opus-4-7"):
+        assert request_notes(critic)  # the Panel page says what is not sent
+
+
+def test_the_runner_sends_what_the_sdk_sends_over_real_http(local_vendor, monkeypatch) -> None:
+    """The whole live path (headers, path, body) against the SDK's own request."""
+    monkeypatch.setenv(KEY_VAR, KEY)
+    server = local_vendor(lambda seen: Reply(200, json.dumps(anthropic_message()).encode()))
+    critic = _critic("anthropic", "claude-opus-4-7", base_url=server.base_url,
+                     api_key_env=KEY_VAR)
+    with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
+        verdict = runner.call(critic, ITEM, SCALE)
+    assert verdict.ok and verdict.label == "KEEP"
+    seen = server.seen[0]
+    headers = {name.lower(): value for name, value in seen.headers.items()}
+    assert seen.path == "/v1/messages"
+    assert headers["x-api-key"] == KEY and "authorization" not in headers
+    # The SDK sends the key as a Bearer token and takes x-api-key as a credential too
+    # (anthropic/_client.py); the version is the one it pins.
+    assert headers["anthropic-version"] == ANTHROPIC_VERSION == anthropic_constants.ANTHROPIC_API_VERSION
+    capture = _Capture(anthropic_message(), httpx2)
+    anthropic.Anthropic(base_url=server.base_url.removesuffix("/v1"), api_key=KEY,
+                        http_client=capture.client(),
+                        max_retries=0).messages.create(**json.loads(seen.body))
+    assert json.loads(capture.requests[0].content) == json.loads(seen.body)
+    assert verdict.raw_request is not None and KEY not in json.dumps(verdict.raw_request)
+
+
+def _serve(case: Case, local_vendor: Any) -> Any:
+    def reply(seen: SeenRequest) -> Reply:
+        exchange = case.replies[min(seen.number, len(case.replies)) - 1]
+        return Reply(exchange.status, exchange.bytes(), list(exchange.headers))
+    return local_vendor(reply)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_documented_replies_read_as_the_vendor_means(case: Case, local_vendor,
+                                                     monkeypatch) -> None:
+    monkeypatch.setenv(KEY_VAR, KEY)
+    server = _serve(case, local_vendor)
+    critic = _critic(case.vendor, case.model, base_url=server.base_url, api_key_env=KEY_VAR,
+                     extra=case.extra, api=case.api)
+    waits: list[float] = []
+    gate = CriticGate()
+    with CallRunner(retry=RetryPolicy(jitter=0.0), sleep=waits.append) as runner:
+        verdict = runner.call(critic, ITEM, SCALE, gate=gate)
+
+        assert (verdict.failure.value if verdict.failure else None) == case.failure, \
+            verdict.message
+        assert verdict.label == case.label
+        assert verdict.attempts == case.attempts == len(server.seen)
+        if case.tokens_in is not None or case.tokens_out is not None:
+            assert (verdict.tokens_in, verdict.tokens_out) == (case.tokens_in, case.tokens_out)
+        if case.tokens_cached is not None:
+            assert (verdict.tokens_cached or 0) == case.tokens_cached
+        if case.cost_usd is not None:
+            assert verdict.cost_usd == pytest.approx(case.cost_usd)
+        if case.asked_waits:
+            assert waits == list(case.asked_waits)
+        if case.reasoning is not None:
+            assert verdict.reasoning == case.reasoning
+        if case.message_has:
+            assert case.message_has in (verdict.message or "")
+        if case.adjusted is not None:
+            first, second = (json.loads(seen.body) for seen in server.seen[:2])
+            assert case.adjusted in first and case.adjusted not in second
+            assert gate.adjustments("c") and case.adjusted in gate.adjustments("c")[0]
+            assert verdict.raw_request is not None and verdict.raw_request["adjusted"]
+        if case.vendor == "anthropic" and case.api is None:
+            assert server.seen[0].path == "/v1/messages"
+
+        # The next item: sent unless the critic had to be stopped.
+        before = len(server.seen)
+        later = runner.call(critic, Item(id="TX-2", fields={"text": "Kettles"}), SCALE,
+                            gate=gate)
+    if case.stops:
+        assert gate.reason("c") is not None and len(server.seen) == before
+        assert later.failure is not None and later.failure.value == "critic_error"
+    else:
+        assert gate.reason("c") is None and len(server.seen) > before
+        if case.adjusted is not None:  # remembered for the run: the second item goes adjusted
+            assert case.adjusted not in json.loads(server.seen[before].body)
+
+
+def test_the_same_error_on_three_items_in_a_row_stops_the_critic(local_vendor,
+                                                                monkeypatch) -> None:
+    """An error that recurs on every request (here a 400 no adjustment can cure) stops the
+    critic after K items, with a sentence naming it, instead of grinding through the run."""
+    monkeypatch.setenv(KEY_VAR, KEY)
+    body = json.dumps({"error": {"message": "Invalid 'response_format': this model does not "
+                                 "support json_object (request req_8f2a91).",
+                                 "type": "invalid_request_error", "code": None}}).encode()
+    server = local_vendor(lambda seen: Reply(400, body))
+    critic = _critic("custom", "local-model", base_url=server.base_url, api_key_env=KEY_VAR)
+    gate = CriticGate(repeated_errors=3)
+    with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
+        verdicts = [runner.call(critic, Item(id=str(i), fields={"text": f"t{i}"}), SCALE,
+                                gate=gate) for i in range(6)]
+    assert len(server.seen) == 3
+    assert [v.failure.value for v in verdicts if v.failure] == ["item_error"] * 3 + [
+        "critic_error"] * 3
+    reason = gate.reason("c") or ""
+    assert "same error on 3 items in a row" in reason and "json_object" in reason
+
+
+def test_a_rate_limit_never_stops_a_critic(local_vendor, monkeypatch) -> None:
+    """Five items each rate-limited past their retries: every item is tried, none stops it."""
+    monkeypatch.setenv(KEY_VAR, KEY)
+    body = json.dumps({"error": {"message": "Rate limit reached. You exceeded your current "
+                                 "quota, please check your plan and billing details.",
+                                 "type": "requests", "code": "rate_limit_exceeded"}}).encode()
+    server = local_vendor(lambda seen: Reply(429, body))
+    critic = _critic("openai", "gpt-4o", base_url=server.base_url, api_key_env=KEY_VAR)
+    gate = CriticGate(repeated_errors=3)
+    policy = RetryPolicy(time_scale=0, max_rate_limit_retries=1)
+    with CallRunner(retry=policy) as runner:
+        verdicts = [runner.call(critic, Item(id=str(i), fields={"text": f"t{i}"}), SCALE,
+                                gate=gate) for i in range(5)]
+    assert gate.reason("c") is None
+    assert [v.failure.value for v in verdicts if v.failure] == ["error"] * 5
+    assert len(server.seen) == 10  # each item: the first try and its one retry
+
+
+def test_every_preset_has_a_case_or_a_family() -> None:
+    covered = {case.vendor for case in CASES} | set(FAMILIES)
+    assert set(PRESETS) <= covered

@@ -97,6 +97,18 @@ def _own_words(critic: str, message: str | None) -> str:
     return text.rstrip(". ") or "no reason given"
 
 
+def _out_of_credit(said: str) -> bool:
+    folded = said.casefold()
+    return any(marker in folded for marker in ("quota", "credit", "billing", "payment"))
+
+
+def _no_credit(critic: Critic, said: str) -> str:
+    variable = key_variable(critic)
+    where = f", or use another key in {variable}" if variable else ""
+    return (f"the account is out of credit or quota ({said}): add credit or raise the limit on "
+            f"the vendor's billing page{where}")
+
+
 def _critic_error(critic: Critic, said: str) -> str:
     folded = said.casefold()
     variable = key_variable(critic)
@@ -105,10 +117,8 @@ def _critic_error(critic: Critic, said: str) -> str:
     if "refused the api key" in folded:
         fix = f"check the key in {variable}" if variable else "set api_key_env to the key's variable"
         return said if "check the key" in folded else f"{said}: {fix}"
-    if any(marker in folded for marker in ("quota", "credit", "billing", "payment")):
-        where = f" or use another key in {variable}" if variable else ""
-        return (f"the account is out of credit or quota ({said}): add credit or raise the limit "
-                f"on the vendor's billing page{where}")
+    if _out_of_credit(said):
+        return _no_credit(critic, said)
     status = _HTTP.search(said)
     if "not found" in folded or (status is not None and status.group(1) == "404"):
         return (f"the vendor does not know the model {critic.model!r} ({said}): check the model "
@@ -140,8 +150,10 @@ def _retries_failed(critic: Critic, verdict: Verdict, said: str) -> str:
             "the raw reply (Panel page, Test this critic)")
 
 
-def _item_error(said: str) -> str:
+def _item_error(critic: Critic, said: str) -> str:
     folded = said.casefold()
+    if _out_of_credit(said):  # Anthropic says "credit balance is too low" with HTTP 400
+        return _no_credit(critic, said)
     if "too long" in folded or "context" in folded:
         return (f"{said}: shorten the prompt or the item, or pick a model with a longer "
                 "context")
@@ -162,7 +174,7 @@ def _failure_text(critic: Critic, verdict: Verdict, cap: str | None) -> str:
     if kind is FailureKind.ERROR:
         return _retries_failed(critic, verdict, said)
     if kind is FailureKind.ITEM_ERROR:
-        return _item_error(said)
+        return _item_error(critic, said)
     if kind is FailureKind.REFUSAL:
         return (f"the model declined to judge the sample item ({said}): check another item, "
                 "or reword the prompt")

@@ -375,7 +375,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     budget = None if args.max_cost is None else check_budget(args.max_cost)
     # Calls stored by earlier runs answer for free; a check without a database pays each time.
     cache = CallCacheStore(db_path_of(args)) if db_path_of(args).exists() else None
-    print(f"Checking {len(panel.critics)} critics of {panel.name!r} on item {item.id!r} of "
+    n = len(panel.critics)
+    print(f"Checking {n} critic{'s' if n > 1 else ''} of {panel.name!r} on item {item.id!r} of "
           f"{where}:", flush=True)
     try:
         with CallRunner(cache=cache) as runner:

@@ -372,19 +372,21 @@ def sample_item_of_dataset(db: sqlite_utils.Database, dataset_id: int,
     """The item to check on from a stored dataset: `item_id`, else its first item.
 
     Raises:
-        NotFoundError: no dataset with this id, or no such item in it.
-        DataError: the dataset has no items.
+        DataError: no dataset with this id, no such item in it, or no items at all (the
+            sentence says what to give instead).
     """
-    get_dataset(db, dataset_id)  # NotFoundError with a sentence for an unknown id
-    if item_id is not None:
-        try:
-            return get_item(db, dataset_id, item_id)
-        except NotFoundError:
-            first = load_items(db, dataset_id, limit=1)
-            hint = f" (the first is {first[0].id!r})" if first else ""
-            raise NotFoundError(f"dataset #{dataset_id} has no item {item_id!r}; give --item "
-                                f"one of its ids{hint}") from None
-    items = load_items(db, dataset_id, limit=1)
-    if not items:
+    try:
+        get_dataset(db, dataset_id)
+    except NotFoundError:
+        raise DataError(f"there is no dataset with id {dataset_id}; give the id of a dataset "
+                        "on the Datasets page, or a dataset file") from None
+    first = load_items(db, dataset_id, limit=1)
+    if not first:
         raise DataError(f"dataset #{dataset_id} has no items to check a critic on")
-    return items[0]
+    if item_id is None:
+        return first[0]
+    try:
+        return get_item(db, dataset_id, item_id)
+    except NotFoundError:
+        raise DataError(f"dataset #{dataset_id} has no item {item_id!r}; give --item one of "
+                        f"its ids (the first is {first[0].id!r})") from None

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from judging.budget import BudgetCap, BudgetGuard, Reservation
-from judging.calls import CallRunner, CriticGate
+from judging.calls import CallCache, CallRunner, CriticGate
 from judging.chains import judge_with, sample_offsets
 from judging.critics import Critic
 from judging.errors import CallFailure, ConfigError, DataError, NotFoundError
@@ -54,7 +54,9 @@ if TYPE_CHECKING:
     from judging.panel import Panel
 
 __all__ = [
+    "CheckBudget",
     "CriticCheck",
+    "LayeredCache",
     "check_budget",
     "check_critics",
     "check_sentence",
@@ -274,6 +276,25 @@ def check_budget(max_cost_usd: float | None = None, *, tokens: int | None = None
         tokens = None if tokens is None else int(tokens)
         return CheckBudget(BudgetCap.model_construct(usd=0.0, tokens=tokens))
     return CheckBudget(BudgetCap(usd=max_cost_usd, tokens=tokens))
+
+
+class LayeredCache:
+    """A `CallCache` that looks in each cache in turn and stores in the first one: the app's
+    process-wide memory of earlier checks, then the database's stored calls (whose `put` would
+    keep a check's answer only as long as that store lives)."""
+
+    def __init__(self, *caches: CallCache) -> None:
+        self.caches = caches
+
+    def get(self, key: str) -> Verdict | None:
+        for cache in self.caches:
+            found = cache.get(key)
+            if found is not None:
+                return found
+        return None
+
+    def put(self, verdict: Verdict) -> None:
+        self.caches[0].put(verdict)
 
 
 class CheckBudget(BudgetGuard):

@@ -16,7 +16,10 @@ a compound critic's chain is the whole chain (its first step alone can pass a cr
 judging step never parses: reason-then-judge and debate start in prose); a repeated critic
 (`samples: N`) is asked once. Every request has the cache key of the run's own first sample,
 so with the run's cache (`storage.calls.CallCacheStore`) or any `CallCache` on the runner a
-second check sends nothing, and a run sharing that cache does not pay for them again.
+second check sends nothing, and a run sharing that cache does not pay for them again. (A
+stored run's worker reads only the database's calls: the answers of a check made in the app or
+by `jurybox check` live in that process's memory and are not stored, so such a run pays for
+them once more. Storing them needs a home in `storage`.)
 
 What it costs: priced like any call (the verdict's `cost_usd`), and under the cap of the
 `BudgetGuard` given (`check_budget(usd)`): a call that could pass it is not sent and its

@@ -9,6 +9,7 @@ from judging.vendors import PRESETS
 from judging.voting import tie_rule_text
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
+from pages.ui.critic_check_view import check_button
 from pages.ui.errors import user_errors
 from pages.ui.judge import judge_one
 from pages.ui.shell import ensure_app_shell
@@ -141,6 +142,7 @@ elif draft["critics"]:
             with st.spinner(f"Calling {critic.name}..."):
                 verdict = judge_one(pf.build_panel(draft), critic.name, item)
             verdict_card(verdict, show_raw=True)
+        check_button(pf.build_panel(draft), item, key="check_critics")  # every critic, at once
 
 st.subheader("Save and export")
 panel = None

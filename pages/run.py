@@ -10,6 +10,7 @@ from judging.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.budget import budget_inputs
+from pages.ui.critic_check_view import check_button, start_warning
 from pages.ui.errors import user_errors
 from pages.ui.progress import batch_rows, critic_rows, progress_text, run_summary_line, status_text
 from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
@@ -89,6 +90,9 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                 st.page_link("pages/review.py", label=f"Review run #{earlier['id']}",
                              icon=":material/rate_review:",
                              query_params={RUN_PARAM: str(earlier["id"])})
+            check_button(panel, load_items(db(), dataset_id, limit=1)[0], key="check_run_critics",
+                         budget=budget)
+            start_warning(panel)  # warns, never blocks: the user may know better
             if st.button("Start the run", type="primary", icon=":material/play_arrow:",
                          key="start_run"):
                 run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel, budget=budget)

@@ -6,6 +6,8 @@
     jurybox runs | resume RUN | export RUN --format F --out FILE runs in the database
     jurybox taxonomy RUN --out FILE.json|.csv                   a curation run's taxonomy
     jurybox stats RUN [--resamples N] [--seed S]                 a run's agreement report
+    jurybox check PANEL.yaml [--dataset FILE_OR_ID] [--item ID] [--max-cost USD]
+                                                   can each critic answer? one sentence each
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
 ./jurybox.db), the same one the app uses; `judging/cli_runs.py` holds those commands.
@@ -24,6 +26,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from judging.calls import CallRunner
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel_files import load_panel
@@ -39,16 +42,28 @@ from judging.runs.cli_runs import (
     add_stability,
     add_stats,
     add_taxonomy,
+    db_path_of,
+    open_cli_db,
     positive_int,
     read_for_cli,
     run_stored,
 )
+from judging.runs.critic_check import (
+    check_budget,
+    check_critics,
+    failed_checks,
+    sample_item,
+    sample_item_of_dataset,
+)
 from judging.runs.messages import EXPECTED, sentence_for
 from judging.simulator import Profile, SimulatorServer
+from storage.calls import CallCacheStore
+from storage.datasets import list_datasets
 from storage.faults import DRIVER_ERRORS
 
 if TYPE_CHECKING:
     from judging.panel import Panel
+    from judging.verdicts import Item
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the run finished but could not be written, or was interrupted
@@ -129,9 +144,33 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     add_db_option(p)
 
 
+def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check",
+        help="ask each critic of a panel to judge one item: what would fail, and the fix",
+        description="Before a run: every critic of the panel judges one sample item (one real "
+        "request each, all at once, answered from the database's stored calls where it can), "
+        "and one line per critic says what would fail and how to fix it (no key, model "
+        "unknown, parameter refused, rate limited, out of credit, no answer in the format) or "
+        "OK with its label, latency and cost. Exits 0 when every critic can answer, else 2.",
+    )
+    p.add_argument("panel", type=pathlib.Path, help="panel YAML file")
+    p.add_argument("--dataset", default=None, metavar="FILE_OR_ID",
+                   help="a dataset file, or the id of a dataset in the database (default: the "
+                   "newest dataset in the database)")
+    p.add_argument("--item", default=None, metavar="ID",
+                   help="the id of the item to judge (default: the dataset's first item)")
+    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="send no call that could take the check past this many dollars "
+                   "(0: answer from stored calls only; unpriced critics are still asked)")
+    add_db_option(p)
+    p.set_defaults(func=_cmd_check)
+
+
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
     _add_judge,
     _add_demo,
+    _add_check,
     _add_simulator,
     add_runs,
     add_resume,
@@ -295,6 +334,66 @@ def load_panel_file(path: pathlib.Path) -> Panel:
         first = str(exc).strip().splitlines()
         raise ConfigError(f"panel file {str(path)!r} is not a valid panel: "
                           f"{' '.join(first[:3])}") from None
+
+
+# -- check -------------------------------------------------------------------------------------
+
+
+def _check_item(args: argparse.Namespace) -> tuple[Item, str]:
+    """The item `jurybox check` judges, and where it comes from (for the first line).
+
+    Raises:
+        DataError / NotFoundError: no such file, dataset, or item (with the fix).
+    """
+    source = args.dataset
+    if source is not None and pathlib.Path(source).is_file():
+        parsed = read_for_cli(pathlib.Path(source))
+        return sample_item(parsed.items, args.item, pathlib.Path(source).name), source
+    if source is not None and not source.isdigit():
+        raise DataError(f"--dataset {source!r} is neither a file nor a dataset id; give a "
+                        "dataset file, or a dataset id from `jurybox runs` or the Datasets page")
+    if not db_path_of(args).exists():
+        raise DataError("no dataset to check the critics on: give --dataset FILE (there is no "
+                        f"database {str(db_path_of(args))!r} to take one from)")
+    db = open_cli_db(args, read_only=True)
+    try:
+        if source is None:
+            datasets = list_datasets(db)
+            if not datasets:
+                raise DataError("no dataset to check the critics on: give --dataset FILE, or "
+                                "import one first")
+            source = str(datasets[0]["id"])
+        return (sample_item_of_dataset(db, int(source), args.item),
+                f"dataset #{source} in {db_path_of(args)}")
+    finally:
+        db.close()
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    panel = load_panel_file(args.panel)
+    item, where = _check_item(args)
+    budget = None if args.max_cost is None else check_budget(args.max_cost)
+    # Calls stored by earlier runs answer for free; a check without a database pays each time.
+    cache = CallCacheStore(db_path_of(args)) if db_path_of(args).exists() else None
+    n = len(panel.critics)
+    print(f"Checking {n} critic{'s' if n > 1 else ''} of {panel.name!r} on item {item.id!r} of "
+          f"{where}:", flush=True)
+    try:
+        with CallRunner(cache=cache) as runner:
+            checks = check_critics(panel, item, runner, budget=budget)
+    finally:
+        if cache is not None:
+            cache.close()
+    for check in checks:
+        print(("  ok     " if check.ok else "  FAILS  ") + check.sentence, flush=True)
+    failed = failed_checks(checks)
+    if not failed:
+        print("Every critic can answer.")
+        return EXIT_OK
+    names = ", ".join(repr(check.critic) for check in failed)
+    print(f"{len(failed)} of {len(checks)} critics cannot answer ({names}): fix them before a "
+          "run.")
+    return EXIT_USAGE
 
 
 # -- progress ----------------------------------------------------------------------------------

@@ -31,6 +31,44 @@ def record_batch(db: sqlite_utils.Database, run_id: int, *, critic: str, api: st
     return int(cursor.lastrowid or 0)
 
 
+REFUSED_PREFIX = "refused:"  # the batch id of a submission the vendor refused (it gave none)
+
+
+def record_refusal(db: sqlite_utils.Database, run_id: int, *, critic: str, api: str,
+                   base_url: str, requests: int, reason: str) -> int:
+    """Remember that the vendor refused a critic's batch submission (no batch exists at the
+    vendor): a failed row with the reason, so the run's calls of that critic can say why
+    they have no result, and a resume tries again."""
+    stamp = now()
+    with db.conn:
+        cursor = db.conn.execute(
+            "INSERT INTO vendor_batches (run_id, critic, api, base_url, batch_id, requests,"
+            " submitted_at, state, vendor_status, error, checked_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 'failed', 'refused', ?, ?)",
+            [run_id, critic, api, base_url, f"{REFUSED_PREFIX}{stamp}", requests, stamp,
+             reason, stamp])
+    return int(cursor.lastrowid or 0)
+
+
+def refusals(db_path: DbPath, run_id: int) -> dict[str, str]:
+    """Critic -> why the vendor refused its latest batch submission of the run, for critics
+    whose latest submission was refused (an accepted one after it clears it)."""
+    conn = connect(db_path)
+    try:
+        rows = conn.execute(
+            "SELECT critic, batch_id, error FROM vendor_batches WHERE run_id = ? ORDER BY id",
+            [run_id]).fetchall()
+    finally:
+        conn.close()
+    latest: dict[str, str] = {}
+    for critic, batch_id, error in rows:
+        if str(batch_id).startswith(REFUSED_PREFIX):
+            latest[critic] = str(error or "the vendor refused the batch")
+        else:
+            latest.pop(critic, None)
+    return latest
+
+
 def run_batches(db: sqlite_utils.Database, run_id: int, *,
                 open_only: bool = False) -> list[dict[str, Any]]:
     """The run's batches, oldest first (only those still at the vendor with `open_only`)."""

@@ -39,6 +39,7 @@ from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
 from storage.vendor_batches import run_batches
+from tests.fixtures_network import Reply
 from tests.fixtures_storage import LABELS, assert_secret_stored_nowhere, make_parsed
 
 SCALE = Scale(kind="nominal", labels=LABELS)
@@ -405,3 +406,35 @@ def test_waiting_results_are_found_among_a_page_of_keys(db) -> None:
     assert result_keys(db, run_id) == {"k1", "k2", "k3"}
     assert result_keys(db, run_id, among=["k3", "k1", "k9"]) == {"k1", "k3"}
     assert result_keys(db, run_id, among=[]) == set()
+
+
+def test_a_refused_batch_submission_fails_only_its_critic_with_the_reason(
+        batch_sim, local_vendor, db, db_path) -> None:
+    """An Anthropic batch answered with HTTP 400 (its documented error shape): the run is not
+    crashed, the other critic's batch is submitted and collected, the refused critic's calls
+    say what the vendor answered (never "no result from the vendor's batch"), and a resume
+    submits them again."""
+    refusal = json.dumps({"type": "error", "error": {
+        "type": "invalid_request_error",
+        "message": "requests.0.params.response_format: Extra inputs are not permitted"},
+        "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}).encode()
+    refusing = local_vendor(lambda seen: Reply(400, refusal))
+    sim = batch_sim(seed=5)
+    panel = Panel(name="batch", scale=SCALE, critics=[
+        _critic("opus", sim.base_url, mode="batch"),
+        _critic("haiku", refusing.base_url, mode="batch", batch_api="anthropic")])
+    run_id, job = _run(db, db_path, panel, 6)
+    assert job.progress().error is None
+    calls = _calls(db, run_id)
+    answered = [row for (item, critic), row in calls.items() if critic == "opus"]
+    assert len(answered) == 6 and all(row["failure"] is None for row in answered)
+    refused = [row for (item, critic), row in calls.items() if critic == "haiku"]
+    assert len(refused) == 6
+    for row in refused:
+        assert row["failure"] == "error" and row["attempts"] == 0
+        assert "refused the batch submission" in row["message"]
+        assert "Extra inputs are not permitted" in row["message"]
+        assert "no result from the vendor's batch" not in row["message"]
+    states = [(b["critic"], b["state"]) for b in run_batches(db, run_id)]
+    assert ("opus", "collected") in states and ("haiku", "failed") in states
+    assert len(refusing.seen) == 1 and refusing.seen[0].path == "/v1/messages/batches"

@@ -67,6 +67,10 @@ class BatchAnswers(Protocol):
 
     def result(self, custom_id: str) -> BatchResult | None: ...
 
+    def why_missing(self, critic: str) -> str | None:
+        """Why this critic's calls have no result (the vendor refused its batch), or None."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class _Failed:
@@ -384,6 +388,10 @@ class CallRunner:
         assert self.batch_answers is not None
         result = self.batch_answers.result(prepared.cache_key)
         if result is None:
+            refused = self.batch_answers.why_missing(critic.name)
+            if refused is not None:  # never sent: unpaid; the resume submits it again
+                return self._fail(verdict, FailureKind.ERROR, f"{refused}; fix the cause and "
+                                  "resume the run to submit it again")
             return self._fail(verdict, FailureKind.ERROR, _NOT_IN_BATCH)
         api = batch_api_of(critic)
         verdict.raw_request = {"batch_api": api, "custom_id": prepared.cache_key,

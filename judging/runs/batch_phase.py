@@ -41,6 +41,8 @@ from storage.calls import successful_pairs_of
 from storage.vendor_batches import (
     BatchResultStore,
     record_batch,
+    record_refusal,
+    refusals,
     result_keys,
     run_batches,
     store_results,
@@ -105,9 +107,13 @@ def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
 
     `items` is read once per batch critic, a page at a time (`DatasetItems` for a run).
 
+    A submission the vendor refuses (HTTP 400 for a line it will not take, an account
+    without batch access) is recorded with the vendor's reason (`record_refusal`) and the
+    next critic's batches are still submitted: the refused critic's calls of this run then
+    fail with that reason, and a resume tries again.
+
     Raises:
         ConfigError: a critic's key is missing.
-        BatchApiError: the vendor refused a batch (those submitted before it are recorded).
     """
     if run_batches(db, run_id, open_only=True):
         return []
@@ -116,7 +122,15 @@ def submit_missing(db: Any, run_id: int, panel: Panel, items: Sequence[Item],
         api, client = clients.for_critic(critic)
         requests = _missing(db, run_id, critic, panel, items, cache)
         for chunk in chunked(api, requests):
-            batch_id = client.submit(chunk, run_label=str(run_id))
+            try:
+                batch_id = client.submit(chunk, run_label=str(run_id))
+            except BatchApiError as error:
+                log.warning("run %s: the vendor refused the batch of %s: %s", run_id,
+                            critic.name, error)
+                record_refusal(db, run_id, critic=critic.name, api=api,
+                               base_url=resolve_base_url(critic), requests=len(chunk.lines),
+                               reason=f"the vendor refused the batch submission: {error}")
+                break  # the critic's other chunks would be refused alike
             record_batch(db, run_id, critic=critic.name, api=api,
                          base_url=resolve_base_url(critic), batch_id=batch_id,
                          requests=len(chunk.lines))
@@ -198,6 +212,12 @@ class StoredAnswers:
 
     def __init__(self, store: BatchResultStore) -> None:
         self.store = store
+        # Critics whose latest submission the vendor refused: their calls say why.
+        self.refused = refusals(store.db_path, store.run_id)
+
+    def why_missing(self, critic: str) -> str | None:
+        """Why a critic's calls have no result line, when the vendor refused its batch."""
+        return self.refused.get(critic)
 
     def result(self, custom_id: str) -> BatchResult | None:
         found = self.store.line(custom_id)

@@ -2,8 +2,12 @@
 
 Token counts are estimated from the rendered prompts of a sample of items at about four
 characters per token (the rule of thumb vendors publish); the output side assumes a short JSON
-verdict, capped by each critic's `max_tokens`. A price that is unknown stays unknown: the total
-then says so instead of pretending the critic is free (an unknown cost is None, never 0).
+verdict, capped by each critic's `max_tokens`. Where the vendor caches prompts (OpenAI,
+Anthropic's Messages API, DeepSeek, Gemini, the simulator), a system prompt of at least
+`MIN_CACHED_TOKENS` is counted as read from the cache on every call but a critic's first, at
+the cached price (Anthropic: written once at its cache-write price). A price that is unknown
+stays unknown: the total then says so instead of pretending the critic is free (an unknown cost
+is None, never 0).
 
 Pure domain logic: no storage, no streamlit. The Run page and the CLI call `estimate_run`.
 """
@@ -18,10 +22,13 @@ from judging.chains import planned_calls
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.panel import Panel
-from judging.vendors import cost_usd
+from judging.vendors import api_of, caches_prompts, cost_usd
 from judging.verdicts import Item
 
 TYPICAL_REPLY_TOKENS = 80  # {"label": ..., "confidence": ..., "reasoning": "one or two sentences"}
+# The shortest prefix the vendors cache (OpenAI, Anthropic's Opus and Sonnet, DeepSeek, Gemini:
+# 1,024 tokens): a shorter system prompt is sent in full every time.
+MIN_CACHED_TOKENS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,8 @@ class CriticEstimate:
         tokens_in: estimated prompt tokens over the run.
         tokens_out: estimated reply tokens over the run.
         cost_usd: estimated cost in US dollars; None when the critic's price is unknown.
+        tokens_cached: of tokens_in, those expected to be read from the vendor's prompt cache
+            (priced at the cached rate in `cost_usd`).
     """
 
     critic: str
@@ -42,6 +51,7 @@ class CriticEstimate:
     tokens_in: int
     tokens_out: int
     cost_usd: float | None
+    tokens_cached: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,14 +116,17 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         chain_length = calls_per_item // (critic.samples * orders)
         carried = (TYPICAL_REPLY_TOKENS * critic.samples * orders
                    * chain_length * (chain_length - 1) // 2)
-        tokens_in = tokens_out = 0
+        tokens_in = tokens_out = cached_total = 0
         cost: float | None = 0.0
         for sender, count in plan:
             sender_in = (_prompt_tokens(panel, sender, sample_items) * count
                          + (carried if sender is critic else 0)) * n_items
             sender_out = min(TYPICAL_REPLY_TOKENS, sender.max_tokens) * count * n_items
             tokens_in, tokens_out = tokens_in + sender_in, tokens_out + sender_out
-            price = cost_usd(sender, sender_in, sender_out, batched=sender.mode == "batch")
+            cached, written = _cached_tokens(sender, count * n_items)
+            cached_total += cached
+            price = cost_usd(sender, sender_in, sender_out, batched=sender.mode == "batch",
+                             cached=cached, cache_write=written)
             cost = None if cost is None or price is None else cost + price
         rows.append(
             CriticEstimate(
@@ -122,6 +135,7 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
                 tokens_in=tokens_in,
                 tokens_out=tokens_out,
                 cost_usd=cost,
+                tokens_cached=cached_total,
             )
         )
     unpriced = [row.critic for row in rows if row.cost_usd is None]
@@ -136,6 +150,10 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         note += (f" The cost is unknown because {', '.join(unpriced)} "
                  f"{'has' if len(unpriced) == 1 else 'have'} no price: set price_in_per_mtok "
                  "and price_out_per_mtok on the critic.")
+    cached_total = sum(row.tokens_cached for row in rows)
+    if cached_total:
+        note += (f" About {cached_total:,} input tokens are expected from the vendors' prompt "
+                 "caches (the shared system prompt), priced at the cached rate.")
     return RunEstimate(
         calls=sum(row.calls for row in rows),
         tokens_in=sum(row.tokens_in for row in rows),
@@ -146,6 +164,16 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         unpriced=unpriced,
         upper_bound=upper_bound,
     )
+
+
+def _cached_tokens(critic: Critic, calls: int) -> tuple[int, int]:
+    """(tokens read from the prompt cache, tokens written to it) over `calls` calls of a
+    critic: its system prompt, when long enough to be cached and the vendor caches."""
+    system = round(len(critic.system_prompt or "") / CHARS_PER_TOKEN)
+    if calls < 2 or system < MIN_CACHED_TOKENS or not caches_prompts(critic):
+        return 0, 0
+    written = system if api_of(critic) == "messages" else 0  # Anthropic bills the write
+    return system * (calls - 1), written
 
 
 def _prompt_tokens(panel: Panel, critic: Critic, sample_items: Sequence[Item]) -> int:

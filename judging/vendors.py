@@ -310,6 +310,15 @@ def api_of(critic: Critic) -> str:
     return critic.api or get_preset(critic.vendor).api
 
 
+def caches_prompts(critic: Critic) -> bool:
+    """Whether the critic's vendor reuses a long shared prompt prefix at a discount
+    (automatically, or for Anthropic through the cache marks of the Messages API)."""
+    preset = get_preset(critic.vendor)
+    if critic.vendor == "anthropic":
+        return api_of(critic) == "messages"
+    return preset.cached_input_factor < 1.0
+
+
 def cached_price_factor(critic: Critic) -> float:
     """What a cached input token costs against a plain one, for this critic's model.
 

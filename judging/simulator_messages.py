@@ -17,7 +17,7 @@ import hashlib
 import re
 from typing import Any
 
-from judging.simulator_rules import anthropic_error
+from judging.simulator_rules import anthropic_error, claude_version
 
 __all__ = ["thinking_requested", "to_chat", "to_message"]
 
@@ -73,6 +73,14 @@ def thinking_requested(request: dict[str, Any]) -> bool:
     return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
 
 
+def _thinking_omitted(request: dict[str, Any]) -> bool:
+    """From Opus 4.7 on, thinking blocks come with empty text unless `display: "summarized"`
+    (https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-7)."""
+    version = claude_version(str(request.get("model") or ""))
+    return (version is not None and version >= (4, 7)
+            and request["thinking"].get("display") != "summarized")
+
+
 def _signature(thinking: str) -> str:
     # Anthropic's signature is an opaque base64 blob that verifies the thinking text; a hash
     # of the text stands in for it.
@@ -110,9 +118,11 @@ def to_message(status: int, body: Any, outcome: str, headers: dict[str, str],
         thought = (found.group(1).strip() if found else
                    "Let me weigh the item against the scale before I answer.")
         text = text[found.end():] if found else text
+        output_tokens += max(1, len(thought) // 4)  # billed even when not shown
+        if _thinking_omitted(request):
+            thought = ""
         content.append({"type": "thinking", "thinking": thought,
                         "signature": _signature(thought)})
-        output_tokens += max(1, len(thought) // 4)
     content.append({"type": "text", "text": text})
     read, written = cached
     stop = ("refusal" if outcome == "refusal" else

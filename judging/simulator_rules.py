@@ -14,7 +14,8 @@ client is tested against, so sharing the client's table would make every test ci
         Anthropic's error shape on /v1/messages, OpenAI's on the compatibility route.
     Every Claude on /v1/messages: `max_tokens`, `model`, `messages` required; no "system" role
     inside `messages`; no field the Messages API does not define; with thinking on,
-    `temperature` only 1 and `budget_tokens` at least 1024 and below `max_tokens`.
+    `temperature` only 1 and `budget_tokens` at least 1024 and below `max_tokens`; from 4.7
+    on, thinking only as `{"type": "adaptive"}`, which came with 4.6.
     `deepseek-reasoner`: `logprobs` / `top_logprobs` -> 400.
 
 A model id with a maker prefix (`openai/o3`, OpenRouter's form) is not refused: OpenRouter
@@ -31,6 +32,7 @@ __all__ = [
     "anthropic_error",
     "chat_refusal",
     "claude_refuses_sampling",
+    "claude_version",
     "is_openai_reasoning",
     "messages_refusal",
 ]
@@ -60,13 +62,16 @@ def is_openai_reasoning(model: str) -> bool:
     return bool(_OPENAI_REASONING.match(model.strip().lower()))
 
 
+def claude_version(model: str) -> tuple[int, int] | None:
+    """(major, minor) of a claude-{opus,sonnet,haiku}-X-Y name, None for any other name."""
+    match = _CLAUDE.match(model.strip().lower())
+    return None if match is None else (int(match.group(1)), int(match.group(2) or 0))
+
+
 def claude_refuses_sampling(model: str) -> bool:
     """True for Claude Opus 4.7 and every later Claude (4.7+, 5.x), which refuse temperature."""
-    match = _CLAUDE.match(model.strip().lower())
-    if match is None:
-        return False
-    version = (int(match.group(1)), int(match.group(2) or 0))
-    return version >= (4, 7)
+    version = claude_version(model)
+    return version is not None and version >= (4, 7)
 
 
 def _number(value: Any) -> str:
@@ -153,8 +158,10 @@ def messages_refusal(request: Any, headers: dict[str, str] | None = None) -> Ref
             batch request itself carried them).
     """
     if headers is not None:
-        # https://docs.claude.com/en/api/overview: both headers on every request.
-        if not headers.get("x-api-key"):
+        # https://docs.claude.com/en/api/overview: a key and the API version on every
+        # request. The key comes as `x-api-key`, or (as the anthropic SDK 2.x sends an
+        # api_key) as `Authorization: Bearer`.
+        if not headers.get("x-api-key") and not headers.get("authorization"):
             return 401, anthropic_error("authentication_error", "x-api-key header is required")
         if not headers.get("anthropic-version"):
             return _invalid("anthropic-version: header is required")
@@ -190,7 +197,18 @@ def messages_refusal(request: Any, headers: dict[str, str] | None = None) -> Ref
             if request.get(name) is not None:
                 return _invalid(f"`{name}` is deprecated for this model.")
     thinking = request.get("thinking")
-    if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    version = claude_version(model)
+    if kind == "enabled" and version is not None and version >= (4, 7):
+        # Seen verbatim from Opus 4.7: https://github.com/earendil-works/pi/issues/3297
+        return _invalid('"thinking.type.enabled" is not supported for this model. Use '
+                        '"thinking.type.adaptive" and "output_config.effort" to control '
+                        'thinking behavior.')
+    if kind == "adaptive" and version is not None and version < (4, 6):
+        # Adaptive thinking came with the 4.6 models; seen verbatim in
+        # https://github.com/anthropics/claude-code/issues/51212
+        return _invalid("adaptive thinking is not supported on this model")
+    if kind == "enabled" and isinstance(thinking, dict):
         # https://docs.claude.com/en/docs/build-with-claude/extended-thinking
         budget = thinking.get("budget_tokens")
         if not isinstance(budget, int) or budget < 1024:

@@ -117,6 +117,21 @@ def test_a_streamed_chat_completion_yields_the_same_text_in_chunks(sim: Simulato
     assert chunks[-1].usage.total_tokens == plain.usage.total_tokens  # type: ignore[union-attr]
 
 
+def test_a_streamed_completion_with_logprobs_carries_them_token_by_token(
+        sim: SimulatorServer) -> None:
+    client = oai(sim)
+    ask: dict[str, Any] = {"model": "gpt-4.1", "messages": chat_messages("Tweeters"),
+                           "max_tokens": 200, "logprobs": True, "top_logprobs": 4}
+    plain = client.chat.completions.create(**ask)
+    reset(sim)
+    chunks = [c for c in client.chat.completions.create(**ask, stream=True) if c.choices]
+    pieces = [c for c in chunks if c.choices[0].delta.content]
+    assert "".join(c.choices[0].delta.content or "" for c in pieces) == (
+        plain.choices[0].message.content)
+    streamed = [t for c in pieces for t in c.choices[0].logprobs.content]  # type: ignore[union-attr]
+    assert streamed == plain.choices[0].logprobs.content  # type: ignore[union-attr]
+
+
 def test_a_streamed_request_the_model_refuses_raises_before_any_chunk(
         sim: SimulatorServer) -> None:
     with pytest.raises(openai.BadRequestError) as refused:

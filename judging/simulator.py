@@ -35,9 +35,20 @@ request's messages, how many times this same request was seen before). A retried
 a 429, say) draws afresh and may succeed; the same sequence of requests replayed against a fresh
 server (or after `POST /stats/reset`) gets identical replies, in any arrival order.
 
+Saying no like the vendors: a request a real vendor refuses for its model's family (an OpenAI
+reasoning model sent `max_tokens` or `temperature: 0`, Claude Opus 4.7 sent `temperature`,
+`deepseek-reasoner` asked for logprobs) gets the vendor's 400 and error body
+(`judging.simulator_rules`), counted as a bad request with outcome `unsupported_parameter`.
+
+Two front doors to the same critics: chat completions (OpenAI's shape, also `stream: true` as
+server-sent events, `judging.simulator_sse`) and Anthropic's native Messages API
+(`judging.simulator_messages`). Both report prompt caching as their vendor does
+(`judging.simulator_cache`). The HTTP plumbing is `judging.simulator_http`.
+
 `GET /stats` counts requests per model, outcomes, the peak number in flight, and how many
 distinct requests were answered with a success more than once (`duplicate_successes`), which a
-crash/resume test uses to prove that nothing was paid for twice.
+crash/resume test uses to prove that nothing was paid for twice; `tokens_cached` and
+`tokens_cache_written` count cached input tokens reported.
 """
 
 from __future__ import annotations
@@ -48,18 +59,19 @@ import json
 import math
 import random
 import re
-import socket
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from judging.simulator_batches import BatchDesk
+from judging.simulator_cache import PromptCache
+from judging.simulator_http import SimulatorHttpd
+from judging.simulator_messages import to_chat, to_message
+from judging.simulator_rules import chat_refusal, messages_refusal
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -204,6 +216,8 @@ class _Stats:
         self.served_ok: Counter[str] = Counter()  # request key -> successes served
         self.tokens_in = 0
         self.tokens_out = 0
+        self.tokens_cached = 0
+        self.tokens_cache_written = 0
         self.bad_requests = 0
 
     def snapshot(self) -> dict[str, Any]:
@@ -221,6 +235,8 @@ class _Stats:
                 "duplicate_successes": sum(1 for n in self.served_ok.values() if n > 1),
                 "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out,
+                "tokens_cached": self.tokens_cached,
+                "tokens_cache_written": self.tokens_cache_written,
             }
 
 
@@ -233,15 +249,20 @@ class _Reply:
     outcome: str
     tokens_in: int = 0
     tokens_out: int = 0
+    tokens_cached: int = 0
+    tokens_cache_written: int = 0
 
 
 class SimulatorServer:
     """An OpenAI-compatible chat-completions server with simulated critics.
 
-    Endpoints: `POST /v1/chat/completions`, `GET /v1/models`, `GET /stats`, `POST /stats/reset`,
-    and the two batch APIs (`judging.simulator_batches`): `/v1/files`, `/v1/batches` and
-    `/v1/messages/batches`.
-    Any bearer token is accepted and never stored or logged.
+    Endpoints: `POST /v1/chat/completions`, `POST /v1/messages` (Anthropic's native API),
+    `GET /v1/models`, `GET /stats`, `POST /stats/reset`, and the two batch APIs
+    (`judging.simulator_batches`): `/v1/files`, `/v1/batches` and `/v1/messages/batches`; see
+    `judging.simulator_http` for every route. Point the official SDKs at it with
+    `openai.OpenAI(base_url=server.base_url, ...)` and
+    `anthropic.Anthropic(base_url=server.root_url, ...)`.
+    Any key is accepted and never stored or logged.
 
     Args:
         profiles: model name -> `Profile` (or a plain dict of profile settings). Unknown model
@@ -283,9 +304,11 @@ class SimulatorServer:
         self.host = host
         self.port = port
         self._stats = _Stats()
-        self.batches = BatchDesk(self.answer_now, batch_seconds=batch_seconds,
+        self._cache = PromptCache()
+        self.batches = BatchDesk(self.answer_now, self.answer_message_now,
+                                 batch_seconds=batch_seconds,
                                  expire_every=batch_expire_every, refusal=batch_refusal)
-        self._httpd: _Httpd | None = None
+        self._httpd: SimulatorHttpd | None = None
         self._thread: threading.Thread | None = None
         self._lifecycle = threading.Lock()
 
@@ -300,8 +323,7 @@ class SimulatorServer:
         with self._lifecycle:
             if self._httpd is not None:
                 return self
-            httpd = _Httpd((self.host, self.port), _Handler)
-            httpd.simulator = self
+            httpd = SimulatorHttpd((self.host, self.port), self)
             self._httpd = httpd
             self.port = httpd.server_address[1]
             self._thread = threading.Thread(
@@ -375,6 +397,7 @@ class SimulatorServer:
         same requests gets the same replies as the first time)."""
         with self._stats.lock:
             self._stats.reset()
+        self._cache.clear()
 
     def profile_for(self, model: str) -> Profile:
         return self.profiles.get(model, DEFAULT_PROFILE)
@@ -406,30 +429,104 @@ class SimulatorServer:
             st.outcomes[reply.outcome] += 1
             st.tokens_in += reply.tokens_in
             st.tokens_out += reply.tokens_out
+            st.tokens_cached += reply.tokens_cached
+            st.tokens_cache_written += reply.tokens_cache_written
             if reply.outcome in _SUCCESS_SHAPES:
                 st.successes += 1
                 st.served_ok[key] += 1
 
-    def _count_bad_request(self) -> None:
+    def _count_bad_request(self, outcome: str | None = None) -> None:
         with self._stats.lock:
             self._stats.total += 1
             self._stats.bad_requests += 1
+            if outcome is not None:
+                self._stats.outcomes[outcome] += 1
 
-    def answer_now(self, request: dict[str, Any]) -> tuple[int, Any]:
-        """Answer one chat request at once (no latency): a batch's request, counted in the
-        stats like a live one."""
-        if not isinstance(request.get("messages"), list) or not request.get("model"):
+    def _refused(self, refusal: tuple[int, dict[str, Any]]) -> _Reply:
+        self._count_bad_request("unsupported_parameter" if refusal[0] == 400 else None)
+        return _Reply(refusal[0], refusal[1], {}, 0.0, "unsupported_parameter")
+
+    def serve_chat(self, request: Any, *, live: bool) -> _Reply:
+        """Answer one chat-completions request, counted in the stats.
+
+        Args:
+            request: the parsed body (anything: a bad one is answered 400).
+            live: wait the simulated latency (a live call) or answer at once (a batch's).
+
+        Returns:
+            The reply. The request is out of flight by the time it returns, so a client that
+            sends its next request as soon as it reads this one never finds both counted.
+        """
+        valid = (isinstance(request, dict) and isinstance(request.get("messages"), list)
+                 and bool(request.get("model")))
+        if not valid:
             self._count_bad_request()
-            return 400, _error_body("the body must be a JSON object with 'model' and "
-                                    "'messages'", "invalid_request_error")
+            return _Reply(400, _error_body("the body must be a JSON object with 'model' and "
+                                           "'messages'", "invalid_request_error"), {}, 0.0,
+                          "bad_request")
+        refusal = chat_refusal(request)
+        if refusal is not None:
+            return self._refused(refusal)
         model = str(request["model"])
         key = _request_key(model, request["messages"])
         nth = self._enter(model, key)
         try:
             reply = self.simulate(request, nth, key)
+            usage = reply.body.get("usage") if isinstance(reply.body, dict) else None
+            if isinstance(usage, dict):
+                prompt = "".join(str(m.get("content") or "") for m in request["messages"]
+                                 if isinstance(m, dict))
+                cached = self._cache.openai_cached(model, prompt)
+                usage["prompt_tokens_details"] = {"cached_tokens": cached, "audio_tokens": 0}
+                reply.tokens_cached = cached
+            if live:
+                time.sleep(reply.latency_s)  # the "model thinking": sleeps, never burns CPU
             self._record(key, reply)
         finally:
             self._leave()
+        return reply
+
+    def serve_message(self, request: Any, headers: dict[str, str] | None, *,
+                      live: bool) -> _Reply:
+        """Answer one Anthropic Messages API request (`judging.simulator_messages`).
+
+        Args:
+            request: the parsed body.
+            headers: the request's headers with lower-case names; None for a batch's params.
+            live: as for `serve_chat`.
+        """
+        refusal = messages_refusal(request, headers)
+        if refusal is not None:
+            return self._refused(refusal)
+        chat, prefixes = to_chat(request)
+        model = str(chat["model"])
+        key = _request_key(model, chat["messages"])
+        nth = self._enter(model, key)
+        try:
+            reply = self.simulate(chat, nth, key)
+            read = written = 0
+            if reply.status == 200 and reply.outcome != "error_in_200":
+                read, written = self._cache.anthropic_usage(model, prefixes)
+            status, body, reply_headers = to_message(reply.status, reply.body, reply.outcome,
+                                                     reply.headers, request, (read, written))
+            reply = dataclasses.replace(reply, status=status, body=body, headers=reply_headers,
+                                        tokens_cached=read, tokens_cache_written=written)
+            if live:
+                time.sleep(reply.latency_s)
+            self._record(key, reply)
+        finally:
+            self._leave()
+        return reply
+
+    def answer_now(self, request: dict[str, Any]) -> tuple[int, Any]:
+        """Answer one chat request at once (no latency): an OpenAI batch's request, counted in
+        the stats like a live one."""
+        reply = self.serve_chat(request, live=False)
+        return reply.status, reply.body
+
+    def answer_message_now(self, params: dict[str, Any]) -> tuple[int, Any]:
+        """Answer one Messages API request at once: an Anthropic batch's request."""
+        reply = self.serve_message(params, None, live=False)
         return reply.status, reply.body
 
     def simulate(self, request: dict[str, Any], nth: int, key: str | None = None) -> _Reply:
@@ -799,201 +896,3 @@ def _unit_hash(text: str) -> float:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
 
 
-# -- HTTP plumbing ---------------------------------------------------------------------------
-
-
-class _Httpd(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    # socketserver's default backlog of 5 drops SYNs when 64 clients connect at once, and a
-    # dropped SYN costs a 1 s retransmit: that alone would ruin the throughput figures.
-    request_queue_size = 512
-    simulator: SimulatorServer
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._connections: set[socket.socket] = set()
-        self._conn_lock = threading.Lock()
-        super().__init__(*args, **kwargs)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._conn_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._conn_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hangs up mid-reply (a cancelled run, a deadline) is normal here: no
-        # traceback on stderr. Anything else is still reported.
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
-    def close_all_connections(self) -> None:
-        # Keep-alive connections would otherwise hold their handler threads after stop().
-        with self._conn_lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as vendors do; httpx pools connections
-    # Without TCP_NODELAY, Nagle's algorithm meets the client's delayed ACK and every reply
-    # costs an extra 40 ms on loopback.
-    disable_nagle_algorithm = True
-    server: _Httpd
-    server_version = "JuryboxSimulator/1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        # Silent: request lines would flood the CLI, and headers must never be logged.
-        return
-
-    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _send_bytes(self, data: bytes) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/jsonl")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _batch_get(self, sim: SimulatorServer, path: str) -> None:
-        desk = sim.batches
-        parts = path.split("/")  # ["", "v1", ...]
-        if parts[2] == "files" and len(parts) == 5 and parts[4] == "content":
-            data = desk.file_content(parts[3])
-            if data is None:
-                self._send_json(404, _error_body(f"no file {parts[3]!r}", "not_found"))
-            else:
-                self._send_bytes(data)
-        elif parts[2] == "batches" and len(parts) == 4:
-            self._send_json(*desk.get_openai(parts[3]))
-        elif parts[2] == "messages" and len(parts) == 5:
-            self._send_json(*desk.get_anthropic(parts[4], sim.root_url))
-        elif parts[2] == "messages" and len(parts) == 6 and parts[5] == "results":
-            results = desk.anthropic_results(parts[4])
-            if results is None:
-                self._send_json(404, _error_body("no results yet", "not_found"))
-            else:
-                self._send_bytes(results)
-        else:
-            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
-
-    def _batch_post(self, sim: SimulatorServer, path: str, raw: bytes) -> None:
-        desk = sim.batches
-        if path == "/v1/files":
-            self._send_json(*desk.upload(self.headers.get("Content-Type") or "", raw))
-            return
-        try:
-            request = json.loads(raw or b"null")
-        except ValueError:
-            request = None
-        parts = path.split("/")
-        if path == "/v1/batches":
-            self._send_json(*desk.create_openai(request))
-        elif path == "/v1/messages/batches":
-            self._send_json(*desk.create_anthropic(request))
-        elif parts[-1] == "cancel" and len(parts) in (5, 6):
-            batch = desk.cancel(parts[-2])
-            if batch is None:
-                self._send_json(404, _error_body(f"no batch {parts[-2]!r}", "not_found"))
-            elif parts[2] == "messages":
-                self._send_json(*desk.get_anthropic(batch.id, sim.root_url))
-            else:
-                self._send_json(*desk.get_openai(batch.id))
-        else:
-            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
-
-    def do_GET(self) -> None:  # noqa: N802
-        sim = self.server.simulator
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/stats":
-            self._send_json(200, sim.stats())
-        elif path in ("/v1/models", "/models"):
-            names = sorted(set(sim.profiles) | {"sim-default"})
-            self._send_json(
-                200,
-                {
-                    "object": "list",
-                    "data": [
-                        {"id": n, "object": "model", "created": 0, "owned_by": "jurybox-simulator"}
-                        for n in names
-                    ],
-                },
-            )
-        elif path in ("", "/health"):
-            self._send_json(200, {"status": "ok"})
-        elif path.startswith(("/v1/batches/", "/v1/files/", "/v1/messages/batches/")):
-            self._batch_get(sim, path)
-        else:
-            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
-
-    def do_POST(self) -> None:  # noqa: N802
-        sim = self.server.simulator
-        path = self.path.split("?", 1)[0].rstrip("/")
-        raw = self._read_body()
-        if path == "/stats/reset":
-            sim.reset_stats()
-            self._send_json(200, {"reset": True})
-            return
-        if path.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches")):
-            self._batch_post(sim, path, raw)
-            return
-        if path not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_json(404, _error_body(f"no route {path!r}", "not_found"))
-            return
-        try:
-            request = json.loads(raw or b"null")
-        except ValueError:
-            request = None
-        valid = (
-            isinstance(request, dict)
-            and isinstance(request.get("messages"), list)
-            and bool(request.get("model"))
-        )
-        if not valid:
-            sim._count_bad_request()
-            self._send_json(
-                400,
-                _error_body(
-                    "the body must be a JSON object with 'model' and 'messages'",
-                    "invalid_request_error",
-                ),
-            )
-            return
-        model = str(request["model"])
-        key = _request_key(model, request["messages"])
-        nth = sim._enter(model, key)
-        left = False
-        try:
-            reply = sim.simulate(request, nth, key)
-            time.sleep(reply.latency_s)  # the "model thinking": sleeps, never burns CPU
-            sim._record(key, reply)
-            # Out of flight before the reply goes out: a client that sends its next request as
-            # soon as it reads this one must never find both counted (a limit of 2 read as 3).
-            sim._leave()
-            left = True
-            self._send_json(reply.status, reply.body, reply.headers)
-        finally:
-            if not left:
-                sim._leave()

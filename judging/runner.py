@@ -111,11 +111,13 @@ class RunProgress(LedgerTotals):
 class RunResult:
     """Everything a run produced: panel verdicts in input order (empty when the run was asked
     not to keep them: `keep_verdicts=False`), the final progress, and the critics that were
-    stopped (name -> reason)."""
+    stopped (name -> reason), and the parameters a vendor refused and the run dropped or
+    renamed (critic name -> one sentence per parameter)."""
 
     verdicts: list[PanelVerdict]
     progress: RunProgress
     stopped_critics: dict[str, str]
+    adjusted_critics: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -247,7 +249,10 @@ class _Run:
         final = self.progress.copy()
         if self.on_progress is not None:
             self.on_progress(final)
-        return RunResult(results if self.keep_verdicts else [], final, self.gate.stopped)
+        adjusted = {critic.name: self.gate.adjustments(critic.name) for critic in self.critics
+                    if self.gate.adjustments(critic.name)}
+        return RunResult(results if self.keep_verdicts else [], final, self.gate.stopped,
+                         adjusted)
 
     def _feed(self) -> None:
         """Queue the items one by one, each once the window has room for it, until the last

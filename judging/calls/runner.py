@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import os
 import random
 import threading
@@ -55,6 +56,8 @@ from judging.vendors import (
     resolve_key,
 )
 from judging.verdicts import FailureKind, Item, Verdict
+
+log = logging.getLogger(__name__)
 
 _NOT_CALLED = "not called: the run was cancelled"
 _OVER_BUDGET = "not called: the run's budget cap could be passed (resume with a higher cap)"
@@ -535,8 +538,9 @@ class CallRunner:
                     # the run, and this call sent again at once, outside the retry budget (the
                     # request was wrong, not the vendor busy). At most once per parameter.
                     name, replacement = change
-                    gate.adjust(critic.name, name, replacement, adjustment_note(
-                        critic.model, name, replacement, str(outcome.failure)))
+                    note = adjustment_note(critic.model, name, replacement, str(outcome.failure))
+                    if gate.adjust(critic.name, name, replacement, note):
+                        log.warning("critic %r: %s", critic.name, note)  # the run log
                     body = adjusted_body(body, {name: replacement})
                     content = _encode(body)
                     self._show_request(verdict, route, body, gate, critic)

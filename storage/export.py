@@ -34,13 +34,15 @@ import math
 import os
 import pathlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 import pandas as pd
 import sqlite_utils
 
+from judging.verdicts import FailureKind, PanelVerdict, Verdict
+from storage.consensus import iter_panel_verdicts
 from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.overrides import final_labels, latest_overrides
@@ -423,3 +425,56 @@ def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:
     _run_meta(db, run_id)  # a missing run is an error, not an empty file
     return "".join(json.dumps(row, ensure_ascii=False) + "\n"
                    for row in _history_rows(db, run_id)).encode("utf-8")
+
+
+# The stored steps of a compound or repeated critic (`storage.calls` writes them), as verdicts.
+_STEPS_OF = (
+    "SELECT item_id, critic, role, sample, swapped, label, score, confidence, reasoning,"
+    " failure, message, raw_request, raw_response, latency_ms, attempts, tokens_in, tokens_out,"
+    " cost_usd, cache_key, vendor, model, simulated, cached FROM call_steps"
+    " WHERE run_id = ? AND item_id IN (SELECT value FROM json_each(?))"
+    " ORDER BY item_id, critic, position"
+)
+
+
+def _steps_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: list[str]
+) -> dict[tuple[str, str], list[Verdict]]:
+    """(item, critic) -> the calls behind that verdict, in the order they were made."""
+    steps: dict[tuple[str, str], list[Verdict]] = {}
+    for (item_id, critic, role, sample, swapped, label, score, confidence, reasoning, failure,
+         message, raw_request, raw_response, latency_ms, attempts, tokens_in, tokens_out,
+         cost_usd, cache_key, vendor, model, simulated, cached) in db.execute(
+            _STEPS_OF, [run_id, json.dumps(item_ids)]):
+        steps.setdefault((item_id, critic), []).append(Verdict(
+            critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
+            reasoning=reasoning, failure=FailureKind(failure) if failure else None,
+            message=message, raw_request=loads(raw_request), raw_response=raw_response,
+            latency_ms=latency_ms, attempts=attempts or 0, tokens_in=tokens_in,
+            tokens_out=tokens_out, cost_usd=cost_usd, cache_key=cache_key, vendor=vendor,
+            model=model, simulated=bool(simulated), cached=bool(cached), role=role or None,
+            sample=sample or 0, swapped=bool(swapped)))
+    return steps
+
+
+def iter_verdicts_with_steps(
+    db: sqlite_utils.Database, run_id: int, *, chunk_size: int = 1000
+) -> Iterator[PanelVerdict]:
+    """`storage.consensus.iter_panel_verdicts` with each compound or repeated critic's stored
+    steps in `Verdict.steps` (the calls it made, in order), for `jurybox judge --out`: what a
+    run wrote is what its JSONL says, a chunk of items at a time."""
+    chunk: list[PanelVerdict] = []
+
+    def flush() -> Iterator[PanelVerdict]:
+        steps = _steps_of(db, run_id, [pv.item_id for pv in chunk])
+        for pv in chunk:
+            for verdict in pv.verdicts:
+                verdict.steps = steps.get((pv.item_id, verdict.critic), verdict.steps)
+            yield pv
+        chunk.clear()
+
+    for pv in iter_panel_verdicts(db, run_id, chunk_size=chunk_size):
+        chunk.append(pv)
+        if len(chunk) >= chunk_size:
+            yield from flush()
+    yield from flush()

@@ -142,3 +142,24 @@ def test_each_format_button_downloads_that_format(
         assert by_id["TX-0002"]["merge_into"] == "Sneakers"
         assert by_id["TX-0001"]["children"] == ("Trail shoes; Road shoes" if fmt == "csv"
                                                 else ["Trail shoes", "Road shoes"])
+
+
+def test_judge_out_has_the_stored_steps_of_compound_critics(tmp_path: pathlib.Path) -> None:
+    from judging.demo import demo_dataset_path
+    from storage.calls import load_steps
+
+    db_path, out = tmp_path / "cli.db", tmp_path / "out.jsonl"
+    assert cli_main(["judge", "--data", str(demo_dataset_path()), "--panel",
+                     str(demo_dataset_path().with_name("chains_panel.yaml")), "--limit", "3", "--quiet", "--db", str(db_path),
+                     "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    db = open_db(db_path)
+    compound = 0
+    for row in rows:
+        stored = load_steps(db, 1, row["item_id"])
+        for verdict in row["verdicts"]:
+            steps = stored.get(verdict["critic"], [])
+            assert [(s["role"] or None, s["label"], s["reasoning"]) for s in verdict["steps"]] \
+                == [(s["role"] or None, s["label"], s["reasoning"]) for s in steps]
+            compound += bool(steps)
+    assert compound == 3 * 4  # every critic of the chains panel makes more than one call

@@ -48,12 +48,16 @@ from storage.column_guess import guess_file_columns
 from storage.consensus import (
     decided_call_counts,
     decision_counts,
-    iter_panel_verdicts,
     run_gold_labels,
 )
 from storage.datasets import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
-from storage.export import ExportOptions, export_run, rows_csv_bytes
+from storage.export import (
+    ExportOptions,
+    export_run,
+    iter_verdicts_with_steps,
+    rows_csv_bytes,
+)
 from storage.faults import check_folder, is_read_only
 from storage.importing import read_dataset
 from storage.runs import get_run, list_runs
@@ -263,7 +267,7 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
             order = {c.name: n for n, c in enumerate(panel.critics)}
             try:
                 written = write_jsonl(out, _in_panel_order(
-                    iter_panel_verdicts(db, job.run_id), order))
+                    iter_verdicts_with_steps(db, job.run_id), order))
             except OSError as exc:
                 print(f"jurybox: error: cannot write {str(out)!r}: {exc.strerror or exc}",
                       file=sys.stderr)

@@ -9,17 +9,17 @@ from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team import visitor
 from pages.ui.text import plain
-from storage.column_guess import guess_id_column
+from storage.column_guess import GUESS_ROWS, guess_columns
 from storage.datasets import delete_dataset, items_frame, list_datasets, save_dataset
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
     preview_dataset,
     read_dataset,
-    suggest_columns,
 )
 
 # Rows read for the preview; the id guess checks uniqueness over them (the table shows fewer).
-PREVIEW_ROWS = 200
+# The same rows as `jurybox judge` reads to guess, so both guess the same column.
+PREVIEW_ROWS = GUESS_ROWS
 SHOWN_ROWS = 20
 # After an import the uploader gets a fresh key (an empty widget), and the page shows what was
 # imported with the next steps until the next upload.
@@ -67,10 +67,8 @@ if upload is not None:
         # Dataset text is shown as table cells only, never as HTML.
         st.dataframe(frame.head(SHOWN_ROWS), hide_index=True, height=240)
         sample = {str(c): list(frame[c]) for c in frame.columns}
-        guess_id = guess_id_column(columns, sample)
-        guess_gold = suggest_columns(columns)["gold"]
-        if guess_gold == guess_id:
-            guess_gold = None
+        guess = guess_columns(columns, sample)
+        guess_id, guess_gold = guess["id"], guess["gold"]
         with st.form("mapping"):
             st.markdown("**Column mapping**")
             name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0])

@@ -2,6 +2,8 @@
 columns; the override history; the panel YAML; for a taxonomy curation panel, the curated
 taxonomy and what changed."""
 
+from functools import partial
+
 import streamlit as st
 
 from judging.panel_files import load_panel
@@ -23,6 +25,12 @@ from storage.runs import get_run
 
 MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson",
         "parquet": "application/vnd.apache.parquet"}
+
+
+def _export_file(run_id: int, fmt: str, options: ExportOptions) -> bytes:
+    # Runs when the button is clicked, maybe on another thread: its own connection (`db()`).
+    return export_bytes(db(), run_id, fmt, options)
+
 
 ensure_app_shell()
 st.title("Export")
@@ -51,17 +59,22 @@ if run is not None:
                                        help="One `<critic>: reasoning` column per critic."),
             history=cols[2].checkbox("The full override history", key="export_history",
                                      help="Every override of the item, oldest first, in "
-                                          "`override_history` (a list in JSONL, JSON text in "
-                                          "CSV and Parquet)."),
+                                          "`override_history` (a list in JSONL and Parquet, "
+                                          "JSON text in CSV)."),
         ))
+        if options.curation:
+            st.caption("A curation run also has each split's new classes (`children`) and "
+                       "each merge's target class (`merge_into`): lists in JSONL and Parquet, "
+                       "\"A; B\" in CSV.")
         # Behind a toggle: building the whole export for 100,000 items on every rerun is slow.
         if st.toggle("Show the first rows", key="export_preview"):
             st.dataframe(export_frame(db(), run_id, options).head(20), hide_index=True)
         fmt = st.radio("Format", FORMATS, horizontal=True, key="export_format")
         # Built when clicked (a callable): a 100k-item Parquet file is not rebuilt on every
-        # rerun. The callable may run on another thread, so it opens its own connection.
+        # rerun. The format is bound now: a lambda reading `fmt` when clicked got whatever a
+        # later loop of this script had left in it (every format downloaded as CSV).
         st.download_button(
-            f"Download {fmt.upper()}", lambda: export_bytes(db(), run_id, fmt, options),
+            f"Download {fmt.upper()}", partial(_export_file, run_id, fmt, options),
             file_name=f"jurybox-run-{run_id}.{fmt}", mime=MIME[fmt], type="primary",
             icon=":material/download:", key="download_export", on_click="ignore",
         )
@@ -98,12 +111,12 @@ if run is not None:
                                   "note", "decided_by", "item_id"))
             else:
                 st.caption("Nothing: every class is kept (or undecided).")
-            for fmt in TAXONOMY_FORMATS:
+            for tax_fmt in TAXONOMY_FORMATS:
                 st.download_button(
-                    f"Download the curated taxonomy ({fmt.upper()})",
-                    lambda fmt=fmt: taxonomy_bytes(curated_taxonomy(db(), run_id), fmt),
-                    file_name=f"jurybox-run-{run_id}-taxonomy.{fmt}",
-                    mime="application/json" if fmt == "json" else MIME["csv"],
-                    icon=":material/account_tree:", key=f"download_taxonomy_{fmt}",
+                    f"Download the curated taxonomy ({tax_fmt.upper()})",
+                    lambda f=tax_fmt: taxonomy_bytes(curated_taxonomy(db(), run_id), f),
+                    file_name=f"jurybox-run-{run_id}-taxonomy.{tax_fmt}",
+                    mime="application/json" if tax_fmt == "json" else MIME["csv"],
+                    icon=":material/account_tree:", key=f"download_taxonomy_{tax_fmt}",
                     on_click="ignore",
                 )

@@ -1,4 +1,6 @@
-"""Guess which column of an uploaded table holds the item ids, to pre-fill the mapping form.
+"""Guess which column of a dataset holds the item ids (and which the gold labels): the one
+rule the Datasets page uses to pre-fill its mapping form and `jurybox judge` uses when no
+`--id-column` is given, so an item has the same id whichever way its file came in.
 
 A guess only: the import itself checks that ids are present and unique, and says which row
 breaks the rule.
@@ -8,7 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
+
+from storage.importing import Source, preview_dataset, suggest_columns
+
+# The rows the guess reads (the Datasets page previews as many): values unique over them.
+GUESS_ROWS = 200
 
 # Names that say "identifier", best first; `*_id` / `*-id` / `* id` / `*Id` (review_id,
 # example-id, itemId) come after them.
@@ -72,3 +79,35 @@ def guess_id_column(columns: Sequence[str], sample: Mapping[str, Sequence[Any]])
         if _looks_like_ids(sample.get(column, ())):
             return column
     return None
+
+
+class ColumnGuess(TypedDict):
+    """The guessed id and gold columns (None: ids are generated / no gold label)."""
+
+    id: str | None
+    gold: str | None
+
+
+def guess_columns(columns: Sequence[str], sample: Mapping[str, Sequence[Any]]) -> ColumnGuess:
+    """The id column (`guess_id_column`) and the gold column (by name: gold, label, answer,
+    ...; never the id column) of a table.
+
+    Args:
+        columns: the table's columns, in file order.
+        sample: column -> its values in the first `GUESS_ROWS` rows.
+    """
+    id_column = guess_id_column(columns, sample)
+    gold = suggest_columns(columns)["gold"]
+    return {"id": id_column, "gold": None if gold == id_column else gold}
+
+
+def guess_file_columns(source: Source, *, filename: str | None = None) -> ColumnGuess:
+    """`guess_columns` over the first `GUESS_ROWS` rows of a dataset file (what the Datasets
+    page previews of an upload).
+
+    Raises:
+        DataError, ConfigError: as `storage.importing.preview_dataset`.
+    """
+    frame, _ = preview_dataset(source, filename=filename, n=GUESS_ROWS)
+    columns = [str(c) for c in frame.columns]
+    return guess_columns(columns, {str(c): list(frame[c]) for c in frame.columns})

@@ -4,12 +4,23 @@ One row per item: item_id, final_label, consensus, tie, consensus_note, agreemen
 disagreement, failed, gold, overridden, override_label, override_note, reviewer, overridden_at,
 then for each critic `<critic>: label` (its label or score; empty when the call failed),
 `<critic>: confidence` and `<critic>: failure` (the failure kind: error, parse_fail, refusal,
-truncated; empty on success). `ExportOptions` adds, for curation, the item's fields
-(`field: <name>`), each critic's reasoning (`<critic>: reasoning`) and every override of the
-item, oldest first (`override_history`). A rubric run adds, per criterion, each critic's mark
-(`<criterion>: <critic>`), the panel's (`<criterion>: consensus`) and the final one, a
-reviewer's else the panel's (`<criterion>: final`), and `final_score`. `override_history_bytes`
-gives the run's whole override history as JSONL, one decision per line.
+truncated; empty on success). A curation run adds, after the override columns, the final
+decision's new child classes (`children`) and the class it merges into (`merge_into`).
+`ExportOptions` adds, for curation, the item's fields (`field: <name>`), each critic's reasoning
+(`<critic>: reasoning`) and every override of the item, oldest first (`override_history`). A
+rubric run adds, per criterion, each critic's mark (`<criterion>: <critic>`), the panel's
+(`<criterion>: consensus`) and the final one, a reviewer's else the panel's (`<criterion>:
+final`), and `final_score`. `override_history_bytes` gives the run's whole override history as
+JSONL, one decision per line.
+
+Lists stay lists where the format has them (JSONL, Parquet: `children` is a list of strings,
+`override_history` a list of records). A CSV cell holds text: a list of names reads
+"A; B", a list of records (the history) is JSON text.
+
+Every CSV Jurybox writes goes through `csv_bytes`: a cell with a comma, a quote, CR or LF, or
+one a spreadsheet would run as a formula (= + - @ tab CR first), is quoted; the formula starters
+get a leading single quote, at the start of the cell and after each line break inside it (a
+reader that breaks lines at a bare CR would otherwise see a line `=1+1`).
 
 No API key can appear: the rows come from items, labels, reasons, notes and numbers, never from
 raw requests (keys are scrubbed from reasons when calls are stored).
@@ -22,28 +33,42 @@ import json
 import math
 import os
 import pathlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
 import pandas as pd
 import sqlite_utils
 
+from judging.verdicts import FailureKind, PanelVerdict, Verdict
+from storage.consensus import iter_panel_verdicts
 from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
-from storage.overrides import final_labels
+from storage.overrides import final_labels, latest_overrides
 from storage.review import _run_meta
 
 # 2: a failed call's kind moved from `<critic>: label` ("failed: truncated") to its own
 # `<critic>: failure` column; tie and consensus_note columns; optional curation columns.
-EXPORT_SCHEMA_VERSION = 2
+# 3: a curation run's `children` and `merge_into`; each history entry has them too; in Parquet
+# `children` and `override_history` are lists, no longer JSON text.
+EXPORT_SCHEMA_VERSION = 3
 FORMATS = ("csv", "jsonl", "parquet")
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# A formula starter right after a line break inside a cell: a reader that splits lines at a
+# bare CR (or LF) starts a line there.
+_FORMULA_AFTER_BREAK = re.compile(r"(?<=[\r\n])(?=[=+\-@\t])")
+# A CSV cell holding one of these must be quoted to stay one cell of one row.
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 HISTORY_COLUMN = "override_history"
 FIELD_PREFIX = "field: "
+CHILDREN_COLUMN = "children"
+MERGE_COLUMN = "merge_into"
+# How a CSV cell joins a list of names (a split's children).
+LIST_SEPARATOR = "; "
 
 
 @dataclass(frozen=True)
@@ -55,13 +80,18 @@ class ExportOptions:
             parent, ... as imported).
         reasoning: each critic's reasoning, `<critic>: reasoning`.
         history: every override of the item, oldest first, as `override_history` (a list of
-            {label, note, reviewer, at, blind} in JSONL; the same list as JSON text in CSV and
-            Parquet; `blind`: given in a blind first pass, before the critics were shown).
+            {label, note, reviewer, at, blind, children, merge_into} in JSONL and Parquet; the
+            same list as JSON text in CSV; `blind`: given in a blind first pass, before the
+            critics were shown).
+        curation: the run curates a taxonomy: add the final decision's `children` (the new
+            classes of a split) and `merge_into` (the class a merge goes into). Storage cannot
+            tell a curation panel: `judging.runs.export.export_options` sets it.
     """
 
     fields: bool = False
     reasoning: bool = False
     history: bool = False
+    curation: bool = False
     # A rubric run: the score of a set of marks (criterion -> mark), for the `final_score`
     # column (the marks with reviewers' criterion marks applied). Storage cannot score a rubric
     # itself: `judging.runs.export.export_options` fills this in.
@@ -69,10 +99,45 @@ class ExportOptions:
 
 
 def escape_cell(value: Any) -> Any:
-    """Prefix a text cell that a spreadsheet would treat as a formula with a single quote."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """Prefix a text cell that a spreadsheet would treat as a formula with a single quote, and
+    each line inside it that starts like a formula (after a CR or LF) too."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(_FORMULA_START):
+        value = "'" + value
+    return _FORMULA_AFTER_BREAK.sub("'", value)
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell, quoted and neutralised by the rules above. A list of names reads "A; B";
+    a list of records or a mapping is JSON text."""
+    if _is_missing(value):
+        return ""
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (list, dict)) for v in value):
+        text = LIST_SEPARATOR.join("" if _is_missing(v) else str(v) for v in value)
+    elif isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value.item() if hasattr(value, "item") else value)  # numpy scalars
+    if text.startswith(_FORMULA_START) or _NEEDS_QUOTES.search(text):
+        return '"' + str(escape_cell(text)).replace('"', '""') + '"'
+    return text
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """A frame as CSV (UTF-8, LF between rows, header first), every cell through `csv_cell`.
+
+    Why not `DataFrame.to_csv`: Python's csv writer quotes only the characters of its line
+    terminator, so a bare CR inside a cell went out unquoted and split the row in two.
+    """
+    header = ",".join(csv_cell(str(name)) for name in frame.columns)
+    cells = [[csv_cell(v) for v in frame.iloc[:, n].tolist()] for n in range(frame.shape[1])]
+    lines = [header, *(",".join(row) for row in zip(*cells, strict=True))]
+    return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 def _consensus_extra(db: sqlite_utils.Database, run_id: int, dataset_id: int) -> pd.DataFrame:
@@ -126,17 +191,45 @@ def _field_columns(
     }
 
 
+def _history_rows(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
+    """Every override of the run in the order they were made, each with its item id."""
+    return [
+        {"override_id": oid, "item_id": item_id, "label": label, "note": note,
+         "reviewer": reviewer, "at": at, "blind": bool(blind),
+         CHILDREN_COLUMN: loads(children) or [], MERGE_COLUMN: merge_into}
+        for oid, item_id, label, note, reviewer, at, blind, children, merge_into in db.execute(
+            "SELECT id, item_id, label, note, reviewer, created_at, blind, children, merge_into"
+            " FROM overrides WHERE run_id = ? ORDER BY id",
+            [run_id],
+        ).fetchall()
+    ]
+
+
 def _history_column(db: sqlite_utils.Database, run_id: int, item_ids: pd.Series) -> pd.Series:
     history: dict[str, list[dict[str, Any]]] = {}
-    for item_id, label, note, reviewer, at, blind in db.execute(
-        "SELECT item_id, label, note, reviewer, created_at, blind FROM overrides WHERE run_id = ?"
-        " ORDER BY id",
-        [run_id],
-    ).fetchall():
-        history.setdefault(item_id, []).append(
-            {"label": label, "note": note, "reviewer": reviewer, "at": at, "blind": bool(blind)}
-        )
+    for row in _history_rows(db, run_id):
+        entry = {k: v for k, v in row.items() if k not in ("override_id", "item_id")}
+        history.setdefault(row["item_id"], []).append(entry)
     return item_ids.map(lambda i: history.get(i, []))
+
+
+def _decision_columns(
+    db: sqlite_utils.Database, run_id: int, frame: pd.DataFrame
+) -> dict[str, pd.Series]:
+    """A curation run's final decision beyond its label: the new children of a split and the
+    class a merge goes into. They are a reviewer's (the latest override, which is also where
+    the final label comes from); the panel's consensus names neither."""
+    latest = latest_overrides(db, run_id)
+    overridden = dict(zip(frame["item_id"], frame["overridden"], strict=True))
+
+    def part(item_id: str, key: str) -> Any:
+        row = latest.get(item_id) if overridden.get(item_id) else None
+        return (row or {}).get(key)
+
+    return {
+        CHILDREN_COLUMN: frame["item_id"].map(lambda i: list(part(i, "children") or [])),
+        MERGE_COLUMN: frame["item_id"].map(lambda i: part(i, "merge_into")),
+    }
 
 
 def export_frame(
@@ -163,6 +256,8 @@ def export_frame(
         "reviewer", "overridden_at",
     ]
     extra: dict[str, pd.Series] = {}
+    if options.curation:
+        extra.update(_decision_columns(db, run_id, frame))
     if options.history:
         extra[HISTORY_COLUMN] = _history_column(db, run_id, frame["item_id"])
     if options.fields:
@@ -212,36 +307,53 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def _as_json_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """Lists and dicts (the override history, a split's children) as JSON text: CSV cells and
-    Parquet strings hold text."""
-    nested = [c for c in frame.columns if frame[c].dtype == object
-              and frame[c].map(lambda v: isinstance(v, (list, dict))).any()]
-    if not nested:
-        return frame
-    frame = frame.copy()
-    for column in nested:
-        frame[column] = frame[column].map(
+def _arrow_type(column: str) -> Any:
+    """The Parquet type of a nested column, or None for a column Arrow may infer. Declared,
+    not inferred: a run where no split has children yet would get a list of nulls."""
+    import pyarrow as pa  # heavy: only when a Parquet file is asked for
+
+    names = pa.list_(pa.string())
+    if column == CHILDREN_COLUMN:
+        return names
+    if column == HISTORY_COLUMN:
+        return pa.list_(pa.struct([
+            ("label", pa.string()), ("note", pa.string()), ("reviewer", pa.string()),
+            ("at", pa.string()), ("blind", pa.bool_()), (CHILDREN_COLUMN, names),
+            (MERGE_COLUMN, pa.string())]))
+    return None
+
+
+def _arrow_table(frame: pd.DataFrame) -> Any:
+    """The frame as an Arrow table: the known nested columns with their declared types, any
+    other list or mapping as JSON text."""
+    import pyarrow as pa
+
+    nested = {c: _arrow_type(c) for c in frame.columns if _arrow_type(c) is not None}
+    flat = frame.drop(columns=list(nested))
+    other = [c for c in flat.columns if flat[c].dtype == object
+             and flat[c].map(lambda v: isinstance(v, (list, dict))).any()]
+    for column in other:
+        flat[column] = flat[column].map(
             lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
-    return frame
+    table = pa.Table.from_pandas(flat, preserve_index=False)
+    for column, kind in nested.items():
+        values = pa.array(frame[column].tolist(), type=kind)
+        table = table.add_column(list(frame.columns).index(column), column, values)
+    return table
 
 
 def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes]) -> None:
     if fmt == "csv":
-        safe = _as_json_text(frame).map(escape_cell)
-        safe.columns = [escape_cell(str(c)) for c in frame.columns]
-        text = safe.to_csv(index=False, lineterminator="\n")
-        sink.write(text.encode("utf-8"))
+        sink.write(csv_bytes(frame))
     elif fmt == "jsonl":
         columns = list(frame.columns)
         for values in frame.itertuples(index=False, name=None):
             record = {c: _json_safe(v) for c, v in zip(columns, values, strict=True)}
             sink.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
     elif fmt == "parquet":
-        import pyarrow as pa  # heavy: only when a Parquet file is asked for
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # heavy: only when a Parquet file is asked for
 
-        table = pa.Table.from_pandas(_as_json_text(frame), preserve_index=False)
+        table = _arrow_table(frame)
         meta = dict(table.schema.metadata or {})
         meta[b"jurybox_export_version"] = str(EXPORT_SCHEMA_VERSION).encode()
         pq.write_table(table.replace_schema_metadata(meta), sink)
@@ -297,30 +409,72 @@ def export_bytes(
 
 
 def rows_csv_bytes(rows: list[dict[str, Any]]) -> bytes:
-    """Rows (dicts with the same keys) as CSV with the export's rules: lists and dicts as JSON
-    text, cells a spreadsheet would run as formulas escaped."""
-    buffer = io.BytesIO()
-    _write(pd.DataFrame(rows), "csv", buffer)
-    return buffer.getvalue()
+    """Rows (dicts with the same keys) as CSV with the export's rules (`csv_cell`)."""
+    return csv_bytes(pd.DataFrame(rows))
 
 
 def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:
     """Every override of the run as JSONL, in the order they were made: one line per decision
-    with override_id, item_id, label, note, reviewer, at and blind (given in a blind first
-    pass, before the critics were shown).
+    with override_id, item_id, label, note, reviewer, at, blind (given in a blind first pass,
+    before the critics were shown), children (a list: the new classes of a split) and
+    merge_into (the class a merge goes into).
 
     Raises:
         NotFoundError: no such run.
     """
     _run_meta(db, run_id)  # a missing run is an error, not an empty file
-    lines = [
-        json.dumps({"override_id": oid, "item_id": item_id, "label": label, "note": note,
-                    "reviewer": reviewer, "at": at, "blind": bool(blind)},
-                   ensure_ascii=False) + "\n"
-        for oid, item_id, label, note, reviewer, at, blind in db.execute(
-            "SELECT id, item_id, label, note, reviewer, created_at, blind FROM overrides"
-            " WHERE run_id = ? ORDER BY id",
-            [run_id],
-        ).fetchall()
-    ]
-    return "".join(lines).encode("utf-8")
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n"
+                   for row in _history_rows(db, run_id)).encode("utf-8")
+
+
+# The stored steps of a compound or repeated critic (`storage.calls` writes them), as verdicts.
+_STEPS_OF = (
+    "SELECT item_id, critic, role, sample, swapped, label, score, confidence, reasoning,"
+    " failure, message, raw_request, raw_response, latency_ms, attempts, tokens_in, tokens_out,"
+    " cost_usd, cache_key, vendor, model, simulated, cached FROM call_steps"
+    " WHERE run_id = ? AND item_id IN (SELECT value FROM json_each(?))"
+    " ORDER BY item_id, critic, position"
+)
+
+
+def _steps_of(
+    db: sqlite_utils.Database, run_id: int, item_ids: list[str]
+) -> dict[tuple[str, str], list[Verdict]]:
+    """(item, critic) -> the calls behind that verdict, in the order they were made."""
+    steps: dict[tuple[str, str], list[Verdict]] = {}
+    for (item_id, critic, role, sample, swapped, label, score, confidence, reasoning, failure,
+         message, raw_request, raw_response, latency_ms, attempts, tokens_in, tokens_out,
+         cost_usd, cache_key, vendor, model, simulated, cached) in db.execute(
+            _STEPS_OF, [run_id, json.dumps(item_ids)]):
+        steps.setdefault((item_id, critic), []).append(Verdict(
+            critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
+            reasoning=reasoning, failure=FailureKind(failure) if failure else None,
+            message=message, raw_request=loads(raw_request), raw_response=raw_response,
+            latency_ms=latency_ms, attempts=attempts or 0, tokens_in=tokens_in,
+            tokens_out=tokens_out, cost_usd=cost_usd, cache_key=cache_key, vendor=vendor,
+            model=model, simulated=bool(simulated), cached=bool(cached), role=role or None,
+            sample=sample or 0, swapped=bool(swapped)))
+    return steps
+
+
+def iter_verdicts_with_steps(
+    db: sqlite_utils.Database, run_id: int, *, chunk_size: int = 1000
+) -> Iterator[PanelVerdict]:
+    """`storage.consensus.iter_panel_verdicts` with each compound or repeated critic's stored
+    steps in `Verdict.steps` (the calls it made, in order), for `jurybox judge --out`: what a
+    run wrote is what its JSONL says, a chunk of items at a time."""
+    chunk: list[PanelVerdict] = []
+
+    def flush() -> Iterator[PanelVerdict]:
+        steps = _steps_of(db, run_id, [pv.item_id for pv in chunk])
+        for pv in chunk:
+            for verdict in pv.verdicts:
+                verdict.steps = steps.get((pv.item_id, verdict.critic), verdict.steps)
+            yield pv
+        chunk.clear()
+
+    for pv in iter_panel_verdicts(db, run_id, chunk_size=chunk_size):
+        chunk.append(pv)
+        if len(chunk) >= chunk_size:
+            yield from flush()
+    yield from flush()

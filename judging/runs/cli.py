@@ -114,7 +114,8 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--panel", required=True, type=pathlib.Path, help="panel YAML file")
     _add_run_options(p)
     p.add_argument("--id-column", default=None,
-                   help="column with unique item ids (default: guessed, e.g. 'id')")
+                   help="column with unique item ids (default: guessed as the Datasets page "
+                   "does: id, key, *_id, else unique id-like values; '' numbers the rows)")
     p.add_argument("--gold-column", default=None,
                    help="column with gold labels (default: guessed, e.g. 'gold')")
     p.set_defaults(func=_cmd_judge)

@@ -44,17 +44,22 @@ from judging.runs.summary import ProgressBar, format_summary, summarize_counts, 
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from judging.stability import stability_text
 from judging.verdicts import PanelVerdict
+from storage.column_guess import guess_file_columns
 from storage.consensus import (
     decided_call_counts,
     decision_counts,
-    iter_panel_verdicts,
     run_gold_labels,
 )
 from storage.datasets import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
-from storage.export import ExportOptions, export_run, rows_csv_bytes
+from storage.export import (
+    ExportOptions,
+    export_run,
+    iter_verdicts_with_steps,
+    rows_csv_bytes,
+)
 from storage.faults import check_folder, is_read_only
-from storage.importing import dataset_columns, read_dataset, suggest_columns
+from storage.importing import read_dataset
 from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches
 
@@ -114,7 +119,12 @@ def open_cli_db(args: argparse.Namespace, *, read_only: bool = False) -> sqlite_
 def read_for_cli(
     path: pathlib.Path, *, id_column: str | None = None, gold_column: str | None = None
 ) -> ParsedDataset:
-    """Read a dataset file, guessing the id and gold columns when not given.
+    """Read a dataset file, guessing the id and gold columns when not given, by the rule the
+    Datasets page pre-fills its form with (`storage.column_guess`): an item gets the same id
+    from the CLI as from the app, so exports join back to the user's rows.
+
+    Args:
+        id_column: the id column; "" numbers the rows (row-000001, ...) instead of guessing.
 
     Raises:
         DataError: the file is missing or cannot be used (the message says what to fix).
@@ -122,12 +132,27 @@ def read_for_cli(
     if not path.is_file():
         raise DataError(f"dataset file {str(path)!r} does not exist; check the --data path")
 
+    guessed_id = id_column is None
     if id_column is None or gold_column is None:
-        guess = suggest_columns(dataset_columns(path))
-        id_column = id_column or guess["id"]
-        gold_column = gold_column or guess["gold"]
-    # Streamed: validated a record at a time, and saved as it is read again (never a list).
-    return read_dataset(path, id_column=id_column, gold_column=gold_column, stream=True)
+        guess = guess_file_columns(path)
+        id_column = guess["id"] if id_column is None else id_column
+        if gold_column is None and guess["gold"] != id_column:
+            gold_column = guess["gold"]
+    if guessed_id:
+        print(f"Item ids: {'column ' + repr(id_column) if id_column else 'numbered by row'} "
+              "(guessed as the Datasets page does; --id-column COLUMN to choose another, "
+              "--id-column '' to number the rows).", flush=True)
+    try:
+        # Streamed: validated a record at a time, and saved as it is read again (never a list).
+        return read_dataset(path, id_column=id_column or None, gold_column=gold_column,
+                            stream=True)
+    except DataError as exc:
+        # Empty or repeated ids in the guessed column (the message names it): say how to pick.
+        if guessed_id and id_column and f"id column {id_column!r}" in str(exc):
+            raise DataError(f"{exc} (The id column {id_column!r} was guessed: pass "
+                            "--id-column COLUMN for another one, or --id-column '' to number "
+                            "the rows.)") from exc
+        raise
 
 
 def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
@@ -242,7 +267,7 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
             order = {c.name: n for n, c in enumerate(panel.critics)}
             try:
                 written = write_jsonl(out, _in_panel_order(
-                    iter_panel_verdicts(db, job.run_id), order))
+                    iter_verdicts_with_steps(db, job.run_id), order))
             except OSError as exc:
                 print(f"jurybox: error: cannot write {str(out)!r}: {exc.strerror or exc}",
                       file=sys.stderr)

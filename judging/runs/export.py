@@ -1,7 +1,8 @@
-"""What the export needs from the domain: a rubric run's scoring of its final marks.
+"""What the export needs from the domain: a rubric run's scoring of its final marks, and
+whether the run curates a taxonomy (then a split's children and a merge's target are columns).
 
-Storage writes the export but cannot score a rubric (`judging.rubric`); the CLI and the Export
-page get their `ExportOptions` here, so both score the same way.
+Storage writes the export but cannot read a panel (`judging.panel_files`); the CLI and the
+Export page get their `ExportOptions` here, so both export the same columns.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from storage.runs import get_run
 
 
 def export_options(db: Any, run_id: int, options: ExportOptions | None = None) -> ExportOptions:
-    """`options` (default: none) with the run's rubric scorer when its panel has a rubric.
+    """`options` (default: none) with the run's rubric scorer when its panel has a rubric, and
+    `curation` set when it curates a taxonomy.
 
     Raises:
         storage.db.NotFoundError: no run has this id.
     """
     options = options or ExportOptions()
-    rubric = load_panel(get_run(db, run_id)["panel_yaml"]).rubric
+    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    if panel.curation.active:
+        options = dataclasses.replace(options, curation=True)
+    rubric = panel.rubric
     if not rubric.active:
         return options
     return dataclasses.replace(options, score_marks=lambda marks: rubric_score(marks, rubric))

@@ -29,7 +29,8 @@ def render_sidebar(person: Visitor) -> None:
             st.caption("Single-user: this app listens on 127.0.0.1 only. A team server needs "
                        "sign-in (`[auth]` and `[team]` in the secrets; see the README).")
         st.caption("Database")
-        st.code(str(db_path()), language=None)
+        # Wrapped, not cut at the sidebar's edge: the whole path, with the code box's copy button.
+        st.code(str(db_path()), language=None, wrap_lines=True)
         if not any_real_key():
             st.info(
                 "No vendor API key is set: only critics on the built-in **simulated vendor** "

@@ -46,7 +46,7 @@ def curated_taxonomy(db: sqlite_utils.Database, run_id: int) -> CuratedTaxonomy:
 
 def taxonomy_bytes(taxonomy: CuratedTaxonomy, fmt: str) -> bytes:
     """The curated taxonomy as JSON ({kept, removed, split, merged, undecided}) or CSV (one
-    row per class; children as a JSON list).
+    row per class; children as "A; B").
 
     Raises:
         DataError: an unknown format.

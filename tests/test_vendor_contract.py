@@ -267,3 +267,75 @@ def test_a_rate_limit_never_stops_a_critic(local_vendor, monkeypatch) -> None:
 def test_every_preset_has_a_case_or_a_family() -> None:
     covered = {case.vendor for case in CASES} | set(FAMILIES)
     assert set(PRESETS) <= covered
+
+
+# Batch result lines as the vendors document them:
+# https://platform.openai.com/docs/guides/batch#5-retrieve-the-results (output and error file)
+# https://docs.claude.com/en/docs/build-with-claude/batch-processing#retrieving-batch-results
+BATCH_LINES: tuple[tuple[str, dict[str, Any], str | None, str | None], ...] = (
+    ("openai", {"id": "batch_req_123", "custom_id": "request-2", "response": {
+        "status_code": 200, "request_id": "req_123",
+        "body": {"id": "chatcmpl-123", "object": "chat.completion", "created": 1711652795,
+                 "model": "gpt-4o-2024-08-06", "choices": [{"index": 0, "message": {
+                     "role": "assistant", "content": '{"label": "MERGE"}'},
+                     "logprobs": None, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 22, "completion_tokens": 2, "total_tokens": 24}}},
+        "error": None}, "MERGE", None),
+    ("openai", {"id": "batch_req_456", "custom_id": "request-1", "response": None,
+                "error": {"code": "batch_expired",
+                          "message": "This request could not be executed before the "
+                                     "completion window expired."}}, None, "not run"),
+    ("openai", {"id": "batch_req_789", "custom_id": "request-3", "response": {
+        "status_code": 400, "request_id": "req_789", "body": {"error": {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                       "Use 'max_completion_tokens' instead.", "type": "invalid_request_error",
+            "param": "max_tokens", "code": "unsupported_parameter"}}}, "error": None},
+     None, "item_error"),
+    ("anthropic", {"custom_id": "my-second-request", "result": {
+        "type": "succeeded", "message": {
+            "id": "msg_014VwiXbi91y3JMjcpyGBHX5", "type": "message", "role": "assistant",
+            "model": "claude-opus-4-7", "content": [
+                {"type": "thinking", "thinking": "Shoppers look for it.", "signature": "x"},
+                {"type": "text", "text": '{"label": "KEEP"}'}],
+            "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 36,
+                      "cache_read_input_tokens": 1500, "cache_creation_input_tokens": 0}}}},
+     "KEEP", None),
+    ("anthropic", {"custom_id": "my-third-request", "result": {
+        "type": "succeeded", "message": {
+            "id": "msg_3", "type": "message", "role": "assistant", "model": "claude-opus-4-7",
+            "content": [{"type": "text", "text": '{"label": "REJECT"}'}],
+            "stop_reason": "refusal", "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 5}}}}, None, "refusal"),
+    ("anthropic", {"custom_id": "my-first-request", "result": {
+        "type": "errored", "error": {"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": "max_completion_tokens: Extra inputs are not permitted"}}}},
+     None, "item_error"),
+    ("anthropic", {"custom_id": "my-fourth-request", "result": {"type": "expired"}},
+     None, "not run"),
+)
+
+
+@pytest.mark.parametrize(("api", "line", "label", "failure"), BATCH_LINES)
+def test_documented_batch_result_lines_read_as_live_replies(api: str, line: dict[str, Any],
+                                                            label: str | None,
+                                                            failure: str | None) -> None:
+    from judging.batches.results import parse_results
+    from judging.errors import CallFailure
+    from judging.parsing import parse_reply
+
+    (result,) = parse_results(api, [json.dumps(line)])  # type: ignore[arg-type]
+    if failure == "not run":
+        assert result.not_run is not None and "resume" in result.not_run
+        return
+    try:
+        parsed = parse_reply(result.status, result.body, SCALE)
+    except CallFailure as error:
+        assert error.kind == failure
+        return
+    assert failure is None and parsed.label == label
+    if api == "anthropic":  # thinking kept, cached tokens counted as the live reader does
+        assert parsed.reasoning == "Shoppers look for it."
+        assert parsed.usage is not None and parsed.usage.cached == 1500
+        assert parsed.tokens_in == 11 + 1500

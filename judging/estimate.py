@@ -13,15 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judging.budget import CHARS_PER_TOKEN  # one rule of thumb for the estimate and the cap
+# One rule of thumb for the estimate and the cap, and one typical reply.
+from judging.budget import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS
 from judging.chains import planned_calls
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.panel import Panel
 from judging.vendors import cost_usd
 from judging.verdicts import Item
-
-TYPICAL_REPLY_TOKENS = 80  # {"label": ..., "confidence": ..., "reasoning": "one or two sentences"}
 
 
 @dataclass(frozen=True, slots=True)

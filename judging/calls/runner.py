@@ -303,11 +303,13 @@ class CallRunner:
             price_in, price_out = critic.price_in_per_mtok, critic.price_out_per_mtok
             if preset.simulated and (price_in is None or price_out is None):
                 price_in = price_out = 0.0  # a simulated critic without prices costs nothing
-            held = budget.reserve(BudgetGuard.worst_case(
-                len(prepared.content), critic.max_tokens, price_in, price_out))
+            held = budget.reserve(budget.reservation_for(
+                critic.name, item.id, len(prepared.content), critic.max_tokens, price_in,
+                price_out), cancel=cancel)  # may wait for calls in flight to make room
             if held is None:
                 self._flights.done(prepared.cache_key)
-                return self._fail(verdict, FailureKind.CANCELLED, _OVER_BUDGET)
+                return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED if cancel
+                                  is not None and cancel.is_set() else _OVER_BUDGET)
         try:
             return self._send(critic, item, scale if not free_text else None, preset,
                               prepared, verdict, gate, cancel, limiter, started)
@@ -315,7 +317,8 @@ class CallRunner:
             self._flights.done(prepared.cache_key)  # after the cache's put: waiters read it
             if held is not None and budget is not None:
                 budget.settle(held, verdict.cost_usd,
-                              (verdict.tokens_in or 0) + (verdict.tokens_out or 0))
+                              (verdict.tokens_in or 0) + (verdict.tokens_out or 0),
+                              tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
 
     def _hit(self, stored: Verdict, critic: Critic, item: Item) -> Verdict:
         """A cache hit as this call's verdict. A stored step may be served to a plain call and

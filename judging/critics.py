@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from judging.errors import ConfigError, PlaceholderError
 from judging.prompt_syntax import PLACEHOLDER as _PLACEHOLDER
-from judging.prompt_syntax import template_problem
+from judging.prompt_syntax import plain_text_problem, template_problem
 from judging.scales import Scale
 
 DATA_PREAMBLE = (
@@ -139,6 +139,14 @@ class Critic(BaseModel):
         # Checked when the critic is built, not when the run sends its first call: a broken
         # template there failed every call and the run still looked finished.
         problem = template_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("system_prompt", "reason_prompt", "verify_prompt")
+    @classmethod
+    def _no_field_where_none_is_filled(cls, value: str) -> str:
+        problem = plain_text_problem(value)
         if problem is not None:
             raise ValueError(problem)
         return value

@@ -13,6 +13,10 @@ refused when the critic is built (`template_problem`, called by `Critic`'s valid
   `{text.title}`): shown literally, never applied;
 - a field name with spaces inside the braces (`{ text }`: Jinja's habit);
 - no field at all: the critic would never see the item.
+
+A critic's other texts (`system_prompt`, a compound critic's `reason_prompt` and
+`verify_prompt`) are sent as they are, never filled: a `{field}` in them is refused too
+(`plain_text_problem`), since it reads as a field that would never be shown.
 """
 
 from __future__ import annotations
@@ -107,4 +111,15 @@ def _group_problem(inner: str) -> str | None:
         return (f"{shown!r} asks for a format, conversion or attribute that Jurybox does not "
                 f"apply (it would be sent as it is); write {{{formatted.group(1)}}} for the "
                 f"field, or {{{shown}}} for literal braces")
+    return None
+
+
+def plain_text_problem(text: str) -> str | None:
+    """What is wrong with a text sent as it is (a system prompt, a compound critic's step
+    instruction): a `{field}` that would reach the model unfilled. None when it is fine."""
+    for match in PLACEHOLDER.finditer(text):
+        name = match.group(1)
+        if name:
+            return (f"{{{name}}} would be sent as it is: only prompt_template fills in fields "
+                    f"(and shows the item); move it there, or write {name} without braces")
     return None

@@ -57,6 +57,20 @@ def test_a_broken_template_is_refused_naming_the_field_problem_and_fix(
     assert message.count("prompt_template") == 1  # one sentence, about that critic only
 
 
+@pytest.mark.parametrize("field", ["system_prompt", "reason_prompt", "verify_prompt"])
+def test_a_field_in_a_text_that_is_never_filled_is_refused(field: str) -> None:
+    # These are sent as they are (`judging.compound` appends the step instructions as text).
+    data = yaml.safe_load(panel_text("Judge {text}"))
+    data["critics"][1].update({field: "Think about {text} first.", "kind": "self-verify"})
+    with pytest.raises(ConfigError) as caught:
+        load_panel(yaml.safe_dump(data))
+    assert str(caught.value) == (
+        f"critics[1].{field}: {{text}} would be sent as it is: only prompt_template fills in "
+        "fields (and shows the item); move it there, or write text without braces")
+    data["critics"][1][field] = 'Answer like {"label": "yes"}.'  # a JSON example: fine
+    assert load_panel(yaml.safe_dump(data)).critics[1].kind == "self-verify"
+
+
 def test_a_lone_critic_is_refused_too() -> None:
     # A notebook user builds critics without a panel file.
     with pytest.raises(pydantic.ValidationError, match="is never closed"):
@@ -102,3 +116,23 @@ def test_the_cli_refuses_a_broken_template_before_any_call(
     assert "critics[1].prompt_template: the '{' in '{question good?' is never closed" in err
     assert "Traceback" not in err
     assert server.stats()["total"] == 0  # refused before any call was paid
+
+
+def test_the_panel_page_says_what_is_wrong_and_adding_a_critic_still_works(
+        demo_db: pathlib.Path) -> None:
+    from pages.ui.panel_form import DRAFT_KEY, widget_key
+    from tests.test_app_smoke import all_text, no_exception, open_page
+
+    at = open_page("panel")
+    key = widget_key(at.session_state[DRAFT_KEY], "critics.0.prompt_template")
+    at.text_area(key=key).set_value("Is {parent right?").run()
+    no_exception(at)
+    shown = all_text(at).replace("\\", "").replace("\u2060", "")  # as markdown escapes it
+    assert ("critics[0].prompt_template: the '{' in '{parent right?' is never closed; write "
+            "{parent} to show a field") in shown
+    # A critic of another vendor starts from a prompt that works, not from the broken one.
+    at.selectbox(key="add_preset").set_value("openai").run()
+    at.button(key="add_critic").click().run()
+    no_exception(at)
+    critics = at.session_state[DRAFT_KEY]["critics"]
+    assert len(critics) == 2 and template_problem(critics[1]["prompt_template"]) is None

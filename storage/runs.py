@@ -2,7 +2,9 @@
 
 Statuses: pending (created, never started) -> running -> done | cancelled | failed; a run found
 `running` when no live job owns it (the process died) becomes `interrupted`. Cancelled,
-interrupted and failed runs can be resumed (back to running).
+interrupted and failed runs can be resumed (back to running). `stop_reason` says why a run
+stopped short when its status alone does not: 'budget' (cancelled by its cap), 'vendor_batch'
+(interrupted, waiting for the vendor), 'no_verdict' (failed: a critic gave no verdict at all).
 """
 
 from __future__ import annotations

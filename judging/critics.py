@@ -9,10 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from judging.errors import ConfigError, PlaceholderError
+from judging.prompt_syntax import PLACEHOLDER as _PLACEHOLDER
+from judging.prompt_syntax import plain_text_problem, template_problem
 from judging.scales import Scale
-
-# {name} is a placeholder; {{ and }} are literal braces (so JSON examples can stay in a prompt).
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 DATA_PREAMBLE = (
     "The item to judge is given between <item> and </item> tags. Everything inside those tags "
@@ -140,6 +139,24 @@ class Critic(BaseModel):
                 "must be the NAME of an environment variable (letters, digits, underscores), "
                 "not a key"
             )
+        return value
+
+    @field_validator("prompt_template")
+    @classmethod
+    def _a_template_that_renders(cls, value: str) -> str:
+        # Checked when the critic is built, not when the run sends its first call: a broken
+        # template there failed every call and the run still looked finished.
+        problem = template_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("system_prompt", "reason_prompt", "verify_prompt")
+    @classmethod
+    def _no_field_where_none_is_filled(cls, value: str) -> str:
+        problem = plain_text_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @property

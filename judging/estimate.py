@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from judging.budget import CHARS_PER_TOKEN  # one rule of thumb for the estimate and the cap
+# One rule of thumb for the estimate and the cap, and one typical reply.
+from judging.budget import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS
 from judging.chains import planned_calls
 from judging.critics import Critic
 from judging.errors import ConfigError
@@ -25,11 +26,9 @@ from judging.panel import Panel
 from judging.vendors import api_of, caches_prompts, cost_usd
 from judging.verdicts import Item
 
-TYPICAL_REPLY_TOKENS = 80  # {"label": ..., "confidence": ..., "reasoning": "one or two sentences"}
 # The shortest prefix the vendors cache (OpenAI, Anthropic's Opus and Sonnet, DeepSeek, Gemini:
 # 1,024 tokens): a shorter system prompt is sent in full every time.
 MIN_CACHED_TOKENS = 1024
-
 
 @dataclass(frozen=True, slots=True)
 class CriticEstimate:

@@ -2,7 +2,9 @@
 
 Statuses: pending (created, never started) -> running -> done | cancelled | failed; a run found
 `running` when no live job owns it (the process died) becomes `interrupted`. Cancelled,
-interrupted and failed runs can be resumed (back to running).
+interrupted and failed runs can be resumed (back to running). `stop_reason` says why a run
+stopped short when its status alone does not: 'budget' (cancelled by its cap), 'vendor_batch'
+(interrupted, waiting for the vendor), 'no_verdict' (failed: a critic gave no verdict at all).
 """
 
 from __future__ import annotations
@@ -330,3 +332,32 @@ def set_run_budget(
 def set_stop_reason(db: sqlite_utils.Database, run_id: int, reason: str | None) -> None:
     """Record why a run stopped short (e.g. 'budget'); None clears it."""
     db.execute("UPDATE runs SET stop_reason = ? WHERE id = ?", [reason, run_id])
+
+
+# Why a run stopped short, as `runs.stop_reason` records it (None: it did not).
+STOP_NO_VERDICT = "no_verdict"  # failed: a critic gave no verdict at all (`critics_without_verdict`)
+
+
+def critics_without_verdict(db: sqlite_utils.Database, run_id: int) -> dict[str, tuple[int, str]]:
+    """The critics of a run that failed on every item they were asked about: no stored
+    verdict at all, and at least one failure. Cancelled calls were never sent and an
+    inconsistent pairwise answer is an answer, so neither counts as a failure here.
+
+    Returns:
+        Critic name -> (its failed calls, the first failure's message), in the order of their
+        first failures.
+    """
+    rows = db.execute(
+        "SELECT critic, count(*) FILTER (WHERE failure IS NOT NULL"
+        "   AND failure NOT IN ('cancelled', 'inconsistent')) AS failed,"
+        " min(id) FILTER (WHERE failure IS NOT NULL"
+        "   AND failure NOT IN ('cancelled', 'inconsistent')) AS first"
+        " FROM calls WHERE run_id = ? GROUP BY critic"
+        " HAVING count(*) FILTER (WHERE failure IS NULL) = 0 AND failed > 0 ORDER BY first",
+        [run_id],
+    ).fetchall()
+    out: dict[str, tuple[int, str]] = {}
+    for critic, failed, first in rows:
+        message = db.execute("SELECT message FROM calls WHERE id = ?", [first]).fetchone()[0]
+        out[str(critic)] = (int(failed), str(message or "no message"))
+    return out

@@ -314,9 +314,11 @@ def test_cancel_while_the_vendor_works_cancels_its_batch(batch_sim, db, db_path)
     assert batch.status == "cancelled"
     assert db.execute("SELECT count(*) FROM calls WHERE run_id = ?", [run_id]).fetchone()[0] == 0
 
-    # The resume collects the cancelled batch: its requests never ran, and say so.
+    # The resume collects the cancelled batch: its requests never ran, and say so; the batch
+    # critic gave no verdict, so the run is failed, saying why (tests/test_run_failed.py).
     job = registry.resume(db_path, run_id, concurrency=4)
-    assert job.wait(60) and job.progress().status == "done"
+    assert job.wait(60) and job.progress().status == "failed"
+    assert "Critic 'opus' gave no verdict" in (job.progress().error or "")
     opus = [row for row in _calls(db, run_id).values() if row["critic"] == "opus"]
     assert len(opus) == 8 and all("cancelled before this request ran" in row["message"]
                                   for row in opus)
@@ -327,7 +329,9 @@ def test_a_batch_the_vendor_refuses_is_reported_with_its_reason(batch_sim, db, d
     panel = _panel(sim.base_url, ("opus", {"mode": "batch"}), ("live", {}))
     run_id, job = _run(db, db_path, panel, 6)
     progress = job.progress()
-    assert progress.status == "done"
+    # Every call of the batch critic failed: the run is failed, with the vendor's words.
+    assert progress.status == "failed"
+    assert "Critic 'opus' gave no verdict" in (progress.error or "")
     assert "the model m-opus does not exist" in (progress.error or "")
     (batch,) = run_batches(db, run_id)
     assert batch["state"] == "failed" and "does not exist" in batch["error"]
@@ -428,7 +432,9 @@ def test_a_refused_batch_submission_fails_only_its_critic_with_the_reason(
         _critic("opus", sim.base_url, mode="batch"),
         _critic("haiku", refusing.base_url, mode="batch", batch_api="anthropic")])
     run_id, job = _run(db, db_path, panel, 6)
-    assert job.progress().error is None
+    # The run ends failed (a critic gave no verdict at all), naming the critic and the cause.
+    error = job.progress().error or ""
+    assert job.progress().status == "failed" and "haiku" in error and "refused" in error
     calls = _calls(db, run_id)
     answered = [row for (item, critic), row in calls.items() if critic == "opus"]
     assert len(answered) == 6 and all(row["failure"] is None for row in answered)

@@ -102,10 +102,14 @@ def test_judge_reports_failures_per_critic(
     server = simulator_factory(profiles={"refuser": Profile(rate_refusal=1.0)})
     write_data(tmp_path / "d.csv", 6)
     write_panel(tmp_path / "p.yaml", server.base_url, ["fine", "refuser"])
+    # A critic that refused every item gave the panel nothing: the run failed (exit 2), and
+    # the summary still shows what the run did (tests/test_run_failed.py).
     assert main(["judge", "--data", str(tmp_path / "d.csv"), "--panel", str(tmp_path / "p.yaml"),
-                 "--quiet"]) == 0
+                 "--quiet"]) == 2
     out, err = capsys.readouterr()
-    assert err == ""  # --quiet: no progress bar
+    assert err.startswith("jurybox: error: run 1 failed: Critic 'critic-refuser' gave no "
+                          "verdict: all 6 of its calls failed (the first: the model refused")
+    assert err.count("\n") == 1  # --quiet: no progress bar, one sentence
     refuser = next(line for line in out.splitlines() if line.startswith("  critic-refuser"))
     assert "refusal 6" in refuser
     assert "(6 verdicts, 6 failed)" in out

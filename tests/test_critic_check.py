@@ -32,7 +32,7 @@ from tests.fixtures_simulator import SimulatorFactory
 UNSET = "JURYBOX_CHECK_TEST_UNSET_KEY"
 SCALE = {"kind": "nominal", "labels": ["KEEP", "REJECT"]}
 ITEM = Item("i1", {"text": "running shoes"})
-FAST = RetryPolicy(max_retries=1, time_scale=0.0)
+FAST = RetryPolicy(max_retries=1, time_scale=0.0, max_rate_limit_retries=1)
 
 
 def critic(name: str = "c", **settings: Any) -> Critic:
@@ -280,7 +280,7 @@ def test_the_sentence_carries_request_rules_and_the_gates_adjustments(
     with _AdjustingRunner(retry=FAST, key_lookup={KEY_VAR: SECRET_KEY}.get) as runner:
         (check,) = check_critics(panel, ITEM, runner)
     assert check.ok, check.sentence
-    assert "o3 is a reasoning model: temperature and top_p are not sent" in check.sentence
+    assert "o3 is a reasoning model: temperature, top_p, stop and the penalties are not sent" in check.sentence
     assert "The vendor refused temperature for this model: it is no longer sent." in check.sentence
 
 

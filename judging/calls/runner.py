@@ -33,6 +33,7 @@ from judging.calls.limits import Pace, VendorLimiter
 from judging.calls.prepare import PreparedCall, prepare_call
 from judging.calls.retry import GiveUp, RetryPolicy, decide_retry
 from judging.calls.scrub import Scrubber
+from judging.calls.single_flight import SingleFlight
 from judging.calls.transports import VendorTransport
 from judging.critics import Critic
 from judging.errors import (
@@ -172,6 +173,7 @@ class CallRunner:
         self._keys: frozenset[str] = frozenset()
         self._scrubber = Scrubber(())
         self.gate = CriticGate()
+        self._flights = SingleFlight()  # identical requests in flight: only one is sent
         self._closed = False
 
     # -- resources -------------------------------------------------------------------------
@@ -296,15 +298,11 @@ class CallRunner:
             model=critic.model,
             simulated=preset.simulated,
         )
+        since = self._flights.tick()
         if self.cache is not None:
             stored = self.cache.get(prepared.cache_key)
             if stored is not None:
-                # A stored step may be served to a plain call and the other way round: the
-                # hit is this call's own, whatever part it played where it was made.
-                hit = dataclasses.replace(stored, critic=critic.name, item_id=item.id,
-                                          cached=True, role=None, sample=0, steps=[])
-                self._scrubber.verdict(hit)  # stored by an older version, maybe unscrubbed
-                return hit
+                return self._hit(stored, critic, item)
         if critic.mode == "batch" and self.batch_answers is not None:
             return self._from_batch(critic, scale if not free_text else None, prepared, verdict)
 
@@ -313,22 +311,40 @@ class CallRunner:
             return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
         if cancel is not None and cancel.is_set():
             return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED)
+        if self.cache is not None:  # the same request in flight: wait, take its answer
+            stored = self._flights.lead_or_wait(prepared.cache_key, self.cache.get, since=since)
+            if stored is not None:
+                return self._hit(stored, critic, item)
         held = None
         if budget is not None:
             price_in, price_out = critic.price_in_per_mtok, critic.price_out_per_mtok
             if preset.simulated and (price_in is None or price_out is None):
                 price_in = price_out = 0.0  # a simulated critic without prices costs nothing
-            held = budget.reserve(BudgetGuard.worst_case(
-                len(prepared.content), critic.max_tokens, price_in, price_out))
+            held = budget.reserve(budget.reservation_for(
+                critic.name, item.id, len(prepared.content), critic.max_tokens, price_in,
+                price_out), cancel=cancel)  # may wait for calls in flight to make room
             if held is None:
-                return self._fail(verdict, FailureKind.CANCELLED, _OVER_BUDGET)
+                self._flights.done(prepared.cache_key)
+                return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED if cancel
+                                  is not None and cancel.is_set() else _OVER_BUDGET)
         try:
             return self._send(critic, item, scale if not free_text else None, preset,
                               prepared, verdict, gate, cancel, limiter, started)
         finally:
+            self._flights.done(prepared.cache_key)  # after the cache's put: waiters read it
             if held is not None and budget is not None:
                 budget.settle(held, verdict.cost_usd,
-                              (verdict.tokens_in or 0) + (verdict.tokens_out or 0))
+                              (verdict.tokens_in or 0) + (verdict.tokens_out or 0),
+                              tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
+
+    def _hit(self, stored: Verdict, critic: Critic, item: Item) -> Verdict:
+        """A cache hit as this call's verdict. A stored step may be served to a plain call and
+        the other way round: the hit is this call's own, whatever part it played where it was
+        made."""
+        hit = dataclasses.replace(stored, critic=critic.name, item_id=item.id,
+                                  cached=True, role=None, sample=0, steps=[])
+        self._scrubber.verdict(hit)  # stored by an older version, maybe unscrubbed
+        return hit
 
     def _send(
         self, critic: Critic, item: Item, scale: Scale | RubricConfig | None,

@@ -60,7 +60,7 @@ from storage.export import (
 )
 from storage.faults import check_folder, is_read_only
 from storage.importing import read_dataset
-from storage.runs import get_run, list_runs
+from storage.runs import STOP_NO_VERDICT, get_run, list_runs
 from storage.vendor_batches import run_batches
 
 if TYPE_CHECKING:
@@ -173,7 +173,8 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
     job, show progress, print the summary (and `--out` JSONL). Ctrl-C cancels cleanly.
 
     Returns:
-        0 when the run is done, 1 when it failed, 130 when cancelled by Ctrl-C.
+        0 when the run is done, 2 when it failed because a critic gave no verdict at all (fix
+        the critic), 1 when it failed otherwise, 130 when cancelled by Ctrl-C.
     """
 
     parsed = _first(parsed, getattr(args, "limit", None))
@@ -226,7 +227,10 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
     if progress.status == "interrupted":  # --no-wait: the vendor has the batches
         print(f"Run {job.run_id}: {progress.error}", flush=True)
         return EXIT_OK
-    if progress.status == "failed":
+    # A run failed because a critic gave no verdict at all still has the others' verdicts:
+    # it shows them, then says why it failed, and exits 2 like any input that must be fixed.
+    no_verdict = progress.status == "failed" and _stop_reason(args, job.run_id) == STOP_NO_VERDICT
+    if progress.status == "failed" and not no_verdict:
         print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
         return EXIT_FAILED
     if progress.status == "cancelled":
@@ -260,7 +264,9 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
             elapsed,
         )
         print(format_summary(summary), flush=True)
-        if progress.error:
+        if no_verdict:
+            print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
+        elif progress.error:
             print(f"Note: {progress.error}", flush=True)
         out = getattr(args, "out", None)
         if out is not None:
@@ -275,7 +281,20 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
             print(f"Wrote {written} items to {out}", flush=True)
     finally:
         db.close()
-    return EXIT_OK
+    return EXIT_USAGE if no_verdict else EXIT_OK
+
+
+def _stop_reason(args: argparse.Namespace, run_id: int) -> str | None:
+    """Why the run stopped short, as stored (None when the database cannot say)."""
+    try:
+        db = open_db(db_path_of(args))
+        try:
+            reason = get_run(db, run_id).get("stop_reason")
+        finally:
+            db.close()
+    except Exception:  # noqa: BLE001 - the run's own error is what the user needs then
+        return None
+    return None if reason is None else str(reason)
 
 
 def _in_panel_order(verdicts: Iterable[PanelVerdict], order: dict[str, int]

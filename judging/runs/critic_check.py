@@ -309,12 +309,13 @@ class CheckBudget(BudgetGuard):
         super().__init__(cap)
         self._one_at_a_time = threading.Lock()
 
-    def reserve(self, worst: Reservation) -> Reservation | None:
+    def reserve(self, held: Reservation, *, cancel: threading.Event | None = None
+                ) -> Reservation | None:
         # Under our own lock, so no other critic's call ever sees the latch set by this one.
         with self._one_at_a_time:
-            held = super().reserve(worst)
+            taken = super().reserve(held, cancel=cancel)
             self.reached = False
-            return held
+            return taken
 
 
 def _one_sample(critic: Critic) -> Critic:

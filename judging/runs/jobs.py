@@ -15,7 +15,9 @@ A `JobRegistry` is plain Python (a dict behind a lock); the app keeps one per pr
    last verdict arrives, so Review fills up while the run goes on;
 5. writes the final consensus and per-item alpha of every fully judged item, then marks the run
    done / cancelled / failed. Nothing raises out of the worker: a crash marks the run failed
-   with the error's message. The writer also beats a heartbeat (see `mark_interrupted_runs`).
+   with the error's message, and so does a critic that gave no verdict at all (every call it
+   made failed), naming it and its first failure (`stop_reason` 'no_verdict'). The writer
+   also beats a heartbeat (see `mark_interrupted_runs`).
 
 The database is the truth: the registry dies with the process. `mark_interrupted_runs` at
 start-up turns runs still marked `running` (and owned by no live job) into `interrupted`."""

@@ -45,7 +45,15 @@ from storage.calls import (
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.datasets import DatasetItems, get_item
 from storage.db import open_db
-from storage.runs import get_run, heartbeat, refresh_run_totals, set_run_status, set_stop_reason
+from storage.runs import (
+    STOP_NO_VERDICT,
+    critics_without_verdict,
+    get_run,
+    heartbeat,
+    refresh_run_totals,
+    set_run_status,
+    set_stop_reason,
+)
 from storage.vendor_batches import BatchResultStore, clear_results, run_batches
 
 log = logging.getLogger(__name__)
@@ -213,18 +221,37 @@ class Worker:
         # Per-item alpha uses the dataset's expected disagreement, so it is recomputed over
         # every stored item of the run, not just the ones this job judged.
         store_item_alphas(db, job.run_id, panel)
-        stopped = "; ".join(
-            [f"{name}: {reason}" for name, reason in result.stopped_critics.items()]
-            + [f"{row['critic']}: the vendor's batch {row['batch_id']} failed: {row['error']}"
-               for row in run_batches(db, job.run_id)
-               if row["state"] == "failed" and row["batch_id"] in self.awaited_batches])
+        stops = ([(name, reason) for name, reason in result.stopped_critics.items()]
+                 + [(row["critic"], f"the vendor's batch {row['batch_id']} failed: {row['error']}")
+                    for row in run_batches(db, job.run_id)
+                    if row["state"] == "failed" and row["batch_id"] in self.awaited_batches])
+        stopped = "; ".join(f"{name}: {reason}" for name, reason in stops)
         if budget is not None and budget.reached and unfinished:
             # Stopped by its cap: resumable like a cancelled run, and says why.
             set_stop_reason(db, job.run_id, "budget")
             return "cancelled", budget.summary()
         if job.cancel_event.is_set() and unfinished:
             return "cancelled", None
-        return "done", (f"Critics stopped during the run: {stopped}" if stopped else None)
+        # A critic that gave no verdict on any item is a panel that did not run as built,
+        # whatever the other critics did: every vote, agreement figure and review of the run is
+        # short of that critic, and "done" with exit 0 let that pass unnoticed (a bad key, an
+        # unknown model, a template the vendor cannot take). So the run ends failed, naming the
+        # critic and its first failure; the other critics' verdicts stay stored and reviewable,
+        # and a resume sends only the failed calls. One item re-judged leaves the run's status
+        # as it was, so it is not judged by this rule.
+        silent = {} if rejudge else critics_without_verdict(db, job.run_id)
+        if silent:
+            set_stop_reason(db, job.run_id, STOP_NO_VERDICT)
+            return "failed", no_verdict_sentence(silent, n_critics=n_critics, stopped_elsewhere=[
+                f"{name}: {reason}" for name, reason in stops
+                if name not in silent or reason not in silent[name][1]])
+        adjusted = "; ".join(f"{name}: {' '.join(notes)}"
+                             for name, notes in result.adjusted_critics.items())
+        notes = [text for text in (
+            f"Critics stopped during the run: {stopped}" if stopped else "",
+            f"Parameters the vendors refused, dropped or renamed for the run: {adjusted}"
+            if adjusted else "") if text]
+        return "done", (" ".join(notes) if notes else None)
 
 
     def _wait_for_vendor(self, db: Any, panel: Panel, items: Sequence[Item],
@@ -337,6 +364,22 @@ def store_item_alphas(db: Any, run_id: int, panel: Panel, *, chunk_size: int | N
             })
     except Exception:
         log.exception("per-item alpha for run %s could not be computed", run_id)
+
+
+def no_verdict_sentence(silent: dict[str, tuple[int, str]], *, n_critics: int,
+                        stopped_elsewhere: Sequence[str] = ()) -> str:
+    """Why a run failed when critics gave no verdict at all (`critics_without_verdict`)."""
+    parts = [f"critic {name!r} gave no verdict: all {failed:,} of its calls failed (the first: "
+             f"{message.rstrip('.')})" for name, (failed, message) in silent.items()]
+    kept = ("The other critics' verdicts are kept and can be reviewed; "
+            if len(silent) < n_critics else "")
+    text = ("; ".join(parts) + f". {kept}fix the cause and resume the run (only the failed "
+            "calls are sent again).")
+    text = text.replace(". fix", ". Fix")
+    text = text[0].upper() + text[1:]
+    if stopped_elsewhere:
+        text += f" Critics stopped during the run: {'; '.join(stopped_elsewhere)}."
+    return text
 
 
 def _describe(error: BaseException) -> str:

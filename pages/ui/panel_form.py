@@ -24,6 +24,7 @@ from judging.critics import Critic
 from judging.curation import CurationConfig
 from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
+from judging.prompt_syntax import template_problem
 from judging.rubric import RubricConfig
 from judging.scales import Scale
 from judging.vendors import PRESETS
@@ -78,10 +79,12 @@ def _new_critic(draft: dict[str, Any], preset: str, fields: list[str] | None) ->
     if draft["critics"] and draft["critics"][-1].get("vendor") == preset:
         base = {k: v for k, v in copy.deepcopy(draft["critics"][-1]).items() if k != "_uid"}
     else:
+        last = draft["critics"][-1].get("prompt_template", "") if draft["critics"] else ""
+        # The last critic's prompt may be mid-edit and broken: a new critic needs a valid one.
+        prompt = last if last and template_problem(last) is None else prompt_for_fields(
+            fields or [])
         base = Critic(name="x", vendor=preset, model=SUGGESTED_MODELS.get(preset, "model"),
-                      prompt_template=(draft["critics"][-1]["prompt_template"]
-                                       if draft["critics"] else prompt_for_fields(fields or []))
-                      ).model_dump(mode="json")
+                      prompt_template=prompt).model_dump(mode="json")
     base["name"] = f"critic-{n}"
     return _with_uid(base)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -53,13 +53,18 @@ class DecisionRule:
             score as text, as the consensus of a panel without thresholds.
         score_marks: a rubric panel's scoring of a set of marks (criterion -> mark); None for
             other panels.
+        rubric: a rubric panel (set with `score_marks`).
     """
 
     split_label: str | None = None
     merge_label: str | None = None
     numeric: bool = False
-    label_of_score: Callable[[float], str] = _score_text
-    score_marks: ScoreMarks | None = None
+    # Left out of the repr and of equality: two rules of one panel are equal and print alike
+    # (the Review page keys its list on the filters' repr). `rubric` says whether marks count.
+    label_of_score: Callable[[float], str] = field(default=_score_text, repr=False,
+                                                   compare=False)
+    score_marks: ScoreMarks | None = field(default=None, repr=False, compare=False)
+    rubric: bool = False
 
 
 # Each item's latest override: the human half of the rule.
@@ -91,7 +96,7 @@ def needs_decision_sql(rule: DecisionRule) -> tuple[str, dict[str, Any]]:
     params: dict[str, Any] = {}
     if rule.numeric:
         sql = "(o.id IS NULL AND c.score IS NULL"
-        if rule.score_marks is not None:
+        if rule.rubric:
             sql += (" AND NOT EXISTS (SELECT 1 FROM criterion_overrides m"
                     " WHERE m.run_id = c.run_id AND m.item_id = c.item_id)")
         return sql + ")", params

@@ -192,7 +192,7 @@ class Accepted:
         reasons = "; ".join(f"{why} ({n:,})" for why, n in self.skipped.items())
         total = sum(self.skipped.values())
         return (f"{text}; skipped {total:,} that need{'s' if total == 1 else ''} a decision of "
-                f"your own: {reasons}. Open them with the filter **Needs a decision**.")
+                f"your own: {reasons}. The filter \"Needs a decision\" lists them.")
 
 
 def accept_consensus(

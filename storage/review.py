@@ -17,6 +17,7 @@ import sqlite_utils
 from storage.calls import REPLY_DICTIONARY, load_steps
 from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
+from storage.decisions import DecisionRule, needs_decision_sql
 from storage.overrides import override_history
 from storage.replies import unpack
 
@@ -110,6 +111,7 @@ def _filtered(
     assigned_to: str | None = None,
     unstable: float | None = None,
     disputed: bool | str = False,
+    needs_decision: DecisionRule | None = None,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -190,13 +192,18 @@ def _filtered(
         sql, extra = disputed_filter_sql(disputed if isinstance(disputed, str) else None)
         where.append(sql)
         params.update(extra)
+    if needs_decision is not None:  # the final decision cannot be acted on (storage.decisions)
+        sql, extra = needs_decision_sql(needs_decision)
+        where.append(sql)
+        params.update(extra)
     if assigned_to is not None:
         where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
                      " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
         params["assigned_to"] = str(assigned_to)
     # Joins only where a filter or the sort needs them: the count and the sort touch every
     # matching row, the details (preview, override) only the rows of the page.
-    needs_override = overridden is not None or sort == "recent_override"
+    needs_override = (overridden is not None or sort == "recent_override"
+                      or needs_decision is not None)
     where_sql = " WHERE " + " AND ".join(where)
     filter_sql = " FROM consensus c" + (_OVERRIDE_JOIN if needs_override else "") + where_sql
     return filter_sql, where_sql, params
@@ -219,6 +226,7 @@ def review_table(
     assigned_to: str | None = None,
     unstable: float | None = None,
     disputed: bool | str = False,
+    needs_decision: DecisionRule | None = None,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -246,6 +254,9 @@ def review_table(
             or scores further apart than this (`judging.stability.tolerance`).
         disputed: a rubric run's items with a criterion in dispute (True), or with that
             criterion in dispute (its id).
+        needs_decision: the run's decision rule: only the items whose final decision cannot
+            be acted on (`storage.decisions`: no label, a SPLIT without children, a MERGE
+            without target).
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -268,6 +279,7 @@ def review_table(
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
         sort=sort, assigned_to=assigned_to, unstable=unstable, disputed=disputed,
+        needs_decision=needs_decision,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -328,7 +340,7 @@ def item_position(
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
         "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
-        "unstable": None, "disputed": False,
+        "unstable": None, "disputed": False, "needs_decision": None,
     }
     unknown = set(filters) - set(args)
     if unknown:

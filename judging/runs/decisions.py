@@ -34,6 +34,7 @@ def decision_rule(panel: Panel) -> DecisionRule:
         numeric=panel.scale.is_numeric,
         label_of_score=label_of_score,
         score_marks=(lambda marks: rubric_score(marks, rubric)) if rubric.active else None,
+        rubric=rubric.active,
     )
 
 

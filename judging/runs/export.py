@@ -11,18 +11,21 @@ from typing import Any
 
 from judging.panel_files import load_panel
 from judging.rubric import rubric_score
+from judging.runs.decisions import decision_rule
 from storage.export import ExportOptions
 from storage.runs import get_run
 
 
 def export_options(db: Any, run_id: int, options: ExportOptions | None = None) -> ExportOptions:
-    """`options` (default: none) with the run's rubric scorer when its panel has a rubric.
+    """`options` (default: none) with the run's final-decision rule, and its rubric scorer
+    when its panel has a rubric.
 
     Raises:
         storage.db.NotFoundError: no run has this id.
     """
-    options = options or ExportOptions()
-    rubric = load_panel(get_run(db, run_id)["panel_yaml"]).rubric
+    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    options = dataclasses.replace(options or ExportOptions(), rule=decision_rule(panel))
+    rubric = panel.rubric
     if not rubric.active:
         return options
     return dataclasses.replace(options, score_marks=lambda marks: rubric_score(marks, rubric))

@@ -144,11 +144,12 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
 
     Returns:
         A DataFrame with columns item_id, final_label, final_score (score and rubric panels,
-        else None), status ("decided" or "needs a decision"), why (the reason an item needs
-        a decision, else None), decided_by ("human" or "panel"), consensus, consensus_score,
+        else NaN), status ("decided" or "needs a decision"), why (the reason an item needs
+        a decision, else missing), decided_by ("human" or "panel"), consensus, consensus_score,
         overridden (bool: an item override exists), override_label, override_note, reviewer,
         overridden_at, children (a list), merge_into, adjudication (bool), marked (bool: a
-        reviewer marked a criterion).
+        reviewer marked a criterion). Missing values are pandas' (NaN): `decision_records`
+        gives plain rows with None.
 
     The label rule runs in SQLite; Python only touches the items a human scored or marked.
     """
@@ -177,37 +178,37 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
     for flag in ("overridden", "adjudication"):
         frame[flag] = frame[flag].astype(bool)
     frame["marked"] = frame["marked_at"].notna()
-    # A column without a value in any row comes back as floats (NaN): None, as in SQLite.
-    for column in ("final_label", "final_score", "consensus", "consensus_score",
-                   "override_label", "override_note", "reviewer", "overridden_at", "children",
-                   "merge_into", "marked_at"):
-        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-    frame["children"] = frame["children"].map(
-        lambda text: json.loads(text) if isinstance(text, str) and text else [])
+    frame["children"] = pd.Series(
+        [json.loads(text) if isinstance(text, str) and text else [] for text in frame["children"]],
+        index=frame.index, dtype=object)
+    frame["final_score"] = frame["final_score"].astype(float)
     if rule.numeric:
         _apply_scores(db, run_id, rule, frame)
     frame["decided_by"] = (frame["overridden"] | frame["marked"]).map(
         {True: "human", False: "panel"})
     if rule.numeric:
-        frame["status"] = frame["final_score"].map(
-            lambda s: NEEDS_DECISION if s is None else DECIDED)
-        frame["why"] = frame["status"].map(
-            lambda s: "no score: no critic's marks or score could be counted"
-            if s == NEEDS_DECISION else None)
+        missing = frame["final_score"].isna()
+        frame["why"] = missing.map(
+            {True: "no score: no critic's marks or score could be counted", False: None})
     else:
-        frame["status"] = frame["reason"].map(
-            lambda r: DECIDED if r is None or r != r else NEEDS_DECISION)
-        frame["why"] = [None if status == DECIDED else _why(rule, label)
-                        for status, label in zip(frame["status"], frame["final_label"],
-                                                 strict=True)]
-    if not rule.numeric:
-        frame["final_score"] = None
-    frame["why"] = pd.Series(list(frame["why"]), index=frame.index, dtype=object)
-    frame["why"] = frame["why"].where(frame["why"].notna(), None)
+        missing = frame["reason"].notna()
+        frame["why"] = [_why(rule, label) if open_ else None
+                        for open_, label in zip(missing, frame["final_label"], strict=True)]
+        frame["final_score"] = float("nan")
+    frame["status"] = missing.map({True: NEEDS_DECISION, False: DECIDED})
     return frame[[
         "item_id", "final_label", "final_score", "status", "why", "decided_by", "consensus",
         "consensus_score", "overridden", "override_label", "override_note", "reviewer",
         "overridden_at", "children", "merge_into", "adjudication", "marked"]]
+
+
+def decision_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A `final_decisions` frame as plain rows, a missing value as None (pandas reads one as
+    NaN)."""
+    columns = list(frame.columns)
+    return [{c: (None if not isinstance(v, list) and pd.isna(v) else v)
+             for c, v in zip(columns, values, strict=True)}
+            for values in frame.itertuples(index=False, name=None)]
 
 
 def _apply_scores(db: sqlite_utils.Database, run_id: int, rule: DecisionRule,
@@ -228,9 +229,9 @@ def _apply_scores(db: sqlite_utils.Database, run_id: int, rule: DecisionRule,
                 score = float(row["override_label"])
             except (TypeError, ValueError):  # a label typed on a score scale: kept as given
                 frame.at[at, "final_label"] = row["override_label"]
-                frame.at[at, "final_score"] = None
+                frame.at[at, "final_score"] = float("nan")
                 continue
-        frame.at[at, "final_score"] = score
+        frame.at[at, "final_score"] = float("nan") if score is None else score
         frame.at[at, "final_label"] = None if score is None else rule.label_of_score(score)
 
 

@@ -12,7 +12,7 @@ from judging.errors import DataError
 from judging.panel_files import load_panel
 from judging.runs.decisions import decision_rule
 from storage.datasets import load_items
-from storage.decisions import final_decisions
+from storage.decisions import decision_records, final_decisions
 from storage.export import rows_csv_bytes
 from storage.runs import get_run
 
@@ -35,11 +35,11 @@ def curated_taxonomy(db: sqlite_utils.Database, run_id: int) -> CuratedTaxonomy:
     fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
     final = final_decisions(db, run_id, decision_rule(panel))
     decisions = [
-        {"item_id": row.item_id, "fields": fields.get(row.item_id, {}),
-         "final_label": row.final_label, "children": row.children,
-         "merge_into": row.merge_into, "note": row.override_note, "reviewer": row.reviewer,
-         "why": row.why}
-        for row in final.itertuples(index=False)
+        {"item_id": row["item_id"], "fields": fields.get(row["item_id"], {}),
+         "final_label": row["final_label"], "children": row["children"],
+         "merge_into": row["merge_into"], "note": row["override_note"],
+         "reviewer": row["reviewer"], "why": row["why"]}
+        for row in decision_records(final)
     ]
     return curate(panel.curation, decisions)
 

@@ -105,7 +105,7 @@ def needs_decision_sql(rule: DecisionRule) -> tuple[str, dict[str, Any]]:
 
 
 def _why(rule: DecisionRule, label: str | None) -> str:
-    if label is None:
+    if label is None or pd.isna(label):
         return "no consensus: the vote abstained"
     if label == rule.split_label:
         return f"a {label} needs its new child classes, and only a reviewer names them"

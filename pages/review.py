@@ -187,7 +187,7 @@ with form_col:
             st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
             hint = None if hidden else unactionable_hint(panel, detail)
             if hint:
-                st.caption(plain(hint))
+                st.caption(hint)
             if panel.scale.is_numeric:
                 default = None if hidden else detail.get("final_label")
                 try:

@@ -140,7 +140,7 @@ if open_conflicts:
                          key=f"{k}label.{item_id}")
         hint = unactionable_hint(panel, detail)
         if hint:
-            st.caption(plain(hint))
+            st.caption(hint)
         # Asked as Review asks: a split's new child classes, a merge's target (prefilled from
         # the latest reviewer's decision, so their children are not lost).
         children_text, merge_into = curation_fields(panel, int(run["dataset_id"]), detail, k,

@@ -40,7 +40,8 @@ def preselected_label(panel: Panel, detail: dict[str, Any], options: list[str]) 
 
 
 def unactionable_hint(panel: Panel, detail: dict[str, Any]) -> str | None:
-    """Why the item's final decision needs one of yours (shown above the form), or None."""
+    """Why the item's final decision needs one of yours, as markdown for `st.caption` (the
+    reason escaped: it holds a label), or None."""
     if not panel.curation.active:
         return None
     latest = latest_decision(detail)
@@ -48,7 +49,7 @@ def unactionable_hint(panel: Panel, detail: dict[str, Any]) -> str | None:
     if final is not None and panel.curation.action_of(final) is None:
         return None  # a label with no curation meaning: nothing more to ask for
     why = unactionable(panel.curation, final, latest.get("children"), latest.get("merge_into"))
-    return None if why is None else f"Needs a decision: {why}."
+    return None if why is None else f"**Needs a decision**: {plain(why)}."
 
 
 def curation_fields(panel: Panel, dataset_id: int, detail: dict[str, Any], prefix: str,

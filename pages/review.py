@@ -239,7 +239,7 @@ if hidden:
 if panel.rubric.active:
     grid_col, mark_col = st.columns([3, 2])
     with grid_col:
-        rubric_grid(detail, panel.rubric, critics)
+        rubric_grid(detail, panel.rubric, critics, decision_rule(panel))
     with mark_col:
         criterion_mark_form(run_id, item_id, panel.rubric, reviewer, k, flash_key)
 st.markdown("**Critics**")

@@ -8,6 +8,7 @@ import csv
 import io
 import pathlib
 import shutil
+from typing import Any
 
 import pytest
 
@@ -62,18 +63,28 @@ def banded_db(banded_template: tuple[pathlib.Path, int],
     return app_db, run_id
 
 
-def _flip(path: pathlib.Path, run_id: int, item: str) -> tuple[str, float, str]:
-    """The mark of "answers" (weight 2 of 4) that moves `item`'s score, with the new score and
-    the band it falls in."""
+def _flip(path: pathlib.Path, run_id: int, item: str) -> tuple[str, float, str] | None:
+    """The mark of "answers" (weight 2 of 4) that moves `item`'s score into another band, with
+    the new score and that band; None when flipping it leaves the item in its band."""
     detail = item_detail(open_db(path), run_id, item)
     marks = {c: v["mark"] for c, v in detail["consensus"]["marks"].items()}
     flipped = UNMET if marks["answers"] == MET else MET
     rubric = load_panel(ROOT / "judging" / "demo" / "rubric_panel.yaml").rubric
     score = rubric_score({**marks, "answers": flipped}, rubric)
-    assert score is not None
-    label = band(score, THRESHOLDS)
-    assert label is not None and label != detail["consensus"]["consensus"]
+    label = None if score is None else band(score, THRESHOLDS)
+    if score is None or label is None or label == detail["consensus"]["consensus"]:
+        return None
     return flipped, score, label
+
+
+def _flippable(path: pathlib.Path, run_id: int, **filters: Any) -> tuple[str, str, float, str]:
+    """The first item of the review list (`filters`) whose "answers" flip changes its band."""
+    frame, _ = review_table(open_db(path), run_id, limit=None, **filters)
+    for item in map(str, frame["item_id"]):
+        flip = _flip(path, run_id, item)
+        if flip is not None:
+            return (item, *flip)
+    raise AssertionError("no item of the demo changes band with its main criterion")
 
 
 def test_the_consensus_label_is_the_score_s_band(banded_db):
@@ -87,8 +98,7 @@ def test_the_consensus_label_is_the_score_s_band(banded_db):
 def test_a_reviewer_s_marks_give_the_final_label_by_the_thresholds_everywhere(banded_db):
     path, run_id = banded_db
     db = open_db(path)
-    item = str(review_table(db, run_id, sort="item", limit=1)[0]["item_id"].iloc[0])
-    flipped, score, label = _flip(path, run_id, item)
+    item, flipped, score, label = _flippable(path, run_id, sort="item")
     add_criterion_override(db, run_id, item, "answers", flipped, "read it twice", "ana")
 
     row = run_decisions(db, run_id).set_index("item_id").loc[item]
@@ -105,8 +115,7 @@ def test_a_rubric_review_counts_as_reviewed_by_a_human(banded_db):
     path, run_id = banded_db
     db = open_db(path)
     assert run_agreement_report(db, run_id, resamples=50).vs_humans == {}
-    item = str(review_table(db, run_id, sort="item", limit=1)[0]["item_id"].iloc[0])
-    flipped, score, _ = _flip(path, run_id, item)
+    item, flipped, _, _ = _flippable(path, run_id, sort="item")
     add_criterion_override(db, run_id, item, "answers", flipped, "", "ana")
     report = run_agreement_report(db, run_id, resamples=50)
     assert report.vs_humans  # every critic is now compared with the human's score
@@ -120,11 +129,10 @@ def test_a_rubric_review_counts_as_reviewed_by_a_human(banded_db):
 def test_review_s_mark_form_shows_the_label_the_marks_give(banded_db):
     path, run_id = banded_db
     k = f"rv{run_id}."
-    at = open_page("review", query={"run": str(run_id)})
-    at.toggle(key=k + "disagree").set_value(False).run()
+    item, flipped, score, label = _flippable(path, run_id, disagreements_only=True)
+    at = open_page("review", query={"run": str(run_id), "item": item})
     at.text_input(key=k + "reviewer").input("ana").run()
-    item = at.session_state[k + "item"]
-    flipped, score, label = _flip(path, run_id, item)
+    assert at.session_state[k + "item"] == item
     at.selectbox(key=f"{k}criterion_id.{item}").set_value("answers")
     at.radio(key=f"{k}criterion_mark.{item}").set_value(flipped)
     at.button(key=f"FormSubmitter:{k}criterion.{item}-Save this criterion's mark").click().run()

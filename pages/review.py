@@ -146,7 +146,8 @@ if st.query_params.get("item") != item_id:
 
 detail = None
 with user_errors():
-    detail = fill_requests(db(), run_id, item_detail(db(), run_id, item_id))
+    detail = fill_requests(db(), run_id, item_detail(db(), run_id, item_id,
+                                                     decision_rule(panel)))
 if detail is None:
     st.session_state[item_key] = None
     st.stop()
@@ -189,7 +190,10 @@ with form_col:
             if hint:
                 st.caption(hint)
             if panel.scale.is_numeric:
-                default = None if hidden else detail.get("final_label")
+                # The rule's score (a band is no number), else the label as a figure.
+                rule_score = (detail.get("decision") or {}).get("final_score")
+                default = None if hidden else (detail.get("final_label") if rule_score is None
+                                               else rule_score)
                 try:
                     default_score = float(default) if default is not None else None
                 except ValueError:

@@ -22,7 +22,7 @@ rule as a `DecisionRule` (`judging.runs.decisions.decision_rule` builds it from 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,13 +134,15 @@ def _final_marks(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[str]
 
 
 def final_decisions(db: sqlite_utils.Database, run_id: int,
-                    rule: DecisionRule | None = None) -> pd.DataFrame:
+                    rule: DecisionRule | None = None, *,
+                    item_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """The final decision of every item of the run (see the module's doc), in item order.
 
     Args:
         db: this thread's connection.
         run_id: the run.
         rule: the panel's part of the rule (default: a label panel without curation).
+        item_ids: only these items (at most a page of them; default: every item).
 
     Returns:
         A DataFrame with columns item_id, final_label, final_score (score and rubric panels,
@@ -155,6 +157,10 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
     """
     rule = rule or DecisionRule()
     params: dict[str, Any] = {"run": run_id}
+    only = ""
+    if item_ids is not None:
+        params.update({f"item{n}": str(i) for n, i in enumerate(item_ids)})
+        only = " AND c.item_id IN (" + ", ".join(f":item{n}" for n in range(len(item_ids))) + ")"
     final = "coalesce(o.label, c.consensus)"
     conditions = [] if rule.numeric else _unactionable_sql(rule, final, params)
     reason = ("CASE " + " ".join(f"WHEN {cond} THEN {n}" for n, cond in enumerate(conditions))
@@ -170,7 +176,7 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
                o.children, o.merge_into, coalesce(o.adjudication, 0) AS adjudication,
                {marked} AS marked_at
         FROM consensus c LEFT JOIN ({_LATEST}) o ON o.item_id = c.item_id
-        WHERE c.run_id = :run
+        WHERE c.run_id = :run{only}
         ORDER BY c.position, c.item_id
         """,
         db.conn, params=params,

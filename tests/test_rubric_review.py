@@ -139,3 +139,7 @@ def test_review_s_mark_form_shows_the_label_the_marks_give(banded_db):
     no_exception(at)
     assert final_marks(open_db(path), run_id)[item]["answers"] == flipped
     assert f"{score:.2f}, label {label} (by the panel" in all_text(at).replace("\\", "")
+    # The item's line and the list say the same final label.
+    assert f"final {label} (a reviewer's criterion marks)" in [t.value for t in at.text][0]
+    table = next(f.value for f in at.dataframe if "final_label" in f.value.columns)
+    assert table.set_index("item_id").loc[item, "final_label"] == label

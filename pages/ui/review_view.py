@@ -175,8 +175,10 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
             key=k + "disputed", help="Items whose critics gave different marks on a criterion")
 
     kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
-    if needs and panel is not None:
-        kwargs["needs_decision"] = decision_rule(panel)
+    if panel is not None:  # how the table's final label reads (`storage.decisions`)
+        kwargs["rule"] = decision_rule(panel)
+        if needs:
+            kwargs["needs_decision"] = kwargs["rule"]
     if disputed not in (None, ANY):
         kwargs["disputed"] = True if disputed == "any criterion" else disputed
     if ties:
@@ -374,6 +376,8 @@ def consensus_line(detail: dict[str, Any]) -> str:
     final = detail.get("final_label")
     if detail.get("overrides"):
         parts.append(f"final {final} (override)")
+    elif (detail.get("decision") or {}).get("marked"):  # a rubric rescored by a reviewer
+        parts.append(f"final {final} (a reviewer's criterion marks)")
     if c.get("note"):
         parts.append(str(c["note"]))
     return " · ".join(parts)

@@ -76,7 +76,8 @@ _LATEST = (
 
 def _unactionable_sql(rule: DecisionRule, final: str, params: dict[str, Any]) -> list[str]:
     """SQL conditions (over the consensus row `c` and the latest override `o`) under which the
-    final label `final` cannot be acted on; their reasons are `_REASONS` in the same order."""
+    final label `final` cannot be acted on: no label, a split without children, a merge without
+    target (`_why` words each for the user)."""
     conditions = [f"{final} IS NULL"]
     if rule.split_label:
         params["rule_split"] = rule.split_label

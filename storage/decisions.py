@@ -77,7 +77,7 @@ _LATEST = (
 def _unactionable_sql(rule: DecisionRule, final: str, params: dict[str, Any]) -> list[str]:
     """SQL conditions (over the consensus row `c` and the latest override `o`) under which the
     final label `final` cannot be acted on: no label, a split without children, a merge without
-    target (`_why` words each for the user)."""
+    target (`_reasons` words each for the user, in the same order)."""
     conditions = [f"{final} IS NULL"]
     if rule.split_label:
         params["rule_split"] = rule.split_label
@@ -105,12 +105,16 @@ def needs_decision_sql(rule: DecisionRule) -> tuple[str, dict[str, Any]]:
                                               params)) + ")", params
 
 
-def _why(rule: DecisionRule, label: str | None) -> str:
-    if label is None or pd.isna(label):
-        return "no consensus: the vote abstained"
-    if label == rule.split_label:
-        return f"a {label} needs its new child classes, and only a reviewer names them"
-    return f"a {label} needs the class to merge into, and only a reviewer names it"
+def _reasons(rule: DecisionRule) -> list[str]:
+    """Why a decision cannot be acted on, in the order of `_unactionable_sql`'s conditions."""
+    reasons = ["no consensus: the vote abstained"]
+    if rule.split_label:
+        reasons.append(f"a {rule.split_label} needs its new child classes, and only a "
+                       "reviewer names them")
+    if rule.merge_label:
+        reasons.append(f"a {rule.merge_label} needs the class to merge into, and only a "
+                       "reviewer names it")
+    return reasons
 
 
 def _final_marks(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[str]
@@ -150,7 +154,7 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
         else NaN), status ("decided" or "needs a decision"), why (the reason an item needs
         a decision, else missing), decided_by ("human" or "panel"), consensus, consensus_score,
         overridden (bool: an item override exists), override_label, override_note, reviewer,
-        overridden_at, children (a list), merge_into, adjudication (bool), marked (bool: a
+        overridden_at, children (a tuple), merge_into, adjudication (bool), marked (bool: a
         reviewer marked a criterion). Missing values are pandas' (NaN): `decision_records`
         gives plain rows with None.
 
@@ -185,9 +189,13 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
     for flag in ("overridden", "adjudication"):
         frame[flag] = frame[flag].astype(bool)
     frame["marked"] = frame["marked_at"].notna()
-    frame["children"] = pd.Series(
-        [json.loads(text) if isinstance(text, str) and text else [] for text in frame["children"]],
-        index=frame.index, dtype=object)
+    # Tuples, parsed only where a split recorded some: a new list per row, or a pass over every
+    # row in Python, costs seconds at a million items; one shared empty tuple costs nothing.
+    given = frame["children"].notna()
+    children = pd.Series([()] * len(frame), index=frame.index, dtype=object)
+    for at, text in frame.loc[given, "children"].items():
+        children[at] = tuple(json.loads(text)) if text else ()
+    frame["children"] = children
     frame["final_score"] = frame["final_score"].astype(float)
     if rule.numeric:
         _apply_scores(db, run_id, rule, frame)
@@ -199,8 +207,7 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
             {True: "no score: no critic's marks or score could be counted", False: None})
     else:
         missing = frame["reason"].notna()
-        frame["why"] = [_why(rule, label) if open_ else None
-                        for open_, label in zip(missing, frame["final_label"], strict=True)]
+        frame["why"] = frame["reason"].map(dict(enumerate(_reasons(rule))))
         frame["final_score"] = float("nan")
     frame["status"] = missing.map({True: NEEDS_DECISION, False: DECIDED})
     return frame[[
@@ -213,7 +220,7 @@ def decision_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A `final_decisions` frame as plain rows, a missing value as None (pandas reads one as
     NaN)."""
     columns = list(frame.columns)
-    return [{c: (None if not isinstance(v, list) and pd.isna(v) else v)
+    return [{c: (None if not isinstance(v, (list, tuple)) and pd.isna(v) else v)
              for c, v in zip(columns, values, strict=True)}
             for values in frame.itertuples(index=False, name=None)]
 

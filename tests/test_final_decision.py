@@ -83,7 +83,7 @@ def test_a_curation_consensus_that_cannot_be_acted_on_needs_a_decision(db):
         DECIDED, NEEDS_DECISION, NEEDS_DECISION, NEEDS_DECISION, DECIDED, DECIDED, DECIDED]
     assert "child classes" in final[ids[1]]["why"] and "merge into" in final[ids[2]]["why"]
     assert "abstained" in final[ids[3]]["why"]
-    assert (final[ids[5]]["children"], final[ids[5]]["decided_by"]) == (["Trail", "Road"], "human")
+    assert (final[ids[5]]["children"], final[ids[5]]["decided_by"]) == (("Trail", "Road"), "human")
     assert final[ids[6]]["merge_into"] == "Boots"
     assert decision_counts(final_decisions(db, run_id, decision_rule(CURATION))) == {
         DECIDED: 4, NEEDS_DECISION: 3}

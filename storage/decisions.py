@@ -67,10 +67,10 @@ class DecisionRule:
     rubric: bool = False
 
 
-# Each item's latest override: the human half of the rule.
+# Each item's latest override: the human half of the rule ({only}: a narrower set of items).
 _LATEST = (
     "SELECT o.* FROM overrides o JOIN (SELECT item_id, max(id) AS id FROM overrides"
-    " WHERE run_id = :run GROUP BY item_id) m ON m.id = o.id"
+    " WHERE run_id = :run{only} GROUP BY item_id) m ON m.id = o.id"
 )
 
 
@@ -147,7 +147,7 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
         db: this thread's connection.
         run_id: the run.
         rule: the panel's part of the rule (default: a label panel without curation).
-        item_ids: only these items (at most a page of them; default: every item).
+        item_ids: only these items (default: every item).
 
     Returns:
         A DataFrame with columns item_id, final_label, final_score (score and rubric panels,
@@ -162,10 +162,14 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
     """
     rule = rule or DecisionRule()
     params: dict[str, Any] = {"run": run_id}
-    only = ""
-    if item_ids is not None:
-        params.update({f"item{n}": str(i) for n, i in enumerate(item_ids)})
-        only = " AND c.item_id IN (" + ", ".join(f":item{n}" for n in range(len(item_ids))) + ")"
+    only, source = "", "consensus c"
+    if item_ids is not None:  # one parameter however many: SQLite caps the count of `?`
+        params["items"] = json.dumps(list(dict.fromkeys(str(i) for i in item_ids)))
+        only = " AND item_id IN (SELECT value FROM json_each(:items))"
+        # The items first, then each one's row by its key: left to itself, SQLite walks the
+        # run's rows in position order (the ORDER BY), every one of them for a single item.
+        source = ("json_each(:items) j CROSS JOIN consensus c ON c.run_id = :run"
+                  " AND c.item_id = j.value")
     final = "coalesce(o.label, c.consensus)"
     conditions = [] if rule.numeric else _unactionable_sql(rule, final, params)
     reason = ("CASE " + " ".join(f"WHEN {cond} THEN {n}" for n, cond in enumerate(conditions))
@@ -180,8 +184,8 @@ def final_decisions(db: sqlite_utils.Database, run_id: int,
                o.note AS override_note, o.reviewer, o.created_at AS overridden_at,
                o.children, o.merge_into, coalesce(o.adjudication, 0) AS adjudication,
                {marked} AS marked_at
-        FROM consensus c LEFT JOIN ({_LATEST}) o ON o.item_id = c.item_id
-        WHERE c.run_id = :run{only}
+        FROM {source} LEFT JOIN ({_LATEST.format(only=only)}) o ON o.item_id = c.item_id
+        WHERE c.run_id = :run
         ORDER BY c.position, c.item_id
         """,
         db.conn, params=params,

@@ -139,7 +139,12 @@ def human_labels(db: sqlite_utils.Database, run_id: int,
     """
     rule = rule or DecisionRule()
     if rule.numeric:
-        final = final_decisions(db, run_id, rule)
+        # Only the items a human scored or marked (Agreement asks on every rerun: reading every
+        # item's decision would cost seconds at a million items).
+        reviewed = [row[0] for row in db.execute(
+            "SELECT item_id FROM overrides WHERE run_id = ? UNION"
+            " SELECT item_id FROM criterion_overrides WHERE run_id = ?", [run_id, run_id])]
+        final = final_decisions(db, run_id, rule, item_ids=reviewed)
         human = final[(final["decided_by"] == "human") & final["final_score"].notna()]
         labels = {item_id: repr(float(score)) for item_id, score
                   in zip(human["item_id"], human["final_score"], strict=True)}

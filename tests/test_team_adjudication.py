@@ -16,13 +16,17 @@ from storage.review import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 
 
-def _conflict(path: pathlib.Path, run_id: int) -> str:
-    """An item two reviewers labelled differently (ana split it, with children; bob kept it)."""
+def _conflict(path: pathlib.Path, run_id: int, *, split_last: bool = False) -> str:
+    """An item two reviewers labelled differently: ana split it, with children; bob kept it
+    (after her, or before her with `split_last`)."""
     db = open_db(path)
     item = str(review_table(db, run_id, sort="item", limit=1)[0]["item_id"].iloc[0])
     save_assignment(db, run_id, {item: ["ana", "bob"]})
+    if split_last:
+        add_override(db, run_id, item, "KEEP", "one kind", "bob")
     add_override(db, run_id, item, "SPLIT", "two kinds", "ana", children=["Trail", "Road"])
-    add_override(db, run_id, item, "KEEP", "one kind", "bob")
+    if not split_last:
+        add_override(db, run_id, item, "KEEP", "one kind", "bob")
     return item
 
 
@@ -38,7 +42,8 @@ def test_a_lead_s_split_needs_children_keeps_them_and_the_taxonomy_shows_them(de
     assert "Trail, Road" in set(at.dataframe[-1].value["children"])
 
     at.radio(key=f"{k}label.{item}").set_value("SPLIT")
-    at.text_area(key=f"{k}children.{item}").set_value("")  # prefilled with ana's: cleared
+    # Prefilled from the latest decision (bob's KEEP: no children), so a bare SPLIT is refused.
+    assert at.text_area(key=f"{k}children.{item}").value == ""
     at.text_input(key=k + "lead").set_value("lea")
     at.button(key=submit).click().run()
     no_exception(at)
@@ -57,6 +62,22 @@ def test_a_lead_s_split_needs_children_keeps_them_and_the_taxonomy_shows_them(de
     assert (split.children, split.reviewer) == (("Trail running", "Road running"), "lea")
 
 
+def test_a_lead_who_sides_with_a_split_keeps_the_reviewer_s_children(demo_db):
+    path, run_id = demo_db
+    item = _conflict(path, run_id, split_last=True)
+    k = f"team{run_id}."
+    at = open_page("team", query={"run": str(run_id)})
+    assert at.text_area(key=f"{k}children.{item}").value == "Trail\nRoad"
+    at.radio(key=f"{k}label.{item}").set_value("SPLIT")
+    at.text_input(key=k + "lead").set_value("lea")
+    at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
+    no_exception(at)
+    saved = item_detail(open_db(path), run_id, item)["overrides"][-1]
+    assert (saved["label"], saved["children"]) == ("SPLIT", ["Trail", "Road"])
+    assert any(d.item_id == item and d.children == ("Trail", "Road")
+               for d in curated_taxonomy(open_db(path), run_id).split)
+
+
 def test_a_lead_s_merge_needs_its_target(demo_db):
     path, run_id = demo_db
     item = _conflict(path, run_id)
@@ -71,7 +92,6 @@ def test_a_lead_s_merge_needs_its_target(demo_db):
     target = next(o for o in picker.options
                   if o != item_detail(open_db(path), run_id, item)["fields"]["candidate_class"])
     picker.set_value(target)
-    at.text_area(key=f"{k}children.{item}").set_value("")  # a merge has no children
     at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
     no_exception(at)
     saved = item_detail(open_db(path), run_id, item)["overrides"][-1]

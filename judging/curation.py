@@ -116,23 +116,33 @@ class Decision:
     merge_into: str | None = None
     note: str = ""
     reviewer: str | None = None  # None: the panel's consensus, no human decided
+    why: str | None = None  # why it needs a decision (None: it is decided)
 
     def as_row(self) -> dict[str, Any]:
         return {"class": self.class_name, "parent": self.parent, "decision": self.action,
                 "label": self.label, "children": list(self.children),
                 "merge_into": self.merge_into, "note": self.note,
-                "decided_by": self.reviewer or "panel consensus", "item_id": self.item_id}
+                "decided_by": self.reviewer or "panel consensus", "item_id": self.item_id,
+                "needs_a_decision": self.why}
 
 
 @dataclass
 class CuratedTaxonomy:
-    """The classes kept, removed, split (with their new children) and merged (with targets)."""
+    """The classes kept, removed, split (with their new children) and merged (with targets),
+    and those that need a decision: no final label, a label with no curation meaning, a split
+    without its children or a merge without its target (the panel's consensus never names
+    them: only a reviewer does). Those are never counted as split or merged."""
 
     kept: list[Decision] = field(default_factory=list)
     removed: list[Decision] = field(default_factory=list)
     split: list[Decision] = field(default_factory=list)
     merged: list[Decision] = field(default_factory=list)
-    undecided: list[Decision] = field(default_factory=list)  # no final label, or no meaning
+    needs_decision: list[Decision] = field(default_factory=list)
+
+    @property
+    def undecided(self) -> list[Decision]:
+        """The classes that need a decision (the name before they were told apart)."""
+        return self.needs_decision
 
     @property
     def changes(self) -> list[Decision]:
@@ -145,13 +155,29 @@ class CuratedTaxonomy:
             "removed": [d.as_row() for d in self.removed],
             "split": [d.as_row() for d in self.split],
             "merged": [d.as_row() for d in self.merged],
-            "undecided": [d.as_row() for d in self.undecided],
+            "needs_decision": [d.as_row() for d in self.needs_decision],
         }
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per class, in the order kept, removed, split, merged, undecided."""
+        """One row per class, in the order kept, removed, split, merged, needs a decision."""
         return [d.as_row() for d in
-                (*self.kept, *self.removed, *self.split, *self.merged, *self.undecided)]
+                (*self.kept, *self.removed, *self.split, *self.merged, *self.needs_decision)]
+
+
+def unactionable(config: CurationConfig, label: str | None, children: Iterable[str] | None,
+                 merge_into: str | None) -> str | None:
+    """Why a final decision cannot be acted on, or None when it can: no label, a label with
+    no curation meaning, a split without its new children, a merge without its target."""
+    action = config.action_of(label)
+    if label is None:
+        return "no decision: the panel's vote abstained"
+    if action is None:
+        return f"{label} is none of the curation labels"
+    if action == "split" and not list(children or ()):
+        return f"a {label} needs its new child classes: only a reviewer names them"
+    if action == "merge" and not merge_into:
+        return f"a {label} needs the class to merge into: only a reviewer names it"
+    return None
 
 
 def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> CuratedTaxonomy:
@@ -160,7 +186,8 @@ def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> Cu
     Args:
         config: the panel's curation settings (must be active).
         decisions: one mapping per item: item_id, fields (the item's fields), final_label,
-            and from its latest override, if any: children (a list), merge_into, note, reviewer.
+            and from its latest override, if any: children (a list), merge_into, note, reviewer;
+            optionally why (the reason it needs a decision, `storage.decisions`).
     """
     taxonomy = CuratedTaxonomy()
     buckets = {"keep": taxonomy.kept, "remove": taxonomy.removed, "split": taxonomy.split,
@@ -169,6 +196,10 @@ def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> Cu
         fields = row.get("fields") or {}
         action = config.action_of(row.get("final_label"))
         parent = fields.get(config.parent_field) if config.parent_field else None
+        # The rule's own reason when the row comes from `storage.decisions`; the same test
+        # here for rows built by hand (and for a label the curation gives no meaning).
+        why = row.get("why") or unactionable(config, row.get("final_label"),
+                                             row.get("children"), row.get("merge_into"))
         decision = Decision(
             item_id=str(row["item_id"]),
             class_name=str(fields.get(config.class_field or "", row["item_id"])),
@@ -179,6 +210,7 @@ def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> Cu
             merge_into=row.get("merge_into") if action == "merge" else None,
             note=str(row.get("note") or ""),
             reviewer=row.get("reviewer"),
+            why=why,
         )
-        buckets.get(action or "", taxonomy.undecided).append(decision)
+        (taxonomy.needs_decision if why else buckets[action or ""]).append(decision)
     return taxonomy

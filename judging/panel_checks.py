@@ -202,6 +202,8 @@ def _check_policies(panel: Panel) -> None:
                 "voting.error_label: error_policy 'count_as' needs the label a failure counts as"
             )
     if voting.thresholds:
+        # A rubric votes on marks, but its thresholds band the item's score (its scale).
+        scale = panel.scale if panel.rubric.active else scale
         if not scale.is_numeric:
             raise ConfigError(
                 f"voting.thresholds: thresholds map a score to a recommendation, but the scale "

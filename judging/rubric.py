@@ -12,7 +12,9 @@ CANNOT_ASSESS follows the panel's policy: "skip" leaves the criterion out (a pos
 leaves the denominator too), "unmet" / "met" count it as such.
 
 The panel votes per criterion, with its own voting settings, over the marks (MET, UNMET and
-CANNOT_ASSESS are the labels); the item's score is the score of the criteria's consensus marks.
+CANNOT_ASSESS are the labels); the item's score is the score of the criteria's consensus marks,
+and its label the score's band under the panel's `voting.thresholds` (the score as text without
+thresholds).
 A criterion whose critics disagree is "in dispute".
 """
 
@@ -29,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judging.errors import ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
-from judging.voting import VotingConfig, vote
+from judging.voting import VotingConfig, band, vote
 
 MET, UNMET, CANNOT_ASSESS = "MET", "UNMET", "CANNOT_ASSESS"
 MARKS = (MET, UNMET, CANNOT_ASSESS)
@@ -217,8 +219,13 @@ def rubric_vote(verdicts: Sequence[Verdict], weights: dict[str, float], panel_vo
     scores = [v.score for v in verdicts if v.ok and v.score is not None]
     disputed = [c for c, o in per_criterion.items() if o.disputed]
     agreements = [o.agreement for o in per_criterion.values() if o.agreement is not None]
+    score = rubric_score(consensus, rubric)
     return VoteOutcome(
-        consensus=rubric_score(consensus, rubric),
+        consensus=score,
+        # The score's band under the panel's thresholds, as a score panel's vote gives it: the
+        # item's label (`storage.decisions` labels a reviewer's rescored marks the same way).
+        recommendation=(band(score, panel_voting.thresholds)
+                        if score is not None and panel_voting.thresholds else None),
         agreement=sum(agreements) / len(agreements) if agreements else None,
         disagreement=bool(disputed),
         failed=sum(1 for v in verdicts if not v.ok),

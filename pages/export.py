@@ -98,7 +98,7 @@ if run is not None:
             for col, (title, group) in zip(counts, (
                     ("kept", taxonomy.kept), ("removed", taxonomy.removed),
                     ("split", taxonomy.split), ("merged", taxonomy.merged),
-                    ("undecided", taxonomy.undecided))):
+                    ("needs a decision", taxonomy.needs_decision))):
                 col.metric(title, f"{len(group):,}")
             st.caption("Each class by its final decision: a reviewer's latest, else the panel's "
                        "consensus (decided by: panel consensus). What changed:")
@@ -110,7 +110,7 @@ if run is not None:
                     column_order=("class", "parent", "decision", "children", "merge_into",
                                   "note", "decided_by", "item_id"))
             else:
-                st.caption("Nothing: every class is kept (or undecided).")
+                st.caption("Nothing: every class is kept (or needs a decision).")
             for tax_fmt in TAXONOMY_FORMATS:
                 st.download_button(
                     f"Download the curated taxonomy ({tax_fmt.upper()})",

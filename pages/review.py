@@ -4,9 +4,15 @@ import math
 
 import streamlit as st
 
-from judging.curation import check_decision, parse_children
+from judging.runs.decisions import decision_rule
 from judging.runs.evidence import fill_requests
 from pages.ui import review_view as rv
+from pages.ui.decision_form import (
+    checked_decision,
+    curation_fields,
+    preselected_label,
+    unactionable_hint,
+)
 from pages.ui.errors import user_errors
 from pages.ui.rubric_view import criterion_mark_form, rubric_grid
 from pages.ui.run_picker import pick_run
@@ -15,7 +21,6 @@ from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.team import reviewer_field, visitor
 from pages.ui.text import plain
-from storage.datasets import field_values
 from storage.db import StorageError
 from storage.overrides import accept_consensus, add_override, blind_label
 from storage.review import item_detail, item_position, review_table
@@ -141,7 +146,8 @@ if st.query_params.get("item") != item_id:
 
 detail = None
 with user_errors():
-    detail = fill_requests(db(), run_id, item_detail(db(), run_id, item_id))
+    detail = fill_requests(db(), run_id, item_detail(db(), run_id, item_id,
+                                                     decision_rule(panel)))
 if detail is None:
     st.session_state[item_key] = None
     st.stop()
@@ -180,8 +186,14 @@ with form_col:
         draft = f"{item_id}.blind" if hidden else item_id
         with st.form(k + "override", border=True):
             st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
+            hint = None if hidden else unactionable_hint(panel, detail)
+            if hint:
+                st.caption(hint)
             if panel.scale.is_numeric:
-                default = None if hidden else detail.get("final_label")
+                # The rule's score (a band is no number), else the label as a figure.
+                rule_score = (detail.get("decision") or {}).get("final_score")
+                default = None if hidden else (detail.get("final_label") if rule_score is None
+                                               else rule_score)
                 try:
                     default_score = float(default) if default is not None else None
                 except ValueError:
@@ -193,22 +205,15 @@ with form_col:
                 label = None if chosen is None else str(chosen)
             else:
                 options = list(panel.scale.labels)
-                final = None if hidden else detail.get("final_label")  # no hint in a blind pass
+                # No hint in a blind pass; never a label that Save would then refuse.
+                final = None if hidden else preselected_label(panel, detail, options)
                 label = st.radio("Label", options, horizontal=True,
                                  index=options.index(final) if final in options else None,
                                  format_func=plain,  # option labels are markdown: a scale's
                                  key=f"{k}label.{draft}")  # labels are data
-            curation = panel.curation
-            children_text, merge_into = "", None
-            if curation.active and curation.split_label:
-                children_text = st.text_area(
-                    f"If {plain(curation.split_label)}: the new child classes, one per line",
-                    key=f"{k}children.{draft}", height=68)
-            if curation.active and curation.merge_label:
-                merge_into = st.selectbox(
-                    f"If {plain(curation.merge_label)}: the class to merge into",
-                    field_values(db(), int(run["dataset_id"]), curation.class_field or ""),
-                    index=None, key=f"{k}merge.{draft}", placeholder="Type to search the classes")
+            # A SPLIT's children and a MERGE's target, prefilled from the latest decision.
+            children_text, merge_into = curation_fields(
+                panel, int(run["dataset_id"]), {} if hidden else detail, k, draft)
             note = st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
             saved = st.form_submit_button(
                 "Save and show the critics" if hidden else "Save and go to the next item",
@@ -217,11 +222,7 @@ with form_col:
             with user_errors("The override was not saved"):
                 if label is None:
                     raise StorageError("Pick a label first: the decision is what gets saved.")
-                class_name = str(detail["fields"].get(panel.curation.class_field or "", item_id))
-                children, merge_into = check_decision(panel.curation, label,
-                                                      parse_children(children_text), merge_into,
-                                                      class_name)
-                decided = {"children": children, "merge_into": merge_into}
+                decided = checked_decision(panel, detail, label, children_text, merge_into)
                 if hidden:
                     # Stay on the item: the critics are revealed, and the reviewer may revise.
                     add_override(db(), run_id, item_id, label, note, reviewer, blind=True, **decided)
@@ -242,7 +243,7 @@ if hidden:
 if panel.rubric.active:
     grid_col, mark_col = st.columns([3, 2])
     with grid_col:
-        rubric_grid(detail, panel.rubric, critics)
+        rubric_grid(detail, panel.rubric, critics, decision_rule(panel))
     with mark_col:
         criterion_mark_form(run_id, item_id, panel.rubric, reviewer, k, flash_key)
 st.markdown("**Critics**")
@@ -275,12 +276,13 @@ with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}
                 icon=":material/done_all:"):
     st.write(f"Each item's consensus label is recorded as an override by "
              f"{plain(reviewer.strip()) or 'the reviewer (type your name above)'}. Items whose "
-             "vote abstained are skipped.")
+             "vote abstained are skipped, and so is a consensus that needs a decision of yours "
+             "(a split without its new classes, a merge without its target).")
     sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
                        key=k + "bulk_sure")
     if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
         with user_errors("Nothing was accepted"):
             ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
-            added = accept_consensus(db(), run_id, ids, reviewer)
-            st.session_state[flash_key] = f"Accepted the consensus for {rv.count_of(added, 'item')}."
+            accepted = accept_consensus(db(), run_id, ids, reviewer, rule=decision_rule(panel))
+            st.session_state[flash_key] = plain(accepted.sentence())
             st.rerun()

@@ -7,6 +7,7 @@ import streamlit as st
 from judging.errors import DataError
 from judging.team_review import plan_assignment, reviewer_agreement
 from pages.ui import review_view as rv
+from pages.ui.decision_form import checked_decision, curation_fields, unactionable_hint
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -125,11 +126,25 @@ if open_conflicts:
     detail = item_detail(db(), run_id, item_id)
     rv.item_fields(detail, panel.pairwise)
     st.text(rv.consensus_line(detail))
+    if panel.curation.active:  # what each reviewer decided, with a split's children and a
+        # merge's target: the lead settles between those, not between bare labels
+        st.dataframe(
+            [{"reviewer": o["reviewer"], "label": o["label"],
+              "children": ", ".join(o["children"]), "merge into": o["merge_into"],
+              "note": o["note"]} for o in detail["overrides"]],
+            hide_index=True, column_config={"reviewer": st.column_config.TextColumn()})
     with st.form(k + "adjudicate"):
         said = sorted(set(labels[item_id].values()))
         options = list(panel.scale.labels) or said
         label = st.radio("Decision", options, horizontal=True, index=None, format_func=plain,
                          key=f"{k}label.{item_id}")
+        hint = unactionable_hint(panel, detail)
+        if hint:
+            st.caption(hint)
+        # Asked as Review asks: a split's new child classes, a merge's target (prefilled from
+        # the latest reviewer's decision, so their children are not lost).
+        children_text, merge_into = curation_fields(panel, int(run["dataset_id"]), detail, k,
+                                                    item_id)
         note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=68)
         lead = reviewer_field(k + "lead", person)
         decided = st.form_submit_button("Adjudicate", type="primary", disabled=not may_lead)
@@ -137,7 +152,8 @@ if open_conflicts:
         with user_errors("The decision was not saved"):
             if label is None:
                 raise DataError("Pick the decision first.")
-            add_override(db(), run_id, item_id, label, note, lead, adjudication=True)
+            parts = checked_decision(panel, detail, label, children_text, merge_into)
+            add_override(db(), run_id, item_id, label, note, lead, adjudication=True, **parts)
             st.session_state[k + "flash"] = f"Adjudicated {plain(item_id)}: {plain(label)}."
             st.rerun()
     st.page_link("pages/review.py", label=f"Open {plain(item_id)} on Review",

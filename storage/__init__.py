@@ -3,7 +3,8 @@
 Open a connection per thread with `open_db(path)`; every function takes that `db` first and
 returns plain dicts, dataclasses or DataFrames. Modules: `db` (opening, pragmas), `migrations`
 (the schema), `datasets`, `panels`, `runs`, `calls` (verdicts and the call cache), `consensus`,
-`review` (the review table and item detail), `overrides`, `export`, `importing` (reading files).
+`review` (the review table and item detail), `overrides`, `decisions` (the final decision of
+an item, one rule for every panel kind), `export`, `importing` (reading files).
 """
 
 from storage.calls import (
@@ -33,6 +34,7 @@ from storage.datasets import (
     save_dataset,
 )
 from storage.db import NotFoundError, StorageError, default_db_path, open_db
+from storage.decisions import DecisionRule, final_decisions
 from storage.export import export_bytes, export_frame, export_run
 from storage.overrides import (
     accept_consensus,
@@ -63,6 +65,7 @@ from storage.runs import (
 
 __all__ = [
     "CallCacheStore",
+    "DecisionRule",
     "NotFoundError",
     "SavedDataset",
     "StorageError",
@@ -78,6 +81,7 @@ __all__ = [
     "export_frame",
     "export_run",
     "failure_summary",
+    "final_decisions",
     "final_labels",
     "find_dataset_by_hash",
     "get_dataset",

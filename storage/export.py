@@ -45,7 +45,8 @@ from judging.verdicts import FailureKind, PanelVerdict, Verdict
 from storage.consensus import iter_panel_verdicts
 from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
-from storage.overrides import final_labels, latest_overrides
+from storage.decisions import DecisionRule, final_decisions
+from storage.overrides import latest_overrides
 from storage.review import _run_meta
 
 # 2: a failed call's kind moved from `<critic>: label` ("failed: truncated") to its own
@@ -96,6 +97,10 @@ class ExportOptions:
     # column (the marks with reviewers' criterion marks applied). Storage cannot score a rubric
     # itself: `judging.runs.export.export_options` fills this in.
     score_marks: Callable[[dict[str, str | None]], float | None] | None = None
+    # The run's final-decision rule (`storage.decisions`; `judging.runs.export.export_options`
+    # fills it in): a rubric's rescored marks and a score's band give final_label and
+    # final_score, as on every page.
+    rule: DecisionRule | None = None
 
 
 def escape_cell(value: Any) -> Any:
@@ -247,7 +252,10 @@ def export_frame(
     """
     options = options or ExportOptions()
     dataset_id, critics = _run_meta(db, run_id)
-    frame = final_labels(db, run_id).merge(
+    decisions = final_decisions(db, run_id, options.rule)
+    frame = decisions[[
+        "item_id", "final_label", "consensus", "overridden", "override_label", "override_note",
+        "reviewer", "overridden_at"]].merge(
         _consensus_extra(db, run_id, dataset_id), on="item_id", how="left"
     )
     ordered = [
@@ -264,6 +272,10 @@ def export_frame(
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
     extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))
+    if options.rule is not None and options.rule.rubric:  # the rule's score: a later override
+        # of the item's score wins over the marks, as final_label says
+        scores = dict(zip(decisions["item_id"], decisions["final_score"], strict=True))
+        extra["final_score"] = frame["item_id"].map(scores)
     # One concat, not a column at a time: a wide panel would fragment the frame.
     return pd.concat([frame[ordered], pd.DataFrame(extra, index=frame.index)], axis=1)
 

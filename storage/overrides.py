@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 import sqlite_utils
 
 from storage.db import NotFoundError, StorageError, now
+from storage.decisions import DecisionRule, final_decisions
 
 _LATEST = (
     "SELECT o.* FROM overrides o JOIN (SELECT item_id, max(id) AS id FROM overrides"
@@ -125,9 +127,30 @@ def overrides_stamp(db: sqlite_utils.Database, run_id: int) -> tuple[int, int]:
     return int(count), int(newest)
 
 
-def human_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
+def human_labels(db: sqlite_utils.Database, run_id: int,
+                 rule: DecisionRule | None = None) -> dict[str, str]:
     """item_id -> the human label that judge-versus-human agreement uses: the item's first
-    blind label where it has one (not anchored by the critics), else its latest override."""
+    blind label where it has one (not anchored by the critics), else its final decision where
+    a human made it (`storage.decisions`: on a rubric panel a reviewer's criterion marks count,
+    scored; on a score scale the value is the score, as text).
+
+    Args:
+        rule: the panel's part of the decision rule (default: a label panel).
+    """
+    rule = rule or DecisionRule()
+    if rule.numeric:
+        # Only the items a human scored or marked (Agreement asks on every rerun: reading every
+        # item's decision would cost seconds at a million items).
+        reviewed = [row[0] for row in db.execute(
+            "SELECT item_id FROM overrides WHERE run_id = ? UNION"
+            " SELECT item_id FROM criterion_overrides WHERE run_id = ?", [run_id, run_id])]
+        final = final_decisions(db, run_id, rule, item_ids=reviewed)
+        human = final[(final["decided_by"] == "human") & final["final_score"].notna()]
+        labels = {item_id: repr(float(score)) for item_id, score
+                  in zip(human["item_id"], human["final_score"], strict=True)}
+        # A blind score is the human's, unanchored; a blind label that is no number is kept.
+        labels.update(blind_labels(db, run_id))
+        return labels
     labels = {item_id: row["label"] for item_id, row in latest_overrides(db, run_id).items()}
     labels.update(blind_labels(db, run_id))
     return labels
@@ -145,28 +168,36 @@ def blind_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, str]:
     }
 
 
-def final_labels(db: sqlite_utils.Database, run_id: int) -> pd.DataFrame:
-    """The final label of every item of the run: its latest override, else the consensus.
+def final_labels(db: sqlite_utils.Database, run_id: int,
+                 rule: DecisionRule | None = None) -> pd.DataFrame:
+    """The final label of every item of the run, by the one rule (`storage.decisions`): its
+    latest override, else the consensus (a score panel's and a rubric's by `rule`).
 
     Returns:
         A DataFrame in item order with columns item_id, final_label, consensus, overridden
         (bool), override_label, override_note, reviewer, overridden_at.
     """
-    frame = pd.read_sql_query(
-        """
-        SELECT c.item_id, coalesce(o.label, c.consensus) AS final_label, c.consensus,
-               o.id IS NOT NULL AS overridden, o.label AS override_label,
-               o.note AS override_note, o.reviewer, o.created_at AS overridden_at
-        FROM consensus c
-        LEFT JOIN (""" + _LATEST + """) o ON o.item_id = c.item_id
-        WHERE c.run_id = :run
-        ORDER BY c.position, c.item_id
-        """,
-        db.conn,
-        params={"run": run_id},
-    )
-    frame["overridden"] = frame["overridden"].astype(bool)
-    return frame
+    return final_decisions(db, run_id, rule)[[
+        "item_id", "final_label", "consensus", "overridden", "override_label", "override_note",
+        "reviewer", "overridden_at"]]
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """What a bulk "accept the consensus" did: overrides added, and items skipped by reason."""
+
+    added: int
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def sentence(self) -> str:
+        """What was done, as one sentence for the page (skips counted with their reasons)."""
+        text = f"Accepted the consensus for {self.added:,} item{'' if self.added == 1 else 's'}"
+        if not self.skipped:
+            return text + "."
+        reasons = "; ".join(f"{why} ({n:,})" for why, n in self.skipped.items())
+        total = sum(self.skipped.values())
+        return (f"{text}; skipped {total:,} that need{'s' if total == 1 else ''} a decision of "
+                f"your own: {reasons}. The filter \"Needs a decision\" lists them.")
 
 
 def accept_consensus(
@@ -175,31 +206,54 @@ def accept_consensus(
     item_ids: Iterable[str],
     reviewer: str,
     note: str = "accepted the consensus",
-) -> int:
-    """Record the consensus as the reviewer's label for each item, in one transaction.
+    rule: DecisionRule | None = None,
+) -> Accepted:
+    """Record the consensus as the reviewer's decision for each item, in one transaction.
 
-    Items without a consensus label (the vote abstained) are skipped.
+    A consensus that cannot be acted on is skipped, never recorded (`storage.decisions`): no
+    consensus at all (the vote abstained), a SPLIT (the critics never name the new classes) or
+    a MERGE (nor the class to merge into). On a score scale the consensus score is recorded.
+
+    Args:
+        rule: the panel's part of the decision rule (default: a label panel).
 
     Returns:
-        How many overrides were added.
+        How many overrides were added, and how many items were skipped, by reason.
 
     Raises:
         StorageError: empty reviewer.
     """
+    rule = rule or DecisionRule()
     _, reviewer = _clean("consensus", reviewer)
     ids = [str(i) for i in item_ids]
+    value = "CAST(score AS TEXT)" if rule.numeric else "consensus"
+    unactionable = [(label, why) for label, why in (
+        (rule.split_label, f"a {rule.split_label} consensus has no new child classes"),
+        (rule.merge_label, f"a {rule.merge_label} consensus has no class to merge into"))
+        if label and not rule.numeric]
+    skip_labels = [label for label, _ in unactionable]
     stamp = now()
     added = 0
+    skipped: dict[str, int] = {}
     with db.atomic():
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
+            keep = "".join(" AND consensus IS NOT ?" for _ in skip_labels)
             cursor = db.execute(
                 "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at)"
-                " SELECT run_id, item_id, consensus, ?, ?, ? FROM consensus"
-                f" WHERE run_id = ? AND consensus IS NOT NULL AND item_id IN ({marks})"
+                f" SELECT run_id, item_id, {value}, ?, ?, ? FROM consensus"
+                f" WHERE run_id = ? AND {value} IS NOT NULL{keep} AND item_id IN ({marks})"
                 " ORDER BY position",
-                [(note or "").strip(), reviewer, stamp, run_id, *chunk],
+                [(note or "").strip(), reviewer, stamp, run_id, *skip_labels, *chunk],
             )
             added += cursor.rowcount
-    return added
+            for label, n in db.execute(
+                f"SELECT {value}, count(*) FROM consensus WHERE run_id = ? AND item_id IN"
+                f" ({marks}) AND ({value} IS NULL"
+                + "".join(" OR consensus = ?" for _ in skip_labels) + ") GROUP BY 1",
+                [run_id, *chunk, *skip_labels],
+            ):
+                why = dict(unactionable).get(label, "no consensus (the vote abstained)")
+                skipped[why] = skipped.get(why, 0) + int(n)
+    return Accepted(added, skipped)

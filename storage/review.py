@@ -17,6 +17,7 @@ import sqlite_utils
 from storage.calls import REPLY_DICTIONARY, load_steps
 from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
+from storage.decisions import DecisionRule, decision_records, final_decisions, needs_decision_sql
 from storage.overrides import override_history
 from storage.replies import unpack
 
@@ -110,6 +111,7 @@ def _filtered(
     assigned_to: str | None = None,
     unstable: float | None = None,
     disputed: bool | str = False,
+    needs_decision: DecisionRule | None = None,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -190,13 +192,18 @@ def _filtered(
         sql, extra = disputed_filter_sql(disputed if isinstance(disputed, str) else None)
         where.append(sql)
         params.update(extra)
+    if needs_decision is not None:  # the final decision cannot be acted on (storage.decisions)
+        sql, extra = needs_decision_sql(needs_decision)
+        where.append(sql)
+        params.update(extra)
     if assigned_to is not None:
         where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
                      " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
         params["assigned_to"] = str(assigned_to)
     # Joins only where a filter or the sort needs them: the count and the sort touch every
     # matching row, the details (preview, override) only the rows of the page.
-    needs_override = overridden is not None or sort == "recent_override"
+    needs_override = (overridden is not None or sort == "recent_override"
+                      or needs_decision is not None)
     where_sql = " WHERE " + " AND ".join(where)
     filter_sql = " FROM consensus c" + (_OVERRIDE_JOIN if needs_override else "") + where_sql
     return filter_sql, where_sql, params
@@ -219,6 +226,8 @@ def review_table(
     assigned_to: str | None = None,
     unstable: float | None = None,
     disputed: bool | str = False,
+    needs_decision: DecisionRule | None = None,
+    rule: DecisionRule | None = None,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -246,6 +255,12 @@ def review_table(
             or scores further apart than this (`judging.stability.tolerance`).
         disputed: a rubric run's items with a criterion in dispute (True), or with that
             criterion in dispute (its id).
+        needs_decision: the run's decision rule: only the items whose final decision cannot
+            be acted on (`storage.decisions`: no label, a SPLIT without children, a MERGE
+            without target).
+        rule: the run's decision rule (`storage.decisions`): on a score or rubric panel the
+            final label is the rule's (a human's score banded, a reviewer's marks rescored).
+            Not a filter.
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
             "recent_override".
         limit: page size; None for every matching row.
@@ -268,6 +283,7 @@ def review_table(
         critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
         sort=sort, assigned_to=assigned_to, unstable=unstable, disputed=disputed,
+        needs_decision=needs_decision,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -296,6 +312,12 @@ def review_table(
 
     columns = critic_columns(critics)
     frame = pd.DataFrame.from_records(rows, columns=list(FIXED_COLUMNS))
+    if rule is not None and rule.numeric and len(frame):
+        # The SQL above is the label rule; a score or rubric item's label needs the panel's.
+        decided = final_decisions(db, run_id, rule,
+                                  item_ids=None if limit is None else list(frame["item_id"]))
+        labels = dict(zip(decided["item_id"], decided["final_label"], strict=True))
+        frame["final_label"] = frame["item_id"].map(labels).astype(object)
     for flag in ("disagreement", "tie", "overridden"):
         frame[flag] = frame[flag].astype(bool)
     cells = _critic_cells(db, run_id, [r[0] for r in rows], critics)
@@ -328,8 +350,9 @@ def item_position(
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
         "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
-        "unstable": None, "disputed": False,
+        "unstable": None, "disputed": False, "needs_decision": None,
     }
+    filters.pop("rule", None)  # how the final label reads, not which items are listed
     unknown = set(filters) - set(args)
     if unknown:
         raise StorageError(f"Unknown review filter(s): {', '.join(sorted(unknown))}.")
@@ -402,7 +425,8 @@ def _critic_cells(
     return frame
 
 
-def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[str, Any]:
+def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str,
+                rule: DecisionRule | None = None) -> dict[str, Any]:
     """Everything about one item of a run, for the detail view.
 
     Returns:
@@ -412,7 +436,9 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
         critic, label, score, confidence, reasoning, failure, message, raw_request (dict),
         raw_response, latency_ms, attempts, tokens_in, tokens_out, cost_usd, vendor, model,
         simulated, cached, created_at; critics without a stored outcome are absent),
-        "overrides" (history, oldest first), "final_label"}.
+        "overrides" (history, oldest first), "final_label"; with the run's decision `rule`,
+        also "decision": the item's row of `storage.decisions.final_decisions` (final_label,
+        final_score, status, why, ...), and "final_label" is the rule's}.
 
     Raises:
         NotFoundError: no such run, or the item is not in its dataset.
@@ -452,6 +478,11 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
     verdicts.sort(key=lambda v: order.get(v["critic"], len(order)))
     history = override_history(db, run_id, item_id)
     final = history[-1]["label"] if history else (consensus or {}).get("consensus")
+    decision = None
+    if rule is not None:
+        found = decision_records(final_decisions(db, run_id, rule, item_ids=[item_id]))
+        decision = found[0] if found else None
+        final = decision["final_label"] if decision else final
     return {
         "item_id": item_id,
         "fields": loads(item[0]) or {},
@@ -462,6 +493,7 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str) -> dict[st
         "criterion_overrides": criterion_override_history(db, run_id, item_id),
         "overrides": history,
         "final_label": final,
+        **({"decision": decision} if rule is not None else {}),
     }
 
 

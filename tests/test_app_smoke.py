@@ -299,9 +299,9 @@ def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     path, run_id = demo_db
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id)})
-    at.selectbox(key=k + "consensus").set_value("MERGE").run()
+    at.selectbox(key=k + "consensus").set_value("KEEP").run()
     _, expected = review_table(open_db(path), run_id, disagreements_only=True,
-                               consensus_label="MERGE", limit=0)
+                               consensus_label="KEEP", limit=0)
     assert expected > 0
     at.text_input(key=k + "reviewer").set_value("lead")  # the one reviewer field of the page
     assert at.button(key=k + "bulk_go").disabled, "nothing happens before the confirmation"
@@ -311,7 +311,21 @@ def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     rows = open_db(path).execute(
         "SELECT count(*), count(DISTINCT item_id), min(label), max(label), min(reviewer)"
         " FROM overrides WHERE run_id = ?", [run_id]).fetchone()
-    assert rows == (expected, expected, "MERGE", "MERGE", "lead")
+    assert rows == (expected, expected, "KEEP", "KEEP", "lead")
+
+    # A MERGE consensus names no class to merge into: accepted in bulk, it would be recorded
+    # as a decision nobody can act on (issue 23). It is skipped, and the page says so.
+    at.selectbox(key=k + "consensus").set_value("MERGE").run()
+    _, merges = review_table(open_db(path), run_id, disagreements_only=True,
+                             consensus_label="MERGE", limit=0)
+    at.checkbox(key=k + "bulk_sure").check().run()
+    at.button(key=k + "bulk_go").click().run()
+    no_exception(at)
+    assert open_db(path).execute("SELECT count(*) FROM overrides WHERE run_id = ?",
+                                 [run_id]).fetchone()[0] == expected
+    flash = " ".join(s.value for s in at.success).replace("\\", "")
+    assert f"Accepted the consensus for 0 items; skipped {merges:,}" in flash
+    assert "has no class to merge into" in flash
 
 
 def test_run_page_reruns_only_the_failed_calls(demo_db: tuple[pathlib.Path, int]) -> None:

@@ -105,7 +105,7 @@ def test_two_reviewers_at_once_lose_nothing(db_path):
 
 def test_accept_consensus_for_a_filtered_set(db, run):
     ids = ["item-000001", "item-000002", "item-000003"]
-    added = accept_consensus(db, run.run_id, ids, "ann")
+    added = accept_consensus(db, run.run_id, ids, "ann").added
     with_consensus = [i for i in ids if run.outcomes[i].consensus is not None]
     assert added == len(with_consensus)
     labels = human_labels(db, run.run_id)

@@ -552,7 +552,7 @@ def cmd_taxonomy(args: argparse.Namespace) -> int:
     args.out.write_bytes(taxonomy_bytes(taxonomy, fmt))
     print(f"Wrote the curated taxonomy of run {args.run} to {args.out} ({fmt}): "
           f"{len(taxonomy.kept)} kept, {len(taxonomy.removed)} removed, {len(taxonomy.split)} "
-          f"split, {len(taxonomy.merged)} merged, {len(taxonomy.undecided)} undecided")
+          f"split, {len(taxonomy.merged)} merged, {len(taxonomy.needs_decision)} need a decision")
     return EXIT_OK
 
 

@@ -12,19 +12,20 @@ from typing import Any
 
 from judging.panel_files import load_panel
 from judging.rubric import rubric_score
+from judging.runs.decisions import decision_rule
 from storage.export import ExportOptions
 from storage.runs import get_run
 
 
 def export_options(db: Any, run_id: int, options: ExportOptions | None = None) -> ExportOptions:
-    """`options` (default: none) with the run's rubric scorer when its panel has a rubric, and
-    `curation` set when it curates a taxonomy.
+    """`options` (default: none) with the run's final-decision rule, its rubric scorer when its
+    panel has a rubric, and `curation` set when it curates a taxonomy.
 
     Raises:
         storage.db.NotFoundError: no run has this id.
     """
-    options = options or ExportOptions()
     panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    options = dataclasses.replace(options or ExportOptions(), rule=decision_rule(panel))
     if panel.curation.active:
         options = dataclasses.replace(options, curation=True)
     rubric = panel.rubric

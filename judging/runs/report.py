@@ -17,6 +17,7 @@ from judging.pairwise_stats import PairwiseReport, bradley_terry, position_bias,
 from judging.panel_files import load_panel
 from judging.report import AgreementReport, as_numbers, table_agreement_report
 from judging.rubric_stats import RubricReport, rubric_report
+from judging.runs.decisions import decision_rule
 from judging.stability import CriticStability, stability
 from judging.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
 from storage.calls import order_answers, sample_values
@@ -65,7 +66,9 @@ def run_agreement_report(
     critics = list(run["critics"])
     ratings = ratings_grid(db, run_id, critics, numeric=numeric)
     consensus = consensus_values(db, run_id, numeric=numeric)
-    overrides: dict[str, Any] = dict(human_labels(db, run_id) if humans is None else humans)
+    # The humans' labels by the run's decision rule: a rubric reviewer's criterion marks count.
+    overrides: dict[str, Any] = dict(human_labels(db, run_id, decision_rule(panel))
+                                     if humans is None else humans)
     gold: dict[str, Any] = gold_labels(db, run_id)
     if numeric:
         # Overrides and gold labels are stored as text; on a score scale they are figures,

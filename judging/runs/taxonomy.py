@@ -1,4 +1,4 @@
-"""The curated taxonomy of a run: its final decisions (a human's latest, else the consensus)
+"""The curated taxonomy of a run: its final decisions (`storage.decisions`, by the run's rule)
 sorted by `judging.curation.curate`, as JSON or CSV. Used by the Export page and the CLI."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import sqlite_utils
 from judging.curation import CuratedTaxonomy, curate
 from judging.errors import DataError
 from judging.panel_files import load_panel
+from judging.runs.decisions import decision_rule
 from storage.datasets import load_items
+from storage.decisions import decision_records, final_decisions
 from storage.export import rows_csv_bytes
-from storage.overrides import final_labels, latest_overrides
 from storage.runs import get_run
 
 TAXONOMY_FORMATS = ("json", "csv")
@@ -32,20 +33,19 @@ def curated_taxonomy(db: sqlite_utils.Database, run_id: int) -> CuratedTaxonomy:
                         "class_field (and the labels that keep, remove, split or merge) on the "
                         "Panel page, then run it.")
     fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
-    latest = latest_overrides(db, run_id)
-    decisions = []
-    for item_id, final in final_labels(db, run_id)[["item_id", "final_label"]].itertuples(
-            index=False, name=None):
-        human = latest.get(item_id) or {}
-        decisions.append({"item_id": item_id, "fields": fields.get(item_id, {}),
-                          "final_label": final, "children": human.get("children"),
-                          "merge_into": human.get("merge_into"), "note": human.get("note"),
-                          "reviewer": human.get("reviewer")})
+    final = final_decisions(db, run_id, decision_rule(panel))
+    decisions = [
+        {"item_id": row["item_id"], "fields": fields.get(row["item_id"], {}),
+         "final_label": row["final_label"], "children": row["children"],
+         "merge_into": row["merge_into"], "note": row["override_note"],
+         "reviewer": row["reviewer"], "why": row["why"]}
+        for row in decision_records(final)
+    ]
     return curate(panel.curation, decisions)
 
 
 def taxonomy_bytes(taxonomy: CuratedTaxonomy, fmt: str) -> bytes:
-    """The curated taxonomy as JSON ({kept, removed, split, merged, undecided}) or CSV (one
+    """The curated taxonomy as JSON ({kept, removed, split, merged, needs_decision}) or CSV (one
     row per class; children as "A; B").
 
     Raises:

@@ -25,6 +25,7 @@ import streamlit as st
 from judging.pairwise_stats import PairwiseReport
 from judging.report import AgreementReport, as_numbers, with_humans
 from judging.rubric_stats import RubricReport
+from judging.runs.decisions import run_human_labels
 from judging.runs.report import (
     run_agreement_report,
     run_pairwise,
@@ -35,7 +36,6 @@ from judging.runs.report import (
 from judging.stability import CriticStability
 from judging.verbosity import VerbosityProbe
 from pages.ui.state import db, db_path
-from storage.overrides import human_labels
 
 RESAMPLES = 1000
 Stamp = tuple[int, ...]
@@ -70,7 +70,7 @@ def _report(path: str, run_id: int, stamp: Stamp, humans: tuple[tuple[str, str],
 def run_report(run: dict[str, Any]) -> AgreementReport:
     """The agreement report of `run` (a `storage.runs.list_runs` row), fresh after any change
     of its verdicts (`calls_stamp`) or of its humans' labels."""
-    humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
+    humans = tuple(sorted(run_human_labels(db(), int(run["id"])).items()))
     base = _critics_report(str(db_path()), int(run["id"]), calls_stamp(run))
     numeric = base.level in ("interval", "ratio")
     return _report(str(db_path()), int(run["id"]), calls_stamp(run), humans, numeric)
@@ -109,7 +109,7 @@ def _pairwise(path: str, run_id: int, stamp: Stamp,
 def run_pairwise_report(run: dict[str, Any]) -> PairwiseReport | None:
     """A pairwise run's win rates, strengths and position bias (None for other panels); fresh
     after more verdicts or a reviewer's new label (final labels count)."""
-    humans = tuple(sorted(human_labels(db(), int(run["id"])).items()))
+    humans = tuple(sorted(run_human_labels(db(), int(run["id"])).items()))
     return _pairwise(str(db_path()), int(run["id"]), calls_stamp(run), humans)
 
 

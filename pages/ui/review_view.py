@@ -14,6 +14,7 @@ import streamlit as st
 from judging.pairwise import PairwiseConfig
 from judging.panel import Panel
 from judging.panel_files import load_panel
+from judging.runs.decisions import decision_rule
 from judging.scales import Scale
 from judging.stability import tolerance
 from judging.verdicts import FailureKind, Verdict
@@ -105,9 +106,17 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
             st.rerun()
 
     row = st.columns([1.2, 1, 1, 1, 1])
+    # "Needs a decision" lists every item whose final decision cannot be acted on, contested
+    # or not: "Disagreements only" is set aside (and shown so) while it is on.
+    needs = bool(st.session_state.get(k + "needs"))
     disagreements = row[0].toggle(
-        "Disagreements only", value=filters.pair is None, key=k + "disagree"
-    )
+        "Disagreements only", value=filters.pair is None, key=k + "disagree", disabled=needs,
+        help="Set aside while Needs a decision is on" if needs else None,
+    ) and not needs
+    row[0].toggle("Needs a decision", key=k + "needs",
+                  help="Items whose final decision cannot be acted on: no consensus (the vote "
+                  "abstained), a split without its new child classes, a merge without the "
+                  "class to merge into. The critics never name those: decide them here.")
     ties_key = k + "ties"
     if ties_key not in st.session_state:  # a link from Agreement opens the tied items
         st.session_state[ties_key] = params.get(TIES_PARAM) == "1"
@@ -166,6 +175,10 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
             key=k + "disputed", help="Items whose critics gave different marks on a criterion")
 
     kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
+    if panel is not None:  # how the table's final label reads (`storage.decisions`)
+        kwargs["rule"] = decision_rule(panel)
+        if needs:
+            kwargs["needs_decision"] = kwargs["rule"]
     if disputed not in (None, ANY):
         kwargs["disputed"] = True if disputed == "any criterion" else disputed
     if ties:
@@ -363,6 +376,8 @@ def consensus_line(detail: dict[str, Any]) -> str:
     final = detail.get("final_label")
     if detail.get("overrides"):
         parts.append(f"final {final} (override)")
+    elif (detail.get("decision") or {}).get("marked"):  # a rubric rescored by a reviewer
+        parts.append(f"final {final} (a reviewer's criterion marks)")
     if c.get("note"):
         parts.append(str(c["note"]))
     return " · ".join(parts)

@@ -13,6 +13,7 @@ from pages.ui.state import db
 from pages.ui.text import plain
 from storage.criteria import add_criterion_override
 from storage.db import StorageError
+from storage.decisions import DecisionRule
 
 
 def final_marks_of(detail: dict[str, Any]) -> dict[str, str | None]:
@@ -24,9 +25,11 @@ def final_marks_of(detail: dict[str, Any]) -> dict[str, str | None]:
     return marks
 
 
-def rubric_grid(detail: dict[str, Any], rubric: RubricConfig, critics: list[str]) -> None:
+def rubric_grid(detail: dict[str, Any], rubric: RubricConfig, critics: list[str],
+                rule: DecisionRule | None = None) -> None:
     """Every criterion as a row: its weight, each critic's mark, the panel's, whether it is in
-    dispute, and a reviewer's mark; then each critic's reasons."""
+    dispute, and a reviewer's mark; then each critic's reasons, and with the run's decision
+    `rule` (`judging.runs.decisions.decision_rule`), the label the final marks give."""
     voted = (detail.get("consensus") or {}).get("marks") or {}
     said = {v["critic"]: v.get("marks") or {} for v in detail["verdicts"]}
     reviewed = {row["criterion"]: row["mark"] for row in detail.get("criterion_overrides", [])}
@@ -46,10 +49,12 @@ def rubric_grid(detail: dict[str, Any], rubric: RubricConfig, critics: list[str]
             format="%g"), **{c: st.column_config.TextColumn() for c in critics}})
     final = final_marks_of(detail)
     score = rubric_score(final, rubric)
+    label = (f", label {plain(rule.label_of_score(score))} (by the panel's thresholds)"
+             if rule is not None and score is not None else "")
     st.caption(
         "Score: the weight of the criteria met over the positive weight (negative weights are "
         f"penalties). With the final marks (a reviewer's where given): "
-        f"{'none (nothing could be counted)' if score is None else f'{score:.2f}'}.")
+        f"{'none (nothing could be counted)' if score is None else f'{score:.2f}'}{label}.")
     with st.expander("Each critic's reasons, criterion by criterion"):
         for criterion in rubric.criteria:
             st.markdown(f"**{plain(criterion.id)}** · {plain(criterion.text)}")

@@ -128,3 +128,29 @@ def test_a_check_stays_under_the_run_pages_budget_cap(
     (refused,) = _text(at.error)
     assert "not sent: it could cost more than the check's budget cap of $0.0001" in refused
     assert server.stats()["total"] == 0
+
+
+def test_panel_page_says_what_is_not_sent_for_each_model(demo_db: tuple[pathlib.Path, int]
+                                                         ) -> None:
+    """Decided when the panel is built, before any call: a reasoning model's critic says its
+    temperature is not sent; a critic whose model takes everything says nothing."""
+    panel = Panel.model_validate({
+        "name": "today", "scale": {"kind": "nominal", "labels": ["KEEP", "REJECT"]},
+        "critics": [
+            {"name": "o3", "vendor": "openai", "model": "o3",
+             "prompt_template": "Keep {candidate_class}?"},
+            {"name": "opus", "vendor": "anthropic", "model": "claude-opus-4-7",
+             "prompt_template": "Keep {candidate_class}?"},
+            {"name": "plain", "vendor": "simulated", "model": "good",
+             "prompt_template": "Keep {candidate_class}?"}]})
+    at = open_page("panel")
+    at.file_uploader(key="panel_yaml_upload").upload(
+        "today.yaml", dump_panel(panel).encode(), "application/x-yaml").run()
+    at.button(key="import_panel_yaml").click().run()
+    no_exception(at)
+    captions = [str(c.value).replace("\\", "") for c in at.caption]
+    (o3,) = [c for c in captions if c.startswith("o3:")]
+    assert "temperature" in o3 and "max_completion_tokens" in o3
+    (opus,) = [c for c in captions if c.startswith("opus:")]
+    assert "temperature and top_p are not sent for claude-opus-4-7" in opus
+    assert not [c for c in captions if c.startswith("plain:")]

@@ -339,3 +339,29 @@ def test_documented_batch_result_lines_read_as_live_replies(api: str, line: dict
         assert parsed.reasoning == "Shoppers look for it."
         assert parsed.usage is not None and parsed.usage.cached == 1500
         assert parsed.tokens_in == 11 + 1500
+
+
+@pytest.mark.parametrize("extra", [{}, {"stop": "END", "reasoning_effort": "low", "user": "u1",
+                                        "max_completion_tokens": 300, "seed": 3, "n": 1,
+                                        "logprobs": True, "temperature": 0.2}])
+@pytest.mark.parametrize("vendor", ["anthropic", "simulated"])
+def test_anthropic_batch_lines_carry_only_messages_api_fields(vendor: str,
+                                                              extra: dict[str, Any]) -> None:
+    """A batch line for Anthropic's Message Batches is the SDK's `Request` type: chat-only
+    keys of `extra` (OpenAI's stop, reasoning_effort, user, max_completion_tokens, seed, n,
+    logprobs) are never copied into its params, whatever API the critic speaks live."""
+    from anthropic.types.messages import batch_create_params
+
+    from judging.batches.lines import batch_line
+
+    critic = _critic(vendor, "claude-haiku-4-5", extra=extra, mode="batch",
+                     batch_api="anthropic")
+    line = batch_line("anthropic", prepare_call(critic, ITEM, SCALE))
+    request_type = batch_create_params.Request
+    TypeAdapter(request_type).validate_python(line)
+    params_type = message_create_params.MessageCreateParamsNonStreaming
+    assert set(line["params"]) <= _typed_keys(params_type), set(line["params"]) - _typed_keys(
+        params_type)
+    if extra:
+        assert line["params"]["stop_sequences"] == ["END"]
+        assert line["params"]["max_tokens"] == 300

@@ -13,6 +13,7 @@ from judging.budget import BudgetCap
 from judging.calls import CallRunner, MemoryCache
 from judging.panel import Panel
 from judging.panel_files import panel_hash
+from judging.request_rules import request_notes
 from judging.runs.critic_check import (
     CriticCheck,
     LayeredCache,
@@ -55,8 +56,19 @@ def show_checks(checks: list[CriticCheck]) -> None:
             st.error(plain(check.sentence), icon=":material/error:")
 
 
+def request_notes_view(panel: Panel) -> None:
+    """What is sent differently for each critic's model (`judging.request_rules`), one caption
+    per critic that has any: known when the panel is built, before any call."""
+    for critic in panel.critics:
+        notes = request_notes(critic)
+        if notes:
+            st.caption(plain(f"{critic.name}: {' '.join(notes)}"))
+
+
 def check_button(panel: Panel, item: Item, *, key: str, budget: BudgetCap | None = None) -> None:
-    """The "Check critics" button, and the last check of this panel version below it."""
+    """What is sent for each model, the "Check critics" button, and the last check of this
+    panel version below it."""
+    request_notes_view(panel)
     state = _LAST_CHECK + panel_hash(panel)
     if st.button("Check critics", icon=":material/fact_check:", key=key,
                  help=f"Every critic judges item {item.id!r} once (one real request each, "

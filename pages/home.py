@@ -4,7 +4,7 @@ import streamlit as st
 
 from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
 from pages.ui.errors import user_errors
-from pages.ui.runs_table import runs_table
+from pages.ui.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, vendor_key_status
@@ -60,7 +60,7 @@ demo_buttons(PAIRWISE, "Try the pairwise demo")
 st.subheader("Recent runs")
 runs = list_runs(db())
 if runs:
-    runs_table(runs[:10])
+    working_runs_table(runs[:10], limit=10)
     latest = runs[0]
     st.page_link(_run_page(latest), icon=":material/arrow_forward:",
                  query_params={"run": str(latest["id"])},

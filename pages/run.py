@@ -35,6 +35,7 @@ from storage.vendor_batches import run_batches
 NEW_RUN_BOX = "new_run_box"
 NEW_RUN_DATASET = "new_run_dataset"
 NEW_RUN_PANEL = "new_run_panel"
+FOLD_NEW_RUN_BOX = "new_run_box_fold"
 
 ensure_app_shell()
 st.title("Run")
@@ -44,6 +45,8 @@ st.title("Run")
 # its own (a key), so a rerun (the slider, the URL's ?run= written below) never folds it.
 if NEW_RUN_BOX not in st.session_state:
     st.session_state[NEW_RUN_BOX] = query_run_id() is None
+if st.session_state.pop(FOLD_NEW_RUN_BOX, False):  # a run was just started: follow it below
+    st.session_state[NEW_RUN_BOX] = False
 with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_change="rerun"):
     datasets = list_datasets(db())
     panels = {p["hash"]: p for p in list_panels(db())}
@@ -143,6 +146,7 @@ with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_c
                 registry().start_run(str(db_path()), run_id, concurrency=concurrency,
                                      key_lookup=worker_key_lookup())
                 st.query_params[RUN_PARAM] = str(run_id)
+                st.session_state[FOLD_NEW_RUN_BOX] = True
                 st.rerun()
 
 

@@ -15,7 +15,6 @@ from judging.runs.summary import ProgressBar
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.progress import critic_rows, progress_text, run_summary_line
 from storage.datasets import save_dataset
-from storage.db import open_db
 from storage.runs import claim_run, get_run, set_run_status
 from tests.fixtures_storage import make_parsed, tiny_panel
 

@@ -172,3 +172,55 @@ def test_no_simulated_warning_on_the_demos_own_items_after_demo_limit(
     no_exception(at)
     assert not any(SIMULATED_SAYS.search(w.value) for w in at.warning), \
         [w.value for w in at.warning]
+
+
+# -- in a real browser ---------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_in_the_browser_the_box_stays_open_and_the_runs_table_follows_the_run(
+    app_page: Any, tmp_path: pathlib.Path, simulator_factory: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from judging.simulator import Profile
+    from tests.fixtures_app import running_app, settled
+
+    sim = simulator_factory(profiles={"slow-a": Profile(accuracy=0.9),
+                                      "slow-b": Profile(accuracy=0.9)},
+                            gold=None, latency_ms=400)
+    path = tmp_path / "browser.db"
+    db = open_db(path)
+    dataset_id = save_dataset(db, make_parsed(200), name="mine").id
+    panel = tiny_panel(sim.base_url, models=("slow-a", "slow-b"))
+    prepare_run(db, dataset_id=dataset_id, panel=panel)  # run #1, pending: the page opens it
+    db.close()
+    with running_app(path) as app:
+        app_page.goto(app["url"] + "/run")
+        main = app_page.get_by_test_id("stMain")
+        app_page.wait_for_url(re.compile(r"run=1\b"))  # the page chose run #1 itself
+        box = main.get_by_test_id("stExpander").filter(has_text="Start a new run").locator(
+            "details")
+        expect(box).to_have_attribute("open", "")
+        settled(app_page)
+        slider = main.get_by_role("slider", name="Calls in flight at once")
+        slider.focus()
+        slider.press("Home")  # 1 call in flight at once: the run is slow enough to watch
+        expect(slider).to_have_attribute("aria-valuetext", "1")
+        settled(app_page)
+        expect(box).to_have_attribute("open", "")  # the slider did not fold the box...
+        # ...so Start is there to click (it folded a moment later, hiding Start).
+        main.get_by_role("button", name="Start the run").click()
+        app_page.wait_for_url(re.compile(r"run=2\b"))
+        expect(box).not_to_have_attribute("open", "")  # folded once the run started
+        # "All runs" follows the working run: its stored calls move while it works (drawn once,
+        # the table said "0 / 400" until the page was reloaded).
+        table = main.get_by_test_id("stDataFrame").last
+        expect(table.locator("td").filter(has_text=re.compile(r"^[1-9][\d,]* / 400$"))
+               ).to_have_count(1, timeout=30_000)
+        settled(app_page)
+        main.get_by_role("button", name="Cancel").click()
+        expect(main.get_by_text(re.compile(r"^Run #2 · cancelled"))).to_be_visible(timeout=30_000)
+        expect(main.get_by_text(re.compile(r"\d+s left|unknown left"))).to_have_count(0)
+        expect(main.get_by_text(re.compile(r"\d+ failed"))).to_have_count(0)

@@ -224,3 +224,49 @@ def test_in_the_browser_the_box_stays_open_and_the_runs_table_follows_the_run(
         expect(main.get_by_text(re.compile(r"^Run #2 · cancelled"))).to_be_visible(timeout=30_000)
         expect(main.get_by_text(re.compile(r"\d+s left|unknown left"))).to_have_count(0)
         expect(main.get_by_text(re.compile(r"\d+ failed"))).to_have_count(0)
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_in_the_browser_a_run_of_another_process_is_followed_until_it_ends(
+    app_page: Any, tmp_path: pathlib.Path, simulator_factory: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from judging.runs.jobs import JobRegistry
+    from tests.fixtures_app import running_app
+
+    sim = simulator_factory(latency_ms=300)
+    path = tmp_path / "elsewhere.db"
+    db = open_db(path)
+    dataset_id = save_dataset(db, make_parsed(200), name="mine").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
+    db.close()
+    # This test's process works on the run, as `jurybox resume` would next to the app.
+    job = JobRegistry().start_run(str(path), run_id, concurrency=1)
+    try:
+        with running_app(path) as app:
+            app_page.goto(f"{app['url']}/run?run={run_id}")
+            main = app_page.get_by_test_id("stMain")
+            line = main.get_by_test_id("stText").filter(has_text=f"Run #{run_id} · running")
+            expect(line).to_be_visible()
+            first = re.search(r"([\d,]+) / 600 calls stored", line.inner_text())
+            assert first is not None
+            # The stored figures move on the page by themselves (drawn once, they froze).
+            app_page.wait_for_function(
+                """([prefix, before]) => {
+                    const el = [...document.querySelectorAll('[data-testid="stText"]')]
+                        .find(e => e.innerText.startsWith(prefix));
+                    const m = el && el.innerText.match(/([\\d,]+) \\/ 600 calls stored/);
+                    return m && parseInt(m[1].replace(/,/g, '')) > before;
+                }""",
+                arg=[f"Run #{run_id} · running", int(first.group(1).replace(",", ""))],
+            )
+            job.cancel()
+            assert job.wait(30)
+            # Its end shows without a reload, with the actions that now apply.
+            expect(main.get_by_text(f"Run #{run_id} · cancelled")).to_be_visible()
+            expect(main.get_by_role("button", name="Resume")).to_be_visible()
+    finally:
+        job.cancel()
+        job.wait(30)

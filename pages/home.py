@@ -42,6 +42,15 @@ def demo_buttons(demo: Demo, title: str) -> None:
                    "leaves this machine.")
         return
     # The demo was tried already: its run is the thing to open, not a new copy of it.
+    if latest["status"] in ("running", "pending"):
+        # Working (or about to): follow it. A second copy beside it only splits the figures.
+        if st.button(f"Follow the {title[8:]} run #{latest['id']}",
+                     type="primary" if demo is TAXONOMY else "secondary",
+                     icon=":material/rocket_launch:", key=f"open_{demo.key}"):
+            st.switch_page("pages/run.py", query_params={"run": str(latest["id"])})
+        st.caption(f"Run #{latest['id']} is {latest['status']}: {demo.summary}. Follow it on the "
+                   "Run page; another run of it can start once it has ended.")
+        return
     left, right = st.columns([1, 1])
     if left.button(f"Open the {title[8:]} run #{latest['id']}",
                    type="primary" if demo is TAXONOMY else "secondary",

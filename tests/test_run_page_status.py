@@ -160,6 +160,28 @@ def test_a_new_run_preselects_the_dataset_its_panel_was_built_for(
     assert not at.error, [e.value for e in at.error]
 
 
+def test_home_offers_no_new_demo_run_beside_one_that_is_running(app_db: pathlib.Path) -> None:
+    from judging.demo import demo_dataset_path, demo_panel_path
+    from judging.panel_files import load_panel
+    from storage.importing import read_dataset
+    from storage.runs import set_run_status
+
+    db = open_db(app_db)
+    parsed = read_dataset(demo_dataset_path(), id_column="id", gold_column="gold")
+    dataset_id = save_dataset(db, parsed, name="Demo: taxonomy candidates").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=load_panel(demo_panel_path()))
+    set_run_status(db, run_id, "running")  # this process owns it, its heartbeat fresh
+    at = open_page("home")
+    no_exception(at)
+    keys = [b.key for b in at.button]
+    assert "new_demo" not in keys, keys  # no "Start a new demo run" beside the running one
+    assert at.button(key="open_demo").label == f"Follow the demo run #{run_id}"
+    assert any(f"Run #{run_id} is running" in c.value for c in at.caption)
+    at.button(key="open_demo").click().run()
+    no_exception(at)
+    assert at.title[0].value == "Run" and at.query_params["run"] == str(run_id)
+
+
 @pytest.mark.parametrize("page", ["home", "review", "export"])
 def test_no_simulated_warning_on_the_demos_own_items_after_demo_limit(
     app_db: pathlib.Path, page: str, capsys: pytest.CaptureFixture[str]

@@ -8,6 +8,9 @@ job's writer adds each batch's share to the run's stored ledger, and readers for
 - A cache hit is never paid: it counts in `cache_hits`, not in attempts, tokens or cost, even
   though the cached verdict still carries the tokens and cost of the call that first made it.
 - A call that never reached the vendor (cancelled before sending, critic stopped) costs nothing.
+- A cancelled call is "not sent", never "failed": it counts in `cancelled` only, not in `calls`
+  or `failed` (it gave no outcome, and a resume sends it). So a run cancelled with 40 calls
+  done and 246 never sent says "40 calls · 246 not sent", not "246 failed".
 - A sent call without a price (no price set for the critic, or no token counts in a successful
   reply) counts in `unpriced_calls`; the known cost is then a lower bound, and `cost_text` says
   "at least". A failed reply without token counts was not billed and is not "unpriced".
@@ -28,9 +31,11 @@ class Ledger:
     """Totals of a run (or of one job on it).
 
     Attributes:
-        calls: item x critic outcomes counted (successes, failures, cache hits, cancelled).
-        failed: outcomes without a verdict (any failure kind, cancelled included).
-        cancelled: calls stopped by a cancel.
+        calls: item x critic outcomes counted (successes, failures, cache hits); a cancelled
+            call is not an outcome (see `cancelled`).
+        failed: outcomes without a verdict (any failure kind but CANCELLED).
+        cancelled: calls stopped by a cancel, a budget or a lost lease before they gave an
+            outcome ("not sent"; a call cancelled between retries may still have been paid).
         cache_hits: requests answered from stored successes: nothing sent, nothing paid.
         sent_calls: requests that reached the vendor (at least one HTTP attempt). A compound or
             repeated critic makes several requests for one outcome in `calls`.
@@ -60,11 +65,12 @@ class Ledger:
         """Count one item x critic outcome and pay for the requests behind it (the one place
         that decides what was paid). A compound or repeated critic's verdict counts once in
         `calls`; each of its steps counts as a request, sent or from the cache."""
-        self.calls += 1
-        if verdict.failure is not None:
-            self.failed += 1
-            if verdict.failure is FailureKind.CANCELLED:
-                self.cancelled += 1
+        if is_cancelled(verdict):
+            self.cancelled += 1  # not an outcome: a resume sends it (what it paid still counts)
+        else:
+            self.calls += 1
+            if verdict.failure is not None:
+                self.failed += 1
         for call in verdict.calls:
             self._pay(call)
 
@@ -96,6 +102,13 @@ class Ledger:
 
     def copy(self) -> Ledger:
         return dataclasses.replace(self)
+
+    def paid_only(self) -> Ledger:
+        """Only what was sent and paid, without the outcome counts (calls, failed, cancelled,
+        cache hits): the share of a job that lost its run to another process, whose outcomes
+        are the new owner's to count, while the money it spent was spent all the same."""
+        return dataclasses.replace(self, calls=0, failed=0, cancelled=0, cache_hits=0,
+                                   calls_saved=0)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in LEDGER_FIELDS}
@@ -153,12 +166,12 @@ class LedgerTotals:
 
     @property
     def done(self) -> int:
-        """Calls finished (successes and failures, cached and cancelled included)."""
+        """Calls finished (successes and failures, cached included; cancelled ones are not)."""
         return self.ledger.calls
 
     @property
     def failed(self) -> int:
-        """Calls that gave no verdict (any failure kind, cancelled included)."""
+        """Calls that gave no verdict (any failure kind; a cancelled call is not failed)."""
         return self.ledger.failed
 
     @property
@@ -168,6 +181,7 @@ class LedgerTotals:
 
     @property
     def cancelled(self) -> int:
+        """Calls stopped before they gave an outcome ("not sent"; never in `done` or `failed`)."""
         return self.ledger.cancelled
 
     @property
@@ -191,6 +205,13 @@ class LedgerTotals:
     def cost_unknown(self) -> int:
         """Sent calls whose price is unknown (their cost is not in `cost_usd`)."""
         return self.ledger.unpriced_calls
+
+
+def is_cancelled(verdict: Verdict) -> bool:
+    """Whether an outcome is a call stopped before it gave one (the run was cancelled, its
+    budget reached or its lease lost): "not sent", never counted as done or failed. The one
+    rule every count of a run's calls (the ledger, each critic's figures) follows."""
+    return verdict.failure is FailureKind.CANCELLED
 
 
 def format_usd(amount: float) -> str:

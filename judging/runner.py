@@ -48,7 +48,7 @@ from judging.cascade import Tier, decide, plan_tiers, rejected
 from judging.chains import judge_with, sample_offsets
 from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.ledger import Ledger, LedgerTotals
+from judging.ledger import Ledger, LedgerTotals, is_cancelled
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import DATASET_STRATEGIES, VotingConfig
@@ -333,9 +333,10 @@ class _Run:
             state.pending -= 1
             tier_complete = state.pending == 0
             progress.ledger.add(verdict)
-            progress.critic_done[name] += 1
-            if verdict.failure is not None:
-                progress.critic_failed[name] += 1
+            if not is_cancelled(verdict):  # not sent: neither done nor failed (the ledger's rule)
+                progress.critic_done[name] += 1
+                if verdict.failure is not None:
+                    progress.critic_failed[name] += 1
         if tier_complete:
             self._tier_done(state)
         self._maybe_emit()
@@ -360,9 +361,7 @@ class _Run:
                         self.on_verdict(verdict, state.item)
                     with self.lock:
                         state.verdicts[i] = verdict
-                        self.progress.ledger.add(verdict)
-                        self.progress.critic_done[self.critics[i].name] += 1
-                        self.progress.critic_failed[self.critics[i].name] += 1
+                        self.progress.ledger.add(verdict)  # "not sent", not done or failed
             self._finish(state, self._vote(self._called(state)),
                          f"tier {tier.number}: cancelled before the next tier")
             return

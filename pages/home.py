@@ -4,7 +4,7 @@ import streamlit as st
 
 from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
 from pages.ui.errors import user_errors
-from pages.ui.runs_table import runs_table
+from pages.ui.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, vendor_key_status
@@ -42,6 +42,15 @@ def demo_buttons(demo: Demo, title: str) -> None:
                    "leaves this machine.")
         return
     # The demo was tried already: its run is the thing to open, not a new copy of it.
+    if latest["status"] in ("running", "pending"):
+        # Working (or about to): follow it. A second copy beside it only splits the figures.
+        if st.button(f"Follow the {title[8:]} run #{latest['id']}",
+                     type="primary" if demo is TAXONOMY else "secondary",
+                     icon=":material/rocket_launch:", key=f"open_{demo.key}"):
+            st.switch_page("pages/run.py", query_params={"run": str(latest["id"])})
+        st.caption(f"Run #{latest['id']} is {latest['status']}: {demo.summary}. Follow it on the "
+                   "Run page; another run of it can start once it has ended.")
+        return
     left, right = st.columns([1, 1])
     if left.button(f"Open the {title[8:]} run #{latest['id']}",
                    type="primary" if demo is TAXONOMY else "secondary",
@@ -60,7 +69,7 @@ demo_buttons(PAIRWISE, "Try the pairwise demo")
 st.subheader("Recent runs")
 runs = list_runs(db())
 if runs:
-    runs_table(runs[:10])
+    working_runs_table(runs[:10], limit=10)
     latest = runs[0]
     st.page_link(_run_page(latest), icon=":material/arrow_forward:",
                  query_params={"run": str(latest["id"])},

@@ -1,32 +1,54 @@
 """Run: pick a dataset and a panel, see the estimate, start; live progress; cancel, resume."""
 
+from typing import Any
+
 import pydantic
 import streamlit as st
 
 from judging.errors import JuryboxError
 from judging.estimate import estimate_run
-from judging.ledger import format_usd
+from judging.ledger import Ledger, format_usd
 from judging.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.budget import budget_inputs
 from pages.ui.critic_check_view import check_button, start_warning
 from pages.ui.errors import user_errors
-from pages.ui.progress import batch_rows, critic_rows, progress_text, run_summary_line, status_text
-from pages.ui.run_picker import RUN_PARAM, pick_run, query_run_id
-from pages.ui.runs_table import runs_table
+from pages.ui.progress import (
+    batch_rows,
+    critic_rows,
+    progress_text,
+    run_summary_line,
+    status_text,
+    stored_critic_rows,
+)
+from pages.ui.run_picker import RUN_PARAM, dataset_for_panel, pick_run, query_run_id
+from pages.ui.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db, db_path, registry, worker_key_lookup
+from storage.calls import call_counts
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels
-from storage.runs import list_runs
+from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches
+
+# Widget keys of the "Start a new run" box.
+NEW_RUN_BOX = "new_run_box"
+NEW_RUN_DATASET = "new_run_dataset"
+NEW_RUN_PANEL = "new_run_panel"
+FOLD_NEW_RUN_BOX = "new_run_box_fold"
 
 ensure_app_shell()
 st.title("Run")
 
 # -- a new run ---------------------------------------------------------------------------------
-with st.expander("Start a new run", expanded=query_run_id() is None, icon=":material/add:"):
+# Open on arrival when no run is asked for, and then as the user leaves it: its open state is
+# its own (a key), so a rerun (the slider, the URL's ?run= written below) never folds it.
+if NEW_RUN_BOX not in st.session_state:
+    st.session_state[NEW_RUN_BOX] = query_run_id() is None
+if st.session_state.pop(FOLD_NEW_RUN_BOX, False):  # a run was just started: follow it below
+    st.session_state[NEW_RUN_BOX] = False
+with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_change="rerun"):
     datasets = list_datasets(db())
     panels = {p["hash"]: p for p in list_panels(db())}
     draft_panel = None
@@ -47,14 +69,33 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                 "**Try the demo** on Home.")
     else:
         by_id = {d["id"]: d for d in datasets}
+
+        def preselect_dataset() -> None:
+            """Choose the dataset the chosen panel was built for (its newest run's, else the
+            newest one its prompts fit), not merely the newest: on arrival and when the
+            panel changes. A dataset the user picks by hand stays until the panel changes."""
+            key = st.session_state.get(NEW_RUN_PANEL, choices[first_choice])
+            if key not in choices:
+                key = choices[first_choice]
+            try:
+                chosen = draft_panel if key == "draft" else load_panel(panels[key]["yaml"])
+            except (JuryboxError, pydantic.ValidationError):
+                return  # an old snapshot the model no longer reads: the estimate says why
+            if chosen is not None:
+                preferred = dataset_for_panel(chosen, datasets, list_runs(db()))
+                if preferred is not None:
+                    st.session_state[NEW_RUN_DATASET] = preferred
+
+        if st.session_state.get(NEW_RUN_DATASET) not in by_id:
+            preselect_dataset()
         left, right = st.columns(2)
-        dataset_id = left.selectbox("Dataset", list(by_id), key="new_run_dataset",
+        dataset_id = left.selectbox("Dataset", list(by_id), key=NEW_RUN_DATASET,
                                     format_func=lambda i: f"#{i} {by_id[i]['name']} "
                                     f"({by_id[i]['n_items']:,} items)")
         panel_key = right.selectbox(
-            "Panel", choices, index=first_choice, key="new_run_panel",
+            "Panel", choices, index=first_choice, key=NEW_RUN_PANEL,
             format_func=lambda h: "The panel on the Panel page (unsaved)" if h == "draft"
-            else f"{panels[h]['name']} · {h[:8]}",
+            else f"{panels[h]['name']} · {h[:8]}", on_change=preselect_dataset,
         )
         concurrency = st.slider("Calls in flight at once", 1, 128, 32, key="new_run_concurrency")
         with user_errors("This run cannot start"):
@@ -81,7 +122,17 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
             )
             same = [r for r in list_runs(db(), dataset_id=dataset_id)
                     if r["panel_hash"] == panel_hash(panel)]
-            if same:
+            # A twin that is working now: a second run would send (and pay for) the same calls
+            # at the same time, before either has stored a reply to share. Follow it instead.
+            working = next((r for r in same if r["status"] == "running"), None)
+            if working is not None:
+                st.warning(f"Run #{working['id']} is running this exact panel on this dataset "
+                           "now: follow it instead. A second run started now would pay for the "
+                           "same calls again.", icon=":material/sync:")
+                st.page_link("pages/run.py", label=f"Follow run #{working['id']}",
+                             icon=":material/arrow_forward:",
+                             query_params={RUN_PARAM: str(working["id"])})
+            elif same:
                 earlier = same[0]
                 st.info(f"Run #{earlier['id']} ({earlier['status']}) already judged this dataset "
                         "with this exact panel. A new run answers from its stored replies "
@@ -94,31 +145,49 @@ with st.expander("Start a new run", expanded=query_run_id() is None, icon=":mate
                          budget=budget)
             start_warning(panel)  # warns, never blocks: the user may know better
             if st.button("Start the run", type="primary", icon=":material/play_arrow:",
-                         key="start_run"):
+                         key="start_run", disabled=working is not None):
                 run_id = prepare_run(db(), dataset_id=dataset_id, panel=panel, budget=budget)
                 registry().start_run(str(db_path()), run_id, concurrency=concurrency,
                                      key_lookup=worker_key_lookup())
                 st.query_params[RUN_PARAM] = str(run_id)
+                st.session_state[FOLD_NEW_RUN_BOX] = True
                 st.rerun()
 
 
 # -- the chosen run ----------------------------------------------------------------------------
+# One status line per run: while a job of this process works, its live line (the job's pace,
+# the run's stored ledger); otherwise the run's stored line. Never both: a resumed run's job
+# counts only its own part, and two lines for one run disagreed ("115 stored" beside "150").
 @st.fragment(run_every=0.5)
 def live_progress(run_id: int) -> None:
-    """Redrawn twice a second while the job works; a full rerun when it ends.
-
-    While a job works, its live progress is the one source of every number shown (calls done,
-    stored, failed, cost); the stored totals come back once it has finished.
-    """
+    """Redrawn twice a second while the job works; a full rerun when it ends (the stored line
+    and every table of the page then show the final figures)."""
     job = registry().get(run_id)
     if job is None:
         return
     progress = job.progress()
     if progress.vendor:  # batch critics: the vendor is still working on the run's batches
         st.info(progress.vendor, icon=":material/schedule:")
-    st.progress(progress.fraction, text=progress_text(progress))
+    ledger = Ledger.from_mapping(get_run(db(), run_id)["ledger"])
+    st.progress(progress.fraction, text=progress_text(progress, ledger))
     st.dataframe(critic_rows(progress), hide_index=True)
     if progress.finished:
+        st.rerun()
+
+
+def stored_progress(run: dict[str, Any]) -> None:
+    """The run's stored line and each critic's stored calls."""
+    st.text(run_summary_line(run))
+    st.dataframe(stored_critic_rows(run, call_counts(db(), int(run["id"]))), hide_index=True)
+
+
+@st.fragment(run_every=1.0)
+def elsewhere_progress(run_id: int) -> None:
+    """A run another process works on (the CLI, another app): its stored figures, re-read every
+    second (they froze at the page's first draw); a full rerun when its status changes."""
+    run = get_run(db(), run_id)
+    stored_progress(run)
+    if run["status"] != "running":
         st.rerun()
 
 
@@ -130,18 +199,18 @@ if run is not None:
     # One test of "is it working" for the whole page: the job's own status (a job that has
     # written its final status is finished, even in the instant before its thread ends).
     live = job is not None and not job.progress().finished
-    if not live:
-        st.text(run_summary_line(run))
     if run["simulated"]:
         st.caption("All critics of this run are on the **simulated** vendor: no call left this "
                    "machine and no money was spent (any cost shown uses the panel's example "
                    "prices).")
     if live:
         live_progress(run_id)
-    elif job is not None:
-        final = job.progress()
-        st.progress(final.fraction, text=progress_text(final))
-        st.dataframe(critic_rows(final), hide_index=True)
+    elif run["status"] == "running":
+        st.caption("Another process (`jurybox` on the command line, or another app) is working "
+                   "on this run; its figures here follow what it stores.")
+        elsewhere_progress(run_id)
+    else:
+        stored_progress(run)
     if run["error"]:
         (st.error if run["status"] == "failed" else st.info)(run["error"])
     vendor_batches = run_batches(db(), run_id)
@@ -194,4 +263,4 @@ if run is not None:
 all_runs = list_runs(db())
 if all_runs:  # with no run, the hint above says what to do
     st.subheader("All runs")
-    runs_table(all_runs)
+    working_runs_table(all_runs)

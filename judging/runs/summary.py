@@ -55,13 +55,15 @@ class ProgressBar:
 
     @classmethod
     def render(cls, p: RunProgress) -> str:
-        """One line: bar, items, calls, failures, elapsed time."""
+        """One line: bar, items, calls, failures, calls not sent (cancelled), elapsed time."""
         filled = int(p.fraction * cls.WIDTH)
         bar = "#" * filled + "." * (cls.WIDTH - filled)
         failed = f", {p.failed} failed" if p.failed else ""
+        # Calls a cancel stopped are "not sent" (the ledger's rule), never "failed".
+        not_sent = f", {p.cancelled} not sent" if p.cancelled else ""
         return (
             f"[{bar}] {p.fraction:4.0%}  {p.items_done}/{p.items_total} items, "
-            f"{p.done}/{p.total} calls{failed}  {p.elapsed_s:5.1f} s"
+            f"{p.done}/{p.total} calls{failed}{not_sent}  {p.elapsed_s:5.1f} s"
         )
 
     def close(self) -> None:

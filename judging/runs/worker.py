@@ -112,7 +112,12 @@ class Worker:
             try:
                 if db is None:
                     db = open_db(self.db_path)
-                if self.previous is not None:
+                taken = _taken_over(db, job)
+                if taken is not None:
+                    # Another process claimed the run while this job was silent: its status is
+                    # the run's, not "cancelled; resume it" (the run may well be done).
+                    final_status, message = taken
+                elif self.previous is not None:
                     status, earlier_error = self.previous
                     set_run_status(db, job.run_id, status,
                                    error=message if final_status == "failed" else earlier_error,
@@ -284,6 +289,24 @@ class Worker:
                 "Cancelled while the vendor ran its batches; they were asked to stop. Resume "
                 "the run to collect what they finished.")
         return None
+
+
+def _taken_over(db: Any, job: Job) -> tuple[str, str] | None:
+    """When another job owns the run now (it claimed the run after this one's lease lapsed):
+    the status this job ends with and why, else None. The run's own status stands: "done" when
+    the new owner finished it, "interrupted" (this job's part is over) while it still works."""
+    run = get_run(db, job.run_id)
+    if run.get("owner_token") in (None, job.token):
+        return None
+    where = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
+    status = str(run["status"])
+    if status == "running":
+        return "interrupted", (
+            f"Another job ({where}) took this run over while this one was not answering, and "
+            f"is running it now: follow it on the Run page or with `jurybox runs`.")
+    return status, (
+        f"Another job ({where}) took this run over while this one was not answering; the run "
+        f"is {status} now.")
 
 
 def _budget_of(run: dict[str, Any]) -> BudgetGuard | None:

@@ -72,6 +72,9 @@ class Writer:
         self._rebuilt_taken: list[bool] = []
         self._templates_taken: list[tuple[str, str, RequestTemplate]] = []
         self.written = 0
+        # Set once another job has taken the run over (a failed heartbeat): from then on this
+        # job's share of the ledger is only what it paid, its outcomes are not the run's.
+        self.lost = False
         self.error: BaseException | None = None
         self.decisions_error: Exception | None = None
         self._thread = threading.Thread(target=self._loop, name=f"jurybox-writer-{run_id}", daemon=True)
@@ -169,13 +172,16 @@ class Writer:
             while True:
                 batch, decided, finished = self._take()
                 if time.monotonic() - last_beat >= 1.0:
-                    if not heartbeat(db, self.run_id, self.owner) and self.on_lost is not None:
+                    if not self.lost and not heartbeat(db, self.run_id, self.owner):
                         # Another job took the run over (this one was silent past its lease):
                         # stop sending, so no call is paid twice.
-                        self.on_lost()
-                        self.on_lost = None
+                        self.lost = True
+                        if self.on_lost is not None:
+                            self.on_lost()
                     last_beat = time.monotonic()
                 ledger, self._ledger_taken = self._ledger_taken, None
+                if ledger is not None and self.lost:
+                    ledger = ledger.paid_only()  # the calls it cancelled are not the run's
                 if ledger is not None and not ledger.empty:
                     add_to_ledger(db, self.run_id, ledger.as_dict())
                 if finished:

@@ -17,23 +17,32 @@ def _duration(seconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m" if hours else (f"{minutes}m {secs:02d}s" if minutes else f"{secs}s")
 
 
-def progress_text(p: JobProgress) -> str:
-    """"running · 420 / 1,200 calls · 400 stored · 12 failed · 35.2 calls/s · 22s left · $0.0123"
-    (plain text): every figure from the job's one live progress."""
-    parts = [p.status, f"{p.done:,} / {p.total:,} calls", f"{p.written:,} stored"]
+def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
+    """"running · 420 / 1,200 calls · 12 failed · 35.2 calls/s · 22s left · 400 calls sent (410
+    HTTP attempts) · 20 from cache (not paid) · 9,000 + 800 tokens · $0.0123" (plain text).
+
+    Calls done, failed and not sent, the pace and the time left are the job's live figures;
+    what was sent, read from the cache and paid is the run's ledger (`run_ledger`, the stored
+    one the job's writer adds to as it goes), so the line says what the run's stored line
+    (`run_summary_line`) says once the job ends, a resumed run included. Calls a cancel
+    stopped are "not sent", never "failed"; once cancelling there is no time left to show.
+    """
+    status = "cancelling: the calls in flight finish" if p.status == "cancelling" else p.status
+    parts = [status, f"{p.done:,} / {p.total:,} calls"]
     if p.failed:
         parts.append(f"{p.failed:,} failed")
-    if p.cached:
-        parts.append(f"{p.cached:,} from cache")
+    if p.cancelled:
+        parts.append(f"{p.cancelled:,} not sent")
     if p.calls_saved:
         parts.append(f"{p.calls_saved:,} saved by the cascade")
-    if not p.finished:
+    if p.status == "running":
         parts.append(f"{p.calls_per_s:.1f} calls/s")
         parts.append(f"{_duration(p.eta_s)} left")
-    else:
+    elif p.finished:
         parts.append(f"took {_duration(p.elapsed_s)}")
-    if p.ledger.sent_calls:
-        parts.append(p.ledger.cost_text())
+    ledger = p.ledger if run_ledger is None else run_ledger
+    parts.append(ledger.sent_text())
+    parts.append(ledger.cost_text())
     return " · ".join(parts)
 
 
@@ -41,7 +50,8 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
     """One row per critic: calls done and failed, its pace, and its time left.
 
     A critic's pace is its finished calls over the job's elapsed time (cache hits included, so
-    a resumed run shows its true remaining time rather than the speed of cache reads).
+    a resumed run shows its true remaining time rather than the speed of cache reads). A job
+    that is no longer running (cancelling, or ended short) has no time left: "stopped".
     """
     critics = list(p.per_critic)
     share = (p.total / len(critics)) if critics else 0
@@ -50,6 +60,12 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
         c = p.per_critic[name]
         rate = c.done / p.elapsed_s if p.elapsed_s > 0 else 0.0
         left = max(0.0, share - c.done)
+        if left == 0:
+            time_left = "done"
+        elif p.status != "running":
+            time_left = "stopped"
+        else:
+            time_left = _duration(left / rate if rate > 0 else None)
         rows.append({
             "critic": name,
             "done": c.done,
@@ -57,7 +73,25 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
             "of": int(share),
             "progress": f"{(c.done / share * 100) if share else 100:.0f}%",
             "calls/s": round(rate, 1),
-            "time left": "done" if left == 0 else _duration(left / rate if rate > 0 else None),
+            "time left": time_left,
+        })
+    return rows
+
+
+def stored_critic_rows(run: dict[str, Any], counts: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """One row per critic of a run that no job of this process is working on: what is stored
+    (`storage.calls.call_counts`), the same figures as the run's line (`run_summary_line`)."""
+    rows = []
+    for name in run["critics"]:
+        c = counts.get(name, {})
+        stored = c.get("ok", 0) + c.get("failed", 0)
+        share = run["n_items"] or 0
+        rows.append({
+            "critic": name,
+            "stored": stored,
+            "failed": c.get("failed", 0),
+            "of": share,
+            "progress": f"{(stored / share * 100) if share else 100:.0f}%",
         })
     return rows
 

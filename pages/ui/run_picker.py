@@ -1,4 +1,5 @@
-"""Choosing the run a page shows; the choice lives in the URL (`?run=ID`) so reloads keep it."""
+"""Choosing the run a page shows (the choice lives in the URL, `?run=ID`, so reloads keep it),
+and the dataset a new run of a panel is preselected on."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from typing import Any
 
 import streamlit as st
 
+from judging.errors import JuryboxError
+from judging.panel import Panel
+from judging.panel_files import panel_hash
 from pages.ui.state import db
 from storage.runs import list_runs
 
@@ -70,3 +74,30 @@ def pick_run(*, key: str = "run_picker", empty_hint: str = NO_RUN_HINT) -> dict[
     if query_run_id() != chosen:
         st.query_params[RUN_PARAM] = str(chosen)
     return by_id[chosen]
+
+
+def dataset_for_panel(
+    panel: Panel, datasets: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> int | None:
+    """The dataset a new run of `panel` should start on: the one its newest run judged, else
+    the newest dataset whose fields every critic's prompt finds, else None (no preference).
+
+    "Run this panel" used to land on the newest dataset, whatever the panel was written for.
+
+    Args:
+        panel: the panel about to run.
+        datasets: as `storage.datasets.list_datasets` gives them (newest first).
+        runs: as `storage.runs.list_runs` gives them (newest first).
+    """
+    ids = {int(d["id"]) for d in datasets}
+    version = panel_hash(panel)
+    for run in runs:
+        if run["panel_hash"] == version and int(run["dataset_id"]) in ids:
+            return int(run["dataset_id"])
+    for dataset in datasets:
+        try:
+            panel.check_fields(list(dataset["fields"] or []))
+        except JuryboxError:
+            continue
+        return int(dataset["id"])
+    return None

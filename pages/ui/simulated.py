@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import sqlite_utils
 
+from judging.demo import demo_gold
 from judging.errors import JuryboxError
 from judging.panel_files import load_panel
 from judging.vendors import PRESETS
 from pages.ui.demo import demo_file_hashes
-from storage.datasets import get_dataset
+from storage.datasets import get_dataset, load_items
 from storage.runs import get_run
+
+# Items of a dataset looked at to tell whether the simulator knows them (a few dozen rows; a
+# user's data matching the demo's texts on every one of them does not happen by chance).
+KNOWN_SAMPLE = 50
+
+
+@functools.cache
+def _known_texts() -> frozenset[str]:
+    """The item texts the simulator knows the truth for (`judging.demo.demo_gold`'s keys)."""
+    return frozenset(demo_gold())
+
+
+def simulator_knows(database: sqlite_utils.Database, dataset_id: int) -> bool:
+    """Whether the simulated vendor reads this dataset's items: a demo file as imported, or
+    items taken from one (`jurybox demo --limit N` imports the demo's first N items under a
+    hash of their own, so the file hash alone said "not the demo" of the demo's own items).
+
+    Every sampled item must show a text the simulator knows (in any field: the demo keys it by
+    one field, the pairwise demo by each answer).
+    """
+    if get_dataset(database, dataset_id).get("file_hash") in demo_file_hashes():
+        return True
+    sample = load_items(database, dataset_id, limit=KNOWN_SAMPLE)
+    known = _known_texts()
+    return bool(sample) and all(
+        any(isinstance(value, str) and value in known for value in item.fields.values())
+        for item in sample
+    )
 
 
 def simulated_critics(panel_yaml: str) -> list[str]:
@@ -37,13 +67,14 @@ def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) ->
         run: a run as `storage.runs.list_runs` / `get_run` gives it.
 
     Returns:
-        A plain-text sentence, or None (no simulated critic, or the demo dataset).
+        A plain-text sentence, or None (no simulated critic, or data the simulator knows:
+        `simulator_knows`).
     """
     panel_yaml = run.get("panel_yaml") or get_run(database, int(run["id"]))["panel_yaml"]
     names = simulated_critics(panel_yaml)
     if not names:
         return None
-    if get_dataset(database, int(run["dataset_id"])).get("file_hash") in demo_file_hashes():
+    if simulator_knows(database, int(run["dataset_id"])):
         return None
     if len(names) == len(run.get("critics") or names):
         who = "Every critic of this run is simulated"

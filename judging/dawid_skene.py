@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from judging.agreement import Answers, RatingMatrix, answers_from_matrix, encode_ratings
+from judging.agreement.answers import check_encoded_as
 from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
@@ -243,14 +244,7 @@ def dawid_skene(
     _check_settings(max_iter, tol, smoothing)
     if isinstance(data, Answers):
         answers = data
-        if labels is not None and list(labels) != answers.labels:
-            raise ValueError(
-                f"the answers were encoded with the labels {answers.labels}, not {list(labels)}:"
-                " pass order=[...] to encode_answers instead"
-            )
-        if critics is not None and list(critics) != list(answers.raters):
-            raise ValueError("critics= does not match the answers' raters: rename the raters in "
-                             "the long table instead")
+        check_encoded_as(answers, labels, critics)
         names = list(answers.raters)
         items = list(answers.items)
     else:

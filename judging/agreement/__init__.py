@@ -43,7 +43,6 @@ from judging.agreement.alpha import (
     bootstrap_alpha,
     dataset_disagreement,
     krippendorff_alpha,
-    leave_one_out_alpha,
     per_item_alpha,
     per_item_alpha_in,
 )
@@ -63,6 +62,7 @@ from judging.agreement.kappa import (
     pairwise_kappa,
     percent_agreement,
 )
+from judging.agreement.leave_one_out import leave_one_out_alpha
 from judging.agreement.ratings import (
     RatingMatrix,
     encode_ratings,

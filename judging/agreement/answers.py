@@ -192,3 +192,24 @@ def answers_from_matrix(matrix: RatingMatrix) -> Answers:
         values=matrix.values,
         level=matrix.level,
     )
+
+
+def check_encoded_as(
+    answers: Answers, labels: Sequence[Any] | None, critics: Sequence[Any] | None
+) -> None:
+    """Refuse `labels=` / `critics=` that contradict already-encoded answers (they would be
+    silently ignored otherwise).
+
+    Raises:
+        ValueError: the labels or the raters differ from the answers'.
+    """
+    if labels is not None and list(labels) != answers.labels:
+        raise ValueError(
+            f"the answers were encoded with the labels {answers.labels}, not {list(labels)}: "
+            "pass order=[...] to encode_answers instead"
+        )
+    if critics is not None and list(critics) != list(answers.raters):
+        raise ValueError(
+            "critics= does not match the answers' raters: the answers keep their raters' "
+            "names, rename them in the long table instead"
+        )

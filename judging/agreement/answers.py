@@ -74,9 +74,16 @@ class Answers:
                             [str(r) for r in self.raters])
 
 
+def _objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-D object array of `values`, whatever they are (tuples stay tuples, not a 2-D array)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values)
+    return out
+
+
 def _factorize(values: Sequence[Any], what: str) -> tuple[np.ndarray, list[Any]]:
     """Index per row and the distinct values in order of first appearance."""
-    index = pd.Index(np.asarray(values, dtype=object), dtype=object)
+    index = pd.Index(_objects(values), dtype=object)
     if len(index) and index.isna().any():
         row = int(np.flatnonzero(index.isna())[0])
         raise ValueError(
@@ -132,9 +139,7 @@ def encode_answers(
                 f"rater {rater_names[rater[row]]!r} answered item {item_ids[item[row]]!r} "
                 "more than once: keep one answer per rater and item (e.g. the latest)"
             )
-    column = np.empty((len(ratings), 1), dtype=object)
-    column[:, 0] = list(ratings)
-    matrix = encode_ratings(column, level, order=order)
+    matrix = encode_ratings(_objects(ratings)[:, None], level, order=order)
     codes = matrix.codes[:, 0]
     valid = codes >= 0
     return Answers(

@@ -135,6 +135,24 @@ def _pool_answers(answers: Answers, k: int) -> _Evidence:
                      np.arange(n_items, dtype=np.int64))
 
 
+def _pool_matrix(codes: np.ndarray, k: int) -> _Evidence | None:
+    """`_pool_answers` for a units x critics table, keyed straight from its rows (a panel's
+    usual input: no list of answers is built for items that share a pattern); None when the
+    key would not fit in 62 bits."""
+    n_items, n_critics = codes.shape
+    base = k + 1
+    if not (n_items and n_critics and base**n_critics < 2**62):
+        return None
+    key = (codes + 1) @ (base ** np.arange(n_critics, dtype=np.int64))
+    _, first, inverse, freq = np.unique(
+        key, return_index=True, return_inverse=True, return_counts=True
+    )
+    patterns = codes[first]
+    unit, critic = np.nonzero(patterns >= 0)
+    return _Evidence(unit, critic, patterns[unit, critic], freq.astype(np.float64),
+                     inverse.ravel())
+
+
 def _check_settings(max_iter: int, tol: float, smoothing: float) -> None:
     # smoothing = 0 lets a confusion row be 0/0 (a class no item leans to) and log(0) = -inf
     # into every posterior: EM returned all-NaN posteriors without a word.
@@ -242,30 +260,32 @@ def dawid_skene(
             `labels`/`critics` that contradict an `Answers`.
     """
     _check_settings(max_iter, tol, smoothing)
+    ev: _Evidence | None
     if isinstance(data, Answers):
-        answers = data
-        check_encoded_as(answers, labels, critics)
-        names = list(answers.raters)
-        items = list(answers.items)
+        check_encoded_as(data, labels, critics)
+        names, items, classes = list(data.raters), list(data.items), list(data.labels)
+        ev = _pool_answers(data, len(classes)) if len(classes) >= 2 else None
     else:
         matrix: RatingMatrix = encode_ratings(data, "nominal", order=labels, critics=critics)
         names = list(critics or matrix.critics) or [
             f"critic {i + 1}" for i in range(matrix.n_critics)
         ]
-        answers = answers_from_matrix(matrix)
-        items = list(range(matrix.n_units))
-    k = answers.n_values
-    if k < 2:
+        items, classes = list(range(matrix.n_units)), list(matrix.labels)
+        ev = None
+        if len(classes) >= 2:
+            ev = _pool_matrix(matrix.codes, len(classes)) or _pool_answers(
+                answers_from_matrix(matrix), len(classes)
+            )
+    if ev is None:
         raise ValueError(
             "Dawid-Skene needs at least two labels; pass labels=[...] with the scale's labels"
         )
-    ev = _pool_answers(answers, k)
     priors, confusion, post, rated, iterations, converged, log_lik = _fit(
-        ev, answers.n_raters, k, max_iter, tol, smoothing
+        ev, len(names), len(classes), max_iter, tol, smoothing
     )
     notes = [] if converged else [f"EM stopped after {max_iter} iterations without converging"]
     return DawidSkeneResult(
-        labels=list(answers.labels),
+        labels=classes,
         critics=names,
         priors=priors,
         confusion=confusion,

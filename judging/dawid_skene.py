@@ -6,15 +6,21 @@ the priors and confusion matrices given those posteriors (M). Agreement with the
 misranks critics that lean toward one label (they agree with a majority they help make); the
 confusion matrices see the lean.
 
-Speed: with R critics and K labels an item's evidence is its row of R codes, so items are pooled
-by distinct row (at most (K+1)^R, a few thousand in practice) and EM runs over those patterns
-weighted by their counts: 100,000 items x 5 critics take a few milliseconds per iteration.
+Speed: EM runs over the list of answers, (item, rater, label) index arrays, with every step a
+`np.bincount` over them, so an iteration costs O(answers x K) whatever the number of raters
+(a dense raters x items x labels array took 620 s and 1.25 GB at 20,000 items x 1,000 raters
+with 5 answers per item; over the answers it is about a second). With a panel's handful of
+critics, items with the same answers are pooled first (at most (K+1)^R patterns, a few thousand
+in practice) and EM runs over the patterns weighted by their counts: 100,000 items x 5 critics
+take a few milliseconds per iteration. A long table of answers comes in as an `Answers`
+(`judging.agreement.encode_answers`), and the result keeps its item ids and rater names.
 
 `dawid_skene_vote` exposes the model as the dataset-level voting strategy "dawid-skene".
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from judging.agreement import RatingMatrix, encode_ratings
+from judging.agreement import Answers, RatingMatrix, answers_from_matrix, encode_ratings
+from judging.agreement.answers import check_encoded_as
 from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
@@ -37,7 +44,7 @@ class DawidSkeneResult:
 
     Attributes:
         labels: the classes, in index order.
-        critics: critic names, in index order.
+        critics: critic (rater) names, in index order, as given.
         priors: (K,) estimated share of each true class.
         confusion: (R, K, K) confusion[r, true, given] = P(critic r says `given` | `true`).
         posteriors: (items, K) P(true class | ratings); items without any rating get the priors.
@@ -45,6 +52,9 @@ class DawidSkeneResult:
         iterations: EM iterations run.
         converged: True when the log-likelihood change fell under the tolerance.
         log_likelihood: final log-likelihood of the ratings.
+        notes: what the caller should know (e.g. EM stopped before converging).
+        items: item ids in row order of `posteriors` (row positions for a units x critics
+            table; the ids of a long table of answers).
     """
 
     labels: list[Any]
@@ -57,6 +67,7 @@ class DawidSkeneResult:
     converged: bool
     log_likelihood: float
     notes: list[str] = field(default_factory=list)
+    items: list[Any] = field(default_factory=list)
 
     @property
     def accuracies(self) -> dict[str, float]:
@@ -77,26 +88,144 @@ class DawidSkeneResult:
         index = self.critics.index(critic)
         return pd.DataFrame(self.confusion[index], index=self.labels, columns=self.labels)
 
+    def posterior_frame(self) -> Any:
+        """The posteriors as a DataFrame: one row per item id, one column per class."""
+        import pandas as pd
 
-def _pool_rows(codes: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct rows of codes: (patterns, counts, item -> pattern)."""
-    n_items, n_critics = codes.shape
-    if n_items == 0:
-        return codes, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    base = n_labels + 1
-    if n_critics and base**n_critics < 2**62:
-        key = (codes + 1) @ (base ** np.arange(n_critics, dtype=np.int64))
+        index = self.items if len(self.items) == len(self.posteriors) else None
+        return pd.DataFrame(self.posteriors, index=index, columns=self.labels)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """The answers EM runs over: one row per answer of a unit, units weighted by how many
+    items they stand for (identical items pooled into one unit when that is cheap)."""
+
+    unit: np.ndarray  # (answers,) unit index
+    rater: np.ndarray  # (answers,) rater index
+    code: np.ndarray  # (answers,) label code
+    weight: np.ndarray  # (units,) items per unit
+    inverse: np.ndarray  # (items,) item -> unit
+
+
+def _pool_answers(answers: Answers, k: int) -> _Evidence:
+    """Items with the same answers from the same raters pooled into one unit.
+
+    With a handful of critics (a judge panel) the distinct answer patterns are few, and EM
+    runs over thousands of patterns instead of a million items. Each item's pattern is the
+    integer sum_r (code + 1) * (K + 1)^r, exact while it fits in 62 bits (about 27 raters for
+    four labels). Beyond that, with many raters each answering a few items, items rarely share
+    a pattern: EM runs over the answers as they are.
+    """
+    n_items, n_raters = answers.n_items, answers.n_raters
+    base = k + 1
+    if n_items and n_raters and base**n_raters < 2**62:
+        key = np.zeros(n_items, dtype=np.int64)
+        place = base ** np.arange(n_raters, dtype=np.int64)
+        np.add.at(key, answers.item, (answers.code + 1) * place[answers.rater])
         _, first, inverse, freq = np.unique(
             key, return_index=True, return_inverse=True, return_counts=True
         )
-        return codes[first], freq, inverse.ravel()
-    patterns, inverse, freq = np.unique(codes, axis=0, return_inverse=True, return_counts=True)
-    return patterns, freq, inverse.ravel()
+        inverse = inverse.ravel()
+        # A pattern's evidence is the answers of its first item.
+        keep = np.flatnonzero(first[inverse[answers.item]] == answers.item)
+        return _Evidence(inverse[answers.item[keep]], answers.rater[keep], answers.code[keep],
+                         freq.astype(np.float64), inverse)
+    return _Evidence(answers.item, answers.rater, answers.code, np.ones(n_items),
+                     np.arange(n_items, dtype=np.int64))
 
 
-def _logsumexp(x: np.ndarray) -> np.ndarray:
-    top = x.max(axis=1, keepdims=True)
-    return (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True)))[:, 0]
+def _pool_matrix(codes: np.ndarray, k: int) -> _Evidence | None:
+    """`_pool_answers` for a units x critics table, keyed straight from its rows (a panel's
+    usual input: no list of answers is built for items that share a pattern); None when the
+    key would not fit in 62 bits."""
+    n_items, n_critics = codes.shape
+    base = k + 1
+    if not (n_items and n_critics and base**n_critics < 2**62):
+        return None
+    key = (codes + 1) @ (base ** np.arange(n_critics, dtype=np.int64))
+    _, first, inverse, freq = np.unique(
+        key, return_index=True, return_inverse=True, return_counts=True
+    )
+    patterns = codes[first]
+    unit, critic = np.nonzero(patterns >= 0)
+    return _Evidence(unit, critic, patterns[unit, critic], freq.astype(np.float64),
+                     inverse.ravel())
+
+
+def _check_settings(max_iter: int, tol: float, smoothing: float) -> None:
+    # smoothing = 0 lets a confusion row be 0/0 (a class no item leans to) and log(0) = -inf
+    # into every posterior: EM returned all-NaN posteriors without a word.
+    if not (math.isfinite(smoothing) and smoothing > 0):
+        raise ValueError(
+            f"Dawid-Skene smoothing must be a positive number, got {smoothing!r}: with no "
+            "pseudo-count a label a critic never used has probability 0 and the posteriors "
+            "become NaN. Use a small value such as 0.01 (the default)"
+        )
+    if max_iter < 1:
+        raise ValueError(f"Dawid-Skene max_iter must be at least 1, got {max_iter}")
+    if not (math.isfinite(tol) and tol >= 0):
+        raise ValueError(f"Dawid-Skene tol must be a non-negative number, got {tol!r}")
+
+
+def _fit(
+    ev: _Evidence, n_raters: int, k: int, max_iter: int, tol: float, smoothing: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool, float]:
+    """EM over answers: (priors, confusion, unit posteriors, unit rated, iterations,
+    converged, log-likelihood). Every step is a bincount over the answers, so an iteration
+    costs O(answers x K), whatever the number of raters."""
+    n_units = len(ev.weight)
+    # Class-major (K, units) arrays: a reduction over the K classes is then an elementwise
+    # operation on K long rows, where a units x K layout made numpy loop over tiny rows.
+    votes = np.bincount(ev.code * n_units + ev.unit, minlength=k * n_units).reshape(k, n_units)
+    m = votes.sum(axis=0)
+    rated: np.ndarray = np.asarray(m > 0, dtype=bool)
+    post = np.where(rated, votes / np.where(rated, m, 1), 1.0 / k)
+    cell = ev.rater * k + ev.code  # (rater, given label) of each answer
+    said = ev.rater * (k * k) + ev.code  # where log P(said | true = 0) sits, + true * k
+
+    fit_w = ev.weight * rated  # units without any rating carry no evidence
+    total = fit_w.sum()
+    priors = np.full(k, 1.0 / k)
+    confusion = np.full((n_raters, k, k), 1.0 / k)
+    log_lik = -np.inf
+    converged = False
+    iterations = 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007 - the count is reported after
+        # M-step: confusion[r, true, given] = smoothing + sum of the weighted posteriors of
+        # true over the answers where r said `given`.
+        weighted = post * fit_w
+        priors = weighted.sum(axis=1) / total if total > 0 else np.full(k, 1.0 / k)
+        priors = np.clip(priors, 1e-12, None)
+        priors /= priors.sum()
+        for true in range(k):
+            confusion[:, true, :] = np.bincount(
+                cell, weights=weighted[true][ev.unit], minlength=n_raters * k
+            ).reshape(n_raters, k)
+        confusion += smoothing
+        confusion /= confusion.sum(axis=2, keepdims=True)
+        # E-step: log P(true) + sum over the unit's answers of log P(said | true)
+        log_conf = np.log(confusion).ravel()
+        log_post = np.empty((k, n_units))
+        for true in range(k):
+            log_post[true] = np.bincount(
+                ev.unit, weights=log_conf[said + true * k], minlength=n_units
+            )
+        log_post += np.log(priors)[:, None]
+        top = log_post.max(axis=0)
+        log_post -= top
+        np.exp(log_post, out=log_post)
+        spread = log_post.sum(axis=0)
+        post = log_post / spread
+        norm = top + np.log(spread)  # log P(answers of the unit)
+        new_log_lik = float((fit_w * norm).sum())
+        if total > 0 and abs(new_log_lik - log_lik) / total < tol:
+            log_lik = new_log_lik
+            converged = True
+            break
+        log_lik = new_log_lik
+    post[:, ~rated] = priors[:, None]
+    return priors, confusion, post.T, rated, iterations, converged, log_lik
 
 
 def dawid_skene(
@@ -112,81 +241,61 @@ def dawid_skene(
 
     Args:
         data: units x critics labels (None for a failed verdict: a missing value, never a
-            label), or a RatingMatrix.
-        labels: the classes in order (default: the sorted labels that occur).
-        critics: critic names per column (default "critic 1", ...).
-        max_iter: EM iteration cap.
+            label), or a RatingMatrix, or an `Answers` (a long table of (item, rater, label),
+            see `judging.agreement.encode_answers`): then the cost grows with the answers,
+            not with items x raters, and the result keeps the item ids and rater names.
+        labels: the classes in order (default: the sorted labels that occur). For `Answers`,
+            give the order when encoding them.
+        critics: critic names per column (default "critic 1", ...; for `Answers`, its raters).
+        max_iter: EM iteration cap (at least 1).
         tol: stop when the log-likelihood per item changes by less than this.
         smoothing: pseudo-count added to every confusion cell, so a label a critic never used
-            is unlikely rather than impossible.
+            is unlikely rather than impossible. Must be positive.
 
     Returns:
         A DawidSkeneResult (priors, confusion matrices, posteriors, accuracies, consensus).
 
     Raises:
-        ValueError: fewer than two labels, or ratings outside `labels`.
+        ValueError: smoothing <= 0, fewer than two labels, ratings outside `labels`, or
+            `labels`/`critics` that contradict an `Answers`.
     """
-    matrix: RatingMatrix = encode_ratings(data, "nominal", order=labels, critics=critics)
-    names = list(critics or matrix.critics) or [f"critic {i + 1}" for i in range(matrix.n_critics)]
-    k = matrix.n_values
-    if k < 2:
+    _check_settings(max_iter, tol, smoothing)
+    ev: _Evidence | None
+    if isinstance(data, Answers):
+        check_encoded_as(data, labels, critics)
+        names, items, classes = list(data.raters), list(data.items), list(data.labels)
+        ev = _pool_answers(data, len(classes)) if len(classes) >= 2 else None
+    else:
+        matrix: RatingMatrix = encode_ratings(data, "nominal", order=labels, critics=critics)
+        names = list(critics or matrix.critics) or [
+            f"critic {i + 1}" for i in range(matrix.n_critics)
+        ]
+        items, classes = list(range(matrix.n_units)), list(matrix.labels)
+        ev = None
+        if len(classes) >= 2:
+            ev = _pool_matrix(matrix.codes, len(classes)) or _pool_answers(
+                answers_from_matrix(matrix), len(classes)
+            )
+    if ev is None:
         raise ValueError(
             "Dawid-Skene needs at least two labels; pass labels=[...] with the scale's labels"
         )
-    codes = matrix.codes
-    n_critics = codes.shape[1]
-    patterns, freq, inverse = _pool_rows(codes, k)
-    w = freq.astype(np.float64)
-    valid = patterns >= 0
-    rated_p: np.ndarray = np.asarray(valid.any(axis=1), dtype=bool)
-    # One-hot of what each critic said on each pattern (zeros where missing).
-    onehot = np.zeros((n_critics, len(patterns), k))
-    for r in range(n_critics):
-        rows = np.flatnonzero(valid[:, r])
-        onehot[r, rows, patterns[rows, r]] = 1.0
-    votes = onehot.sum(axis=0)  # (P, K)
-    m = votes.sum(axis=1, keepdims=True)
-    post = np.where(m > 0, votes / np.where(m > 0, m, 1.0), 1.0 / k)
-
-    fit_w = w * rated_p  # patterns without any rating carry no evidence
-    total = fit_w.sum()
-    priors = np.full(k, 1.0 / k)
-    confusion = np.full((n_critics, k, k), 1.0 / k)
-    log_lik = -np.inf
-    converged = False
-    iterations = 0
-    for iterations in range(1, max_iter + 1):  # noqa: B007 - the count is reported after
-        # M-step
-        weighted = post * fit_w[:, None]
-        priors = weighted.sum(axis=0) / total if total > 0 else np.full(k, 1.0 / k)
-        priors = np.clip(priors, 1e-12, None)
-        priors /= priors.sum()
-        confusion = np.einsum("pk,rpl->rkl", weighted, onehot) + smoothing
-        confusion /= confusion.sum(axis=2, keepdims=True)
-        # E-step: log P(true = k) + sum over critics of log P(said | k)
-        log_conf = np.log(confusion)
-        log_post = np.log(priors)[None, :] + np.einsum("rpl,rkl->pk", onehot, log_conf)
-        norm = _logsumexp(log_post)
-        post = np.exp(log_post - norm[:, None])
-        new_log_lik = float((fit_w * norm).sum())
-        if total > 0 and abs(new_log_lik - log_lik) / total < tol:
-            log_lik = new_log_lik
-            converged = True
-            break
-        log_lik = new_log_lik
-    post[~rated_p] = priors
+    priors, confusion, post, rated, iterations, converged, log_lik = _fit(
+        ev, len(names), len(classes), max_iter, tol, smoothing
+    )
     notes = [] if converged else [f"EM stopped after {max_iter} iterations without converging"]
     return DawidSkeneResult(
-        labels=list(matrix.labels),
+        labels=classes,
         critics=names,
         priors=priors,
         confusion=confusion,
-        posteriors=post[inverse],
-        rated=rated_p[inverse],
+        posteriors=post[ev.inverse],
+        rated=rated[ev.inverse],
         iterations=iterations,
         converged=converged,
         log_likelihood=log_lik,
         notes=notes,
+        items=items,
     )
 
 

@@ -6,6 +6,9 @@ values, never a label: a critic that errored can neither agree nor disagree.
 
 What is here:
     encode_ratings        data -> RatingMatrix (labels encoded to ints once, reused below)
+    encode_answers        a long table of (item, rater, label) -> Answers, for many raters
+                          answering sparse subsets; pairwise_kappa, leave_one_out_alpha and
+                          Dawid-Skene take it and cost what the answers cost
     krippendorff_alpha    alpha by the coincidence-matrix method (Krippendorff 2011), any level
     alpha_with_reason     the same, with the reason when alpha is undefined and its parts
     per_item_alpha        alpha_u = 1 - D_o(u) / D_e(dataset), one figure per unit
@@ -30,7 +33,8 @@ resamples per-unit contribution vectors: units with the same counts pattern are 
 resample is a vector of pattern multiplicities, so 1000 resamples of 100,000 units cost a few
 small matrix products.
 
-Modules: `results` (the result types), `ratings` (encoding), `alpha`, `kappa`, `reference`.
+Modules: `results` (the result types), `ratings` (encoding), `answers` (long tables), `alpha`,
+`leave_one_out`, `kappa`, `reference`.
 """
 
 from judging.agreement.alpha import (
@@ -39,9 +43,14 @@ from judging.agreement.alpha import (
     bootstrap_alpha,
     dataset_disagreement,
     krippendorff_alpha,
-    leave_one_out_alpha,
     per_item_alpha,
     per_item_alpha_in,
+)
+from judging.agreement.answers import (
+    Answers,
+    answers_from_matrix,
+    encode_answer_frame,
+    encode_answers,
 )
 from judging.agreement.kappa import (
     cohen_kappa,
@@ -53,6 +62,7 @@ from judging.agreement.kappa import (
     pairwise_kappa,
     percent_agreement,
 )
+from judging.agreement.leave_one_out import leave_one_out_alpha
 from judging.agreement.ratings import (
     RatingMatrix,
     encode_ratings,
@@ -75,6 +85,7 @@ from judging.agreement.results import (
 
 __all__ = [
     "AlphaResult",
+    "Answers",
     "BootstrapResult",
     "DatasetDisagreement",
     "KappaMatrix",
@@ -86,10 +97,13 @@ __all__ = [
     "Statistic",
     "agreement_with_reference",
     "alpha_with_reason",
+    "answers_from_matrix",
     "bootstrap_alpha",
     "cohen_kappa",
     "cohen_kappa_result",
     "dataset_disagreement",
+    "encode_answer_frame",
+    "encode_answers",
     "encode_ratings",
     "fleiss_kappa",
     "fleiss_kappa_counts",

@@ -1,4 +1,5 @@
-"""Krippendorff's alpha (coincidence-matrix method), per-item alpha, bootstrap, leave-one-out."""
+"""Krippendorff's alpha (coincidence-matrix method), per-item alpha, bootstrap (leave-one-out
+alpha, which reuses these parts, is in `leave_one_out`)."""
 
 from __future__ import annotations
 
@@ -164,26 +165,45 @@ def _unit_disagreement(
 
 
 def _alpha_from_parts(parts: _AlphaParts) -> AlphaResult:
-    matrix = parts.matrix
-    n_pairable_units = int(parts.pairable.sum())
+    return _alpha_result(
+        parts.matrix.level,
+        parts.matrix.n_units,
+        int(parts.pairable.sum()),
+        parts.n,
+        float(parts.do_unit.sum()),
+        parts.expected_num,
+        parts.marginals,
+    )
+
+
+def _alpha_result(
+    level: str,
+    n_units: int,
+    n_pairable_units: int,
+    n: int,
+    observed_num: float,
+    expected_num: float,
+    marginals: np.ndarray,
+) -> AlphaResult:
+    """Alpha from its parts: observed_num = sum over pairable units of their ordered pairs'
+    delta^2 / (m_u - 1), expected_num = sum n_c n_k delta^2 (the reason when undefined)."""
     common = dict(
-        level=matrix.level,
-        n_units=matrix.n_units,
+        level=level,
+        n_units=n_units,
         n_pairable_units=n_pairable_units,
-        n_pairable=parts.n,
+        n_pairable=n,
     )
     if n_pairable_units == 0:
         reason = (
             "no ratings at all"
-            if matrix.n_units == 0
+            if n_units == 0
             else "no unit has two or more valid ratings, so nothing can be compared"
         )
         return AlphaResult(None, reason, **common)  # type: ignore[arg-type]
-    n = parts.n
-    observed = float(parts.do_unit.sum() / n)
-    expected = parts.expected_num / (n * (n - 1))
-    if parts.expected_num <= 0.0:
-        used = int((parts.marginals > 0).sum())
+    observed = float(observed_num / n)
+    expected = expected_num / (n * (n - 1))
+    if expected_num <= 0.0:
+        used = int((marginals > 0).sum())
         reason = (
             "no variation: every pairable rating has the same value"
             if used <= 1
@@ -571,31 +591,3 @@ def _bootstrap_from_parts(
     return BootstrapResult(
         float(low), float(high), confidence, defined, resamples, n_undefined, seed, method
     )
-
-
-def leave_one_out_alpha(
-    data: Any,
-    level: Level | str = "nominal",
-    *,
-    order: Sequence[Any] | None = None,
-    critics: Sequence[str] | None = None,
-) -> dict[str, AlphaResult]:
-    """Alpha of the panel without each critic in turn.
-
-    A critic whose removal raises alpha the most is the one dragging agreement down.
-
-    Args:
-        data: units x critics ratings, or a RatingMatrix (its critic names are used).
-        level: measurement level.
-        order: declared label order (see `encode_ratings`).
-        critics: critic names per column; default "critic 1", "critic 2", ...
-
-    Returns:
-        critic name -> AlphaResult of the panel without that critic.
-    """
-    matrix = encode_ratings(data, level, order=order, critics=critics)
-    names = list(critics or matrix.critics) or [f"critic {i + 1}" for i in range(matrix.n_critics)]
-    out: dict[str, AlphaResult] = {}
-    for index, name in enumerate(names):
-        out[name] = _alpha_from_parts(_alpha_parts(matrix.drop_critic(index)))
-    return out

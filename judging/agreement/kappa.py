@@ -1,14 +1,38 @@
-"""The kappa family: Cohen (weighted), pairwise matrices, Fleiss, Gwet's AC1, percent agreement."""
+"""The kappa family: Cohen (weighted), pairwise matrices, Fleiss, Gwet's AC1, percent agreement.
+
+Pairwise kappa has two computations with the same results. With a panel's few critics it
+compares columns pair by pair (R^2 / 2 passes over the items). With many raters each answering
+a sparse subset (1,000 raters: 499,500 pairs, 161 s that way at 20,000 items), it walks the
+answers instead: the pairs of answers within each item give every pair of raters' confusion
+counts in one `np.unique`, so the cost is the sum over items of answers^2, not raters^2 x items.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from judging.agreement.ratings import encode_ratings
-from judging.agreement.results import KappaMatrix, KappaWeights, Statistic
+from judging.agreement.answers import Answers, answers_from_matrix, check_encoded_as
+from judging.agreement.ratings import RatingMatrix, encode_ratings
+from judging.agreement.results import (
+    NO_CHANCE_DISAGREEMENT,
+    NO_SHARED_ITEM,
+    KappaMatrix,
+    KappaWeights,
+    PairReasons,
+    Statistic,
+)
+
+# Pairs of answers materialised at once when walking the answers (bounds the memory: a few
+# arrays of this many int64).
+_PAIR_CHUNK = 2_000_000
+# A units x critics matrix goes the answers' way when its pair-by-pair cost is this many times
+# the answers' (and it has more critics than a panel usually has).
+_ANSWERS_SPEEDUP = 4
+_PANEL_CRITICS = 16
 
 # --------------------------------------------------------------------------------------------
 # Kappa family
@@ -30,7 +54,7 @@ def _kappa_codes(ca: np.ndarray, cb: np.ndarray, n_values: int, w: np.ndarray) -
     both = (ca >= 0) & (cb >= 0)
     n = int(both.sum())
     if n == 0:
-        return Statistic(None, "no item was rated by both critics", 0)
+        return Statistic(None, NO_SHARED_ITEM, 0)
     confusion = (
         np.bincount(ca[both] * n_values + cb[both], minlength=n_values * n_values)
         .reshape(n_values, n_values)
@@ -44,13 +68,7 @@ def _kappa_codes(ca: np.ndarray, cb: np.ndarray, n_values: int, w: np.ndarray) -
     observed_agreement = 1.0 - obs_dis / (n * w_max)
     chance_agreement = 1.0 - exp_dis / (n * w_max)
     if exp_dis <= 0.0:
-        return Statistic(
-            None,
-            "no chance disagreement: both critics gave one and the same label to every item",
-            n,
-            observed_agreement,
-            chance_agreement,
-        )
+        return Statistic(None, NO_CHANCE_DISAGREEMENT, n, observed_agreement, chance_agreement)
     return Statistic(1.0 - obs_dis / exp_dis, None, n, observed_agreement, chance_agreement)
 
 
@@ -115,21 +133,34 @@ def pairwise_kappa(
     labels: Sequence[Any] | None = None,
     critics: Sequence[str] | None = None,
 ) -> KappaMatrix:
-    """Cohen's kappa for every pair of critics (columns).
+    """Cohen's kappa for every pair of critics (columns), or of raters in a long table.
 
     Args:
-        data: units x critics ratings, or a RatingMatrix (label order = its code order).
+        data: units x critics ratings, or a RatingMatrix (label order = its code order), or
+            an `Answers` (a long table of (item, rater, label), see `encode_answers`): then
+            the matrix is in the answers' rater order, with their names.
         weights: None, "linear" or "quadratic".
-        labels: ordered labels (default: sorted labels that occur).
+        labels: ordered labels (default: sorted labels that occur; for `Answers`, give the
+            order when encoding them).
         critics: critic names per column.
 
     Returns:
         A KappaMatrix (symmetric; NaN where undefined, with the reason).
+
+    Raises:
+        ValueError: unknown weights, a label outside `labels`, or `labels`/`critics` that
+            contradict an `Answers`.
     """
+    if isinstance(data, Answers):
+        check_encoded_as(data, labels, critics)
+        return _pairwise_kappa_answers(data, _kappa_weights(data.n_values, weights))
     matrix = encode_ratings(data, "nominal", order=labels, critics=critics)
     names = list(critics or matrix.critics) or [f"critic {i + 1}" for i in range(matrix.n_critics)]
-    size = matrix.n_critics
     w = _kappa_weights(matrix.n_values, weights)
+    if _answers_are_cheaper(matrix):
+        answers = answers_from_matrix(matrix)
+        return replace(_pairwise_kappa_answers(answers, w), critics=names)
+    size = matrix.n_critics
     values = np.full((size, size), np.nan)
     counts = np.zeros((size, size), dtype=np.int64)
     reasons: dict[tuple[int, int], str] = {}
@@ -142,6 +173,75 @@ def pairwise_kappa(
             else:
                 values[i, j] = values[j, i] = stat.value
     return KappaMatrix(names, values, counts, reasons)
+
+
+def _answers_are_cheaper(matrix: RatingMatrix) -> bool:
+    """Whether walking the answers beats comparing R^2 / 2 column pairs over every unit."""
+    size = matrix.n_critics
+    if size <= _PANEL_CRITICS:
+        return False
+    m = (matrix.codes >= 0).sum(axis=1).astype(np.float64)
+    column_cost = size * (size + 1) / 2 * matrix.n_units
+    return column_cost > _ANSWERS_SPEEDUP * float((m * m).sum() + m.sum())
+
+
+def _answer_pairs(answers: Answers) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every pair of answers to the same item with rater(a) <= rater(b) (an answer with itself
+    included: that pair is a rater against itself), as index arrays, whole items at a time."""
+    by_item = np.argsort(answers.item, kind="stable")
+    m = np.bincount(answers.item, minlength=answers.n_items)
+    end = np.cumsum(m)
+    start = end - m
+    cost = np.cumsum(m * m)  # ordered pairs up to each item
+    u0 = 0
+    while u0 < answers.n_items:
+        done = int(cost[u0 - 1]) if u0 else 0
+        u1 = max(int(np.searchsorted(cost, done + _PAIR_CHUNK, side="right")), u0 + 1)
+        position = np.arange(start[u0], end[u1 - 1])  # of the answers, sorted by item
+        item = answers.item[by_item[position]]
+        size = m[item]
+        first = np.repeat(position, size)
+        within = np.arange(len(first)) - np.repeat(np.cumsum(size) - size, size)
+        a, b = by_item[first], by_item[np.repeat(start[item], size) + within]
+        keep = answers.rater[a] <= answers.rater[b]
+        yield a[keep], b[keep]
+        u0 = u1
+
+
+def _pairwise_kappa_answers(answers: Answers, w: np.ndarray) -> KappaMatrix:
+    """Pairwise kappa from a long table: each pair of raters' confusion counts from the pairs
+    of answers within items, then every kappa at once."""
+    size, v = answers.n_raters, answers.n_values
+    found_keys: list[np.ndarray] = []
+    found_counts: list[np.ndarray] = []
+    for a, b in _answer_pairs(answers):
+        pair = answers.rater[a] * size + answers.rater[b]
+        key = (pair * v + answers.code[a]) * v + answers.code[b]
+        uniq, count = np.unique(key, return_counts=True)
+        found_keys.append(uniq)
+        found_counts.append(count)
+    values = np.full((size, size), np.nan)
+    counts = np.zeros((size, size), dtype=np.int64)
+    if found_keys:
+        keys, inverse = np.unique(np.concatenate(found_keys), return_inverse=True)
+        cell_counts = np.bincount(inverse.ravel(), weights=np.concatenate(found_counts))
+        pairs, pair_of = np.unique(keys // (v * v), return_inverse=True)
+        confusion = np.zeros((len(pairs), v * v))  # each pair's V x V counts, flattened
+        confusion[pair_of.ravel(), keys % (v * v)] = cell_counts
+        n = confusion.sum(axis=1)
+        given_a = confusion.reshape(len(pairs), v, v).sum(axis=2)
+        given_b = confusion.reshape(len(pairs), v, v).sum(axis=1)
+        # Matrix products rather than sums over (pairs, V, V) arrays: the same figures, in a
+        # tenth of the time at 200,000 pairs. A zero stays exactly zero (every term is >= 0).
+        exp_dis = ((given_a @ w) * given_b).sum(axis=1) / n
+        obs_dis = confusion @ w.ravel()
+        rows, cols = pairs // size, pairs % size
+        defined = exp_dis > 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            kappa = np.where(defined, 1.0 - obs_dis / np.where(defined, exp_dis, 1.0), np.nan)
+        values[rows, cols] = values[cols, rows] = kappa
+        counts[rows, cols] = counts[cols, rows] = n.astype(np.int64)
+    return KappaMatrix(list(answers.raters), values, counts, PairReasons(counts, values))
 
 
 def _chance_inputs(counts: np.ndarray) -> tuple[np.ndarray, float | None, int]:

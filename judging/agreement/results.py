@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -114,6 +115,44 @@ class Proportion:
     reason: str | None = None
 
 
+NO_SHARED_ITEM = "no item was rated by both critics"
+NO_CHANCE_DISAGREEMENT = (
+    "no chance disagreement: both critics gave one and the same label to every item"
+)
+
+
+class PairReasons(Mapping[tuple[int, int], str]):
+    """(row, col) -> why that kappa is undefined, read off the kappa matrix itself.
+
+    Cohen's kappa between two critics is undefined for one of two reasons: they share no item
+    (n = 0), or they share items but chance disagreement is zero (NaN with n > 0). With 1,000
+    raters each answering a sparse subset, most of the 499,500 pairs are one or the other, so
+    the reasons are not stored one by one. Reads like the dict the column-pair computation
+    builds, and compares equal to it.
+    """
+
+    def __init__(self, n: np.ndarray, values: np.ndarray) -> None:
+        self._n = n
+        self._undefined = np.isnan(values)
+
+    def __getitem__(self, key: tuple[int, int]) -> str:
+        try:
+            i, j = (int(x) for x in key)
+        except (TypeError, ValueError):
+            raise KeyError(key) from None
+        size = self._n.shape[0]
+        if not (0 <= i < size and 0 <= j < size and self._undefined[i, j]):
+            raise KeyError(key)
+        return NO_SHARED_ITEM if self._n[i, j] == 0 else NO_CHANCE_DISAGREEMENT
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        for i, j in np.argwhere(self._undefined):
+            yield (int(i), int(j))
+
+    def __len__(self) -> int:
+        return int(self._undefined.sum())
+
+
 @dataclass(frozen=True, slots=True)
 class KappaMatrix:
     """Cohen's kappa for every pair of critics.
@@ -122,13 +161,14 @@ class KappaMatrix:
         critics: critic names, in row/column order.
         values: R x R kappas, NaN where undefined (the diagonal is a critic against itself).
         n: R x R counts of items both critics rated.
-        reasons: (row, col) -> why that kappa is undefined.
+        reasons: (row, col) -> why that kappa is undefined (a dict, or a PairReasons for a
+            matrix computed from answers).
     """
 
     critics: list[str]
     values: np.ndarray
     n: np.ndarray
-    reasons: dict[tuple[int, int], str] = field(default_factory=dict)
+    reasons: Mapping[tuple[int, int], str] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
         """The kappa values as a labelled DataFrame (NaN where undefined)."""

@@ -40,6 +40,7 @@ __all__ = [
     "Measure",
     "RunComparison",
     "RunSide",
+    "check_comparable",
     "compare_runs",
     "difference_text",
     "ledger_rows",
@@ -213,6 +214,16 @@ def _check_pair(a: dict[str, Any], b: dict[str, Any]) -> None:
             "needs two runs over the same dataset. Pick two runs of one dataset (`jurybox runs` "
             "lists each run's dataset)."
         )
+
+
+def check_comparable(db: sqlite_utils.Database, run_a: int, run_b: int) -> None:
+    """Raise the sentence that says why two runs cannot be compared, if they cannot.
+
+    Raises:
+        NotFoundError: no run has one of the ids.
+        DataError: the same run twice, or runs over different datasets.
+    """
+    _check_pair(get_run(db, run_a), get_run(db, run_b))
 
 
 def _merge_humans(

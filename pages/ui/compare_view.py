@@ -27,6 +27,8 @@ from pages.ui.text import plain
 from storage.runs import list_runs
 
 VS_PARAM = "vs"
+# Flipped items drawn in the table (in dataset order): beyond this the CLI lists them all.
+FLIPPED_SHOWN = 5_000
 _OTHER_KEY = "compare_run_b"
 _LAST_A_KEY = "compare_last_a"
 
@@ -116,6 +118,10 @@ def _flipped(c: RunComparison) -> None:
         "else the consensus) in the two runs. Open one in Review from its link."))
     if not n:
         return
+    if n > FLIPPED_SHOWN:
+        st.caption(f"The first {FLIPPED_SHOWN:,} in dataset order are listed here; `jurybox "
+                   f"compare {c.a.id} {c.b.id} --flipped {n}` lists all {n:,}.")
+    shown = c.flipped[:FLIPPED_SHOWN]
     a, b = c.a.title, c.b.title
     frame = pd.DataFrame([
         {"item": i.item_id, a: i.final_a or "(none)", b: i.final_b or "(none)",
@@ -124,14 +130,22 @@ def _flipped(c: RunComparison) -> None:
          "human": i.human or "-", "gold": i.gold or "-",
          f"review in {a}": review_url(c.a.id, i.item_id),
          f"review in {b}": review_url(c.b.id, i.item_id)}
-        for i in c.flipped
+        for i in shown
     ])
     st.dataframe(frame, hide_index=True, key=f"compare_flipped.{c.a.id}.{c.b.id}",
-                 height=min(38 + 35 * n, 420), column_config={
+                 height=min(38 + 35 * len(shown), 420), column_config={
                      "item": st.column_config.TextColumn(),
                      f"review in {a}": st.column_config.LinkColumn(display_text="open"),
                      f"review in {b}": st.column_config.LinkColumn(display_text="open"),
                  })
+    # The same links as buttons, for a keyboard (a table's link is a click on a canvas).
+    pick, open_a, open_b = st.columns([2, 1, 1], vertical_alignment="bottom")
+    item = pick.selectbox("Flipped item", [f.item_id for f in shown],
+                          key=f"compare_open.{c.a.id}.{c.b.id}")
+    open_a.link_button(f"Open in Review ({a})", review_url(c.a.id, str(item)),
+                       icon=":material/rate_review:")
+    open_b.link_button(f"Open in Review ({b})", review_url(c.b.id, str(item)),
+                       icon=":material/rate_review:")
 
 
 def _measures(c: RunComparison) -> None:

@@ -223,6 +223,8 @@ def test_jurybox_compare_prints_flips_figures_and_ledgers(
     code = main(["compare", str(run_a), str(run_b), "--db", str(path), "--flipped", "2"])
     out = capsys.readouterr().out
     assert code == 0
+    assert (f"What run #{run_b} changed from run #{run_a}: critic 'lenient' removed; critic "
+            "'second' added (simulated, sim-biased).") in out
     n = len(comparison.flipped)
     assert f"Final decisions (the latest override, else the consensus): {n} of 300 items flipped." in out
     first, second, *rest = comparison.flipped

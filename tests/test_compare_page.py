@@ -53,6 +53,7 @@ def test_compare_shows_flips_with_review_links_figures_and_ledgers(two_runs: Run
     assert gold[f"only in {a}"] == expected.vs_gold.mcnemar.a_only
     assert gold[f"only in {b}"] == expected.vs_gold.mcnemar.b_only
     text = shown(all_text(at))
+    assert f"What run #{run_b} changed from run #{run_a}: critic 'lenient' removed" in text
     assert "labels shipped with the data, not a review" in text
     assert "No item that both runs decided has a human label yet" in text
 

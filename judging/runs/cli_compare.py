@@ -9,6 +9,7 @@ from judging.runs.cli_runs import add_db_option, open_cli_db, positive_int
 from judging.runs.compare import (
     FlippedItem,
     RunComparison,
+    changes_text,
     compare_runs,
     difference_text,
     ledger_rows,
@@ -76,6 +77,7 @@ def comparison_lines(c: RunComparison, *, flipped_limit: int = 20) -> list[str]:
     for side in (c.a, c.b):
         flags = ", ".join([side.status] + (["simulated"] if side.simulated else []))
         lines.append(f"  {side.title}: {side.version} ({flags})")
+    lines.append(changes_text(c))
     if c.only_a or c.only_b:
         lines.append(f"{_count(c.only_a, 'item')} decided only by {a} and {c.only_b:,} only by "
                      f"{b}: left out of every figure below.")

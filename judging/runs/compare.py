@@ -28,8 +28,10 @@ import pandas as pd
 import sqlite_utils
 
 from judging.compare_stats import PairedAccuracy, paired_accuracy
-from judging.errors import DataError
+from judging.errors import ConfigError, DataError
 from judging.ledger import Ledger
+from judging.panel_diff import panel_changes
+from judging.panel_files import load_panel
 from storage.compare import panel_outcomes
 from storage.consensus import run_gold_labels
 from storage.overrides import final_labels, human_labels
@@ -40,6 +42,7 @@ __all__ = [
     "Measure",
     "RunComparison",
     "RunSide",
+    "changes_text",
     "check_comparable",
     "compare_runs",
     "difference_text",
@@ -138,6 +141,8 @@ class RunComparison:
         vs_gold: consensus accuracy against the dataset's gold labels; None when the dataset
             has none.
         backed: share of items on which every critic answered and gave the consensus.
+        changes: what B's panel changed from A's, in words (`judging.panel_diff`); empty for
+            the same panel version; None when a stored snapshot can no longer be read.
     """
 
     a: RunSide
@@ -152,6 +157,7 @@ class RunComparison:
     human_conflicts: int
     vs_gold: PairedAccuracy | None
     backed: PairedAccuracy
+    changes: list[str] | None
 
     def measures(self) -> list[Measure]:
         """The paired comparisons in the order they are shown, each saying what it used."""
@@ -214,6 +220,15 @@ def _check_pair(a: dict[str, Any], b: dict[str, Any]) -> None:
             "needs two runs over the same dataset. Pick two runs of one dataset (`jurybox runs` "
             "lists each run's dataset)."
         )
+
+
+def _changes(a: dict[str, Any], b: dict[str, Any]) -> list[str] | None:
+    if a["panel_hash"] == b["panel_hash"]:
+        return []
+    try:
+        return panel_changes(load_panel(a["panel_yaml"]), load_panel(b["panel_yaml"]))
+    except ConfigError:  # a snapshot from an older model that no longer validates
+        return None
 
 
 def check_comparable(db: sqlite_utils.Database, run_a: int, run_b: int) -> None:
@@ -310,6 +325,7 @@ def compare_runs(
         dataset_id=int(info_a["dataset_id"]), dataset_name=str(info_a["dataset_name"]),
         common=len(both), only_a=only_a, only_b=only_b, flipped=flipped,
         vs_humans=vs_humans, human_conflicts=conflicts, vs_gold=vs_gold, backed=backed,
+        changes=_changes(info_a, info_b),
     )
 
 
@@ -359,3 +375,16 @@ def ledger_rows(a: Ledger, b: Ledger) -> list[tuple[str, str, str]]:
             for title, name in _LEDGER_ROWS if getattr(a, name) or getattr(b, name)]
     rows.append(("cost", a.cost_text(), b.cost_text()))
     return rows
+
+
+def changes_text(c: RunComparison) -> str:
+    """"What run #2 changed: critic 'lenient' removed; critic 'second' added (...)."."""
+    if c.changes is None:
+        return (f"What {c.b.title} changed from {c.a.title} cannot be said: a stored panel "
+                "snapshot no longer reads as a panel.")
+    if not c.changes:
+        same = c.a.panel_hash == c.b.panel_hash
+        return (f"{c.b.title} ran the same panel version as {c.a.title}." if same else
+                f"{c.b.title} judges as {c.a.title} does (only the panel's name or "
+                "description changed).")
+    return f"What {c.b.title} changed from {c.a.title}: " + "; ".join(c.changes) + "."

@@ -14,6 +14,7 @@ import streamlit as st
 
 from judging.runs.compare import (
     RunComparison,
+    changes_text,
     check_comparable,
     difference_text,
     ledger_rows,
@@ -99,6 +100,7 @@ def _heading(c: RunComparison) -> None:
         f"Dataset #{c.dataset_id} {c.dataset_name!r}: {_count(c.common, 'item')} decided by "
         f"both runs. {c.a.title}: {c.a.version} ({c.a.status}); {c.b.title}: {c.b.version} "
         f"({c.b.status})."))
+    st.markdown(plain(changes_text(c)))
     if c.a.simulated or c.b.simulated:
         st.caption("Verdicts of " + (
             "both runs" if c.a.simulated and c.b.simulated

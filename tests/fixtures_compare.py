@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from judging.demo import demo_panel_path
+from judging.demo import demo_panel_v2_path
 from judging.panel import Panel
 from judging.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
@@ -18,13 +18,11 @@ from storage.runs import get_run
 
 
 def demo_panel_v2() -> Panel:
-    """The demo panel's second version: its `lenient` critic (sim-lenient, about 78% right and
-    leaning to KEEP) replaced by `second` on sim-biased (about 85% right). The other three
-    critics are unchanged, so their calls are answered from the first run's cache."""
-    panel = load_panel(demo_panel_path())
-    critics = [c.model_copy(update={"name": "second", "model": "sim-biased"})
-               if c.name == "lenient" else c for c in panel.critics]
-    return panel.model_copy(update={"critics": critics})
+    """The demo panel's second version as shipped (`judging/demo/demo_panel_v2.yaml`): its
+    `lenient` critic (sim-lenient, about 78% right and leaning to KEEP) replaced by `second` on
+    sim-biased (about 85% right). The other three critics are unchanged, so their calls are
+    answered from the first run's cache."""
+    return load_panel(demo_panel_v2_path())
 
 
 def run_panel(path: pathlib.Path, dataset_id: int, panel: Panel, **options: object) -> int:

@@ -10,6 +10,7 @@ import pytest
 
 from judging.budget import BudgetCap
 from judging.compare_stats import mcnemar_exact
+from judging.demo import demo_dataset_path, demo_panel_v2_path
 from judging.errors import DataError
 from judging.ledger import Ledger
 from judging.runs.cli import main
@@ -260,3 +261,22 @@ def test_jurybox_compare_refuses_different_datasets_and_unknown_runs(
     assert "a comparison needs two runs over the same dataset" in err
     assert main(["compare", str(run_a), "99", "--db", str(path)]) == 1
     assert "There is no run with id 99." in capsys.readouterr().err
+
+
+def test_the_demo_and_its_second_version_compare_from_the_command_line(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a user would: `jurybox demo`, then the shipped second version on the same file, then
+    `jurybox compare` (the two runs land on one dataset)."""
+    db_path = str(tmp_path / "cli.db")
+    assert main(["demo", "--limit", "40", "--quiet", "--db", db_path]) == 0
+    assert main(["judge", "--data", str(demo_dataset_path()), "--panel",
+                 str(demo_panel_v2_path()), "--limit", "40", "--quiet", "--db", db_path]) == 0
+    capsys.readouterr()
+    assert main(["compare", "1", "2", "--db", db_path]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Run #2 against run #1 over dataset #1 'Demo: taxonomy candidates': "
+                          "40 items decided by both.")
+    assert "run #2: Taxonomy curation (demo, version 2)" in out
+    assert "critic 'lenient' removed; critic 'second' added (simulated, sim-biased)." in out
+    assert "Accuracy against gold labels:\n  run #1 " in out

@@ -13,6 +13,7 @@ from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.overrides import add_override
+from storage.runs import get_run
 from tests.fixtures_app import shown
 from tests.fixtures_compare import demo_panel_v2
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -115,3 +116,25 @@ def test_a_dataset_with_one_run_says_what_to_do(demo_db: tuple[pathlib.Path, int
     no_exception(at)
     assert "is the only run over dataset" in shown(at.info[0].value)
     assert not at.dataframe
+
+
+def test_on_the_demo_one_click_runs_its_second_version(demo_db: tuple[pathlib.Path, int]) -> None:
+    from pages.ui.state import registry
+
+    path, run_id = demo_db
+    at = open_page("compare", query={"run": str(run_id)})
+    at.button(key="compare_demo_v2").click().run()
+    no_exception(at)
+    assert at.title[0].value == "Run"  # its live progress
+    new_id = int(at.query_params["run"])
+    job = registry().get(new_id)
+    assert job is not None and job.wait(120)
+    db = open_db(path)
+    assert get_run(db, new_id)["panel_name"] == demo_panel_v2().name
+    assert get_run(db, new_id)["status"] == "done"
+    db.close()
+
+    at = open_page("compare", query={"run": str(run_id)})
+    no_exception(at)
+    assert at.selectbox(key="compare_run_b").value == new_id
+    assert "critic 'lenient' removed" in shown(all_text(at))

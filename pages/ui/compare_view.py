@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from judging.demo import demo_panel_v2_path
+from judging.panel_files import load_panel
 from judging.runs.compare import (
     RunComparison,
     changes_text,
@@ -21,9 +23,11 @@ from judging.runs.compare import (
     p_value_text,
     share_text,
 )
+from judging.runs.jobs import prepare_run
+from pages.ui.demo import TAXONOMY, demo_dataset_ids
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import RUN_PARAM, run_label
-from pages.ui.state import db
+from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.text import plain
 from storage.runs import list_runs
 
@@ -45,6 +49,25 @@ def _query_vs() -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _offer_demo_second_version(run: dict[str, Any]) -> None:
+    """On the demo dataset: one click runs the demo panel's second version (one critic
+    changed) over it, to have two versions to compare; the Run page shows its progress."""
+    dataset_id = int(run["dataset_id"])
+    if dataset_id not in demo_dataset_ids(db(), TAXONOMY):
+        return
+    if not st.button("Run the demo panel's second version", key="compare_demo_v2",
+                     icon=":material/play_arrow:",
+                     help="The demo panel with its lenient critic replaced by another "
+                     "(judging/demo/demo_panel_v2.yaml), over the same items; the three "
+                     "unchanged critics answer from the cache."):
+        return
+    with user_errors("The second version could not start"):
+        new = prepare_run(db(), dataset_id=dataset_id, panel=load_panel(demo_panel_v2_path()),
+                          name="Demo run, version 2")
+        registry().start_run(str(db_path()), new, key_lookup=worker_key_lookup())
+        st.switch_page("pages/run.py", query_params={RUN_PARAM: str(new)})
 
 
 def pick_other_run(run: dict[str, Any]) -> int | None:
@@ -72,6 +95,7 @@ def pick_other_run(run: dict[str, Any]) -> int | None:
             f"Run #{run_id} is the only run over dataset {run['dataset_name']!r}. Run another "
             "panel version on it (another prompt, model, strategy or critic) and compare the "
             "two here."), icon=":material/info:")
+        _offer_demo_second_version(run)
         st.page_link("pages/run.py", label="Start a run", icon=":material/play_arrow:")
         return None
     if wanted in by_id:

@@ -10,11 +10,12 @@ import pytest
 
 from judging.budget import BudgetCap
 from judging.compare_stats import mcnemar_exact
-from judging.demo import demo_dataset_path, demo_panel_v2_path
+from judging.demo import demo_dataset_path, demo_panel_path, demo_panel_v2_path
 from judging.errors import DataError
 from judging.ledger import Ledger
+from judging.panel_files import load_panel
 from judging.runs.cli import main
-from judging.runs.compare import compare_runs
+from judging.runs.compare import changes_text, compare_runs
 from judging.runs.jobs import prepare_run
 from storage.consensus import load_consensus
 from storage.datasets import load_items, save_dataset
@@ -280,3 +281,27 @@ def test_the_demo_and_its_second_version_compare_from_the_command_line(
     assert "run #2: Taxonomy curation (demo, version 2)" in out
     assert "critic 'lenient' removed; critic 'second' added (simulated, sim-biased)." in out
     assert "Accuracy against gold labels:\n  run #1 " in out
+
+
+def test_two_abstentions_are_not_a_flip(two_runs: Runs) -> None:
+    """Two runs of one panel version that abstains when its critics disagree (unanimous voting,
+    no fallback): an item without a label in both runs did not flip."""
+    path, run_a, _ = two_runs
+    db = open_db(path)
+    dataset_id = int(get_run(db, run_a)["dataset_id"])
+    db.close()
+    demo = load_panel(demo_panel_path())
+    strict = demo.model_copy(update={"voting": demo.voting.model_copy(
+        update={"strategy": "unanimous", "fallback": None})})
+    first = run_panel(path, dataset_id, strict)
+    second = run_panel(path, dataset_id, strict)
+    db = open_db(path)
+    comparison = compare_runs(db, first, second)
+    final_1, final_2 = finals(db, first), finals(db, second)
+    both_none = [i for i in final_1 if final_1[i] is None and final_2[i] is None]
+    assert both_none, "a unanimous panel without a fallback should abstain on contested items"
+    assert not set(both_none) & {f.item_id for f in comparison.flipped}
+    assert [f.item_id for f in comparison.flipped] == [
+        i for i in final_1 if final_1[i] != final_2[i]]
+    assert comparison.changes == []
+    assert "ran the same panel version" in changes_text(comparison)

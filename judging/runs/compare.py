@@ -293,9 +293,10 @@ def compare_runs(
     only_b = len(frame_b) - len(both)
     both["human"] = both["item_id"].map(humans)
 
-    final_a = both["final_label_a"].astype(object).where(both["final_label_a"].notna(), None)
-    final_b = both["final_label_b"].astype(object).where(both["final_label_b"].notna(), None)
-    flips = both[final_a != final_b]
+    final_a, final_b = both["final_label_a"], both["final_label_b"]
+    # Two abstentions (no label in either run) are the same decision: pandas compares missing
+    # values as unequal, so they are taken out explicitly.
+    flips = both[(final_a != final_b) & ~(final_a.isna() & final_b.isna())]
     flipped = [
         FlippedItem(
             item_id=str(row.item_id), final_a=_text(row.final_label_a),

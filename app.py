@@ -29,6 +29,7 @@ def app_pages() -> list[st.Page]:
         st.Page("pages/review.py", title="Review", icon=":material/rate_review:"),
         st.Page("pages/agreement.py", title="Agreement", icon=":material/insights:"),
         st.Page("pages/team.py", title="Team", icon=":material/diversity_3:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
         st.Page("pages/export.py", title="Export", icon=":material/download:"),
     ]
 

@@ -14,7 +14,7 @@ from storage.db import open_db
 from tests.fixtures_app import shown
 
 APP = pathlib.Path(__file__).resolve().parent.parent / "app.py"
-PAGES = ["home", "datasets", "panel", "run", "review", "agreement", "team", "export"]
+PAGES = ["home", "datasets", "panel", "run", "review", "agreement", "team", "compare", "export"]
 
 
 def open_page(page: str, *, query: dict[str, str] | None = None) -> AppTest:

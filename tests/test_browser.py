@@ -216,7 +216,8 @@ def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, A
     # Through the sidebar, as a user moves around (no document reload).
     goto(app_page, app_server, f"/?run={run_id}")
     nav = app_page.get_by_test_id("stSidebarNav")
-    for title in ("Datasets", "Panel", "Run", "Review", "Agreement", "Team", "Export", "Home"):
+    for title in ("Datasets", "Panel", "Run", "Review", "Agreement", "Team", "Compare", "Export",
+                  "Home"):
         nav.get_by_role("link", name=title).click()
         expect(app_page.get_by_role("heading", name="Jurybox" if title == "Home" else title,
                                     exact=True)).to_be_visible()
@@ -224,7 +225,7 @@ def test_every_page_keeps_to_this_machine(app_page: Any, app_server: dict[str, A
         settled(app_page)
     # Every page by its URL (a bookmark, a shared link), a deep link into Review included.
     for path in ("/datasets", "/panel", f"/run?run={run_id}", f"/agreement?run={run_id}",
-                 f"/team?run={run_id}", f"/export?run={run_id}",
+                 f"/team?run={run_id}", f"/compare?run={run_id}", f"/export?run={run_id}",
                  f"/review?run={run_id}&item=TX-0001", "/"):
         goto(app_page, app_server, path)
         expect(app_page.get_by_test_id("stSidebar").get_by_text("Database")).to_be_visible()

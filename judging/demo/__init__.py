@@ -2,8 +2,9 @@
 
 - Taxonomy curation: `taxonomy_candidates.csv` (300 rows, built by `make_dataset.py`) holds
   candidate classes of a retail product taxonomy; a curator decides KEEP, REJECT, SPLIT or
-  MERGE for each. `demo_panel.yaml` has four simulated critics; `chains_panel.yaml` asks the
-  same with compound and repeated critics.
+  MERGE for each. `demo_panel.yaml` has four simulated critics; `demo_panel_v2.yaml` is its
+  second version (one critic changed), to compare with it; `chains_panel.yaml` asks the same
+  with compound and repeated critics.
 - Pairwise: `pairwise_answers.csv` (60 comparisons, built by `make_pairwise_dataset.py`) pits
   three support assistants against each other two at a time; `pairwise_panel.yaml` asks three
   critics which answer is better, in both orders.
@@ -24,6 +25,7 @@ __all__ = [
     "demo_dataset_path",
     "demo_gold",
     "demo_panel_path",
+    "demo_panel_v2_path",
     "demo_profiles",
     "pairwise_dataset_path",
     "pairwise_panel_path",
@@ -43,6 +45,12 @@ def demo_dataset_path() -> pathlib.Path:
 def demo_panel_path() -> pathlib.Path:
     """Path of the demo panel YAML (four simulated critics, plurality voting)."""
     return _HERE / "demo_panel.yaml"
+
+
+def demo_panel_v2_path() -> pathlib.Path:
+    """Path of the demo panel's second version (its `lenient` critic replaced by `second` on
+    sim-biased), for comparing two panel versions over the demo dataset."""
+    return _HERE / "demo_panel_v2.yaml"
 
 
 def pairwise_dataset_path() -> pathlib.Path:

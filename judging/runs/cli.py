@@ -30,6 +30,7 @@ from judging.calls import CallRunner
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel_files import load_panel
+from judging.runs.cli_compare import add_compare
 from judging.runs.cli_runs import (
     add_batches,
     add_budget_options,
@@ -181,6 +182,8 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_stability,
     add_taxonomy,
     add_pairs,
+    # Version against version: two runs over one dataset (judging/runs/cli_compare.py).
+    add_compare,
 ]
 
 

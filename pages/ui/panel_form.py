@@ -32,6 +32,9 @@ from pages.ui.model_form import field_widget, model_editor
 from pages.ui.text import plain
 
 DRAFT_KEY = "panel_draft"
+# The Run page's query parameter naming a saved panel (its hash) to start a run with: the links
+# "Run this panel" (Panel) and "Run <calibrated version>" (Agreement) set it.
+RUN_PANEL_PARAM = "panel"
 _uids = itertools.count(1)
 _generations = itertools.count(1)
 

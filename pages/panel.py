@@ -10,7 +10,7 @@ from judging.voting import tie_rule_text
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.errors import user_errors
-from pages.ui.judge import judge_one
+from pages.ui.judge import STAND_IN, judge_one, request_preview
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.text import plain
@@ -114,28 +114,51 @@ if not datasets:
     st.info("Import a dataset (Datasets page) to preview prompts on a real item.")
 elif draft["critics"]:
     by_id = {d["id"]: d for d in datasets}
+    # Keyed by the draft's generation: after loading or importing a panel the selectors start
+    # afresh (a stale critic index pointed past the new panel's critics), on a dataset the
+    # panel's prompts fit when there is one.
+    preview_key = f"{pf.key_prefix(draft)}.preview"
     cols = st.columns(3)
-    dataset_id = cols[0].selectbox("Dataset", list(by_id), key="preview_dataset",
+    dataset_ids = list(by_id)
+    fitting = pf.fitting_dataset(draft, datasets)
+    dataset_id = cols[0].selectbox("Dataset", dataset_ids, key=f"{preview_key}.dataset",
+                                   index=dataset_ids.index(fitting) if fitting in by_id else 0,
                                    format_func=lambda i: f"#{i} {by_id[i]['name']}")
     items = load_items(db(), dataset_id, limit=200)
-    item_index = cols[1].selectbox("Item", range(len(items)), key="preview_item",
+    item_index = cols[1].selectbox("Item", range(len(items)), key=f"{preview_key}.item.{dataset_id}",
                                    format_func=lambda i: items[i].id)
-    critic_index = cols[2].selectbox("Critic", range(len(draft["critics"])), key="preview_critic",
+    critic_index = cols[2].selectbox("Critic", range(len(draft["critics"])),
+                                     key=f"{preview_key}.critic",
                                      format_func=lambda i: draft["critics"][i]["name"])
     item = items[item_index]
     with user_errors("The prompt cannot be rendered"):
         critic = pf.critic_from_draft(draft, critic_index)
-        scale = pf.build_panel(draft).scale
-        messages = []
+        preview_panel = pf.build_panel(draft)
+        steps = []
         try:
-            messages = critic.build_messages(item.fields, scale)
+            # The requests the run would send, built by the call layer itself (not a likeness).
+            steps = request_preview(preview_panel, critic.name, item)
         except PlaceholderError as error:
             # The panel may be right and this dataset the wrong one: a hint, not a failure.
             st.warning(f"This prompt does not fit dataset #{dataset_id}: {plain(str(error))}")
-        for message in messages:
-            st.caption(message["role"])
-            # Plain text in a code block: item text is never interpreted as markdown or HTML.
-            st.code(message["content"], language=None, wrap_lines=True)
+        if len(steps) > 1:
+            st.caption(f"{plain(critic.name)} sends {len(steps)} requests for this item, in this "
+                       "order.")
+        if critic.samples > 1:
+            st.caption(f"Each request is sent {critic.samples} times (samples); the answers are "
+                       "put to a vote.")
+        for number, step in enumerate(steps, start=1):
+            if len(steps) > 1:
+                who = "" if step.critic == critic.name else f" · asked of {step.critic}"
+                st.markdown(f"**Request {number}** · " + plain(f"{step.role or 'judge'}{who}"))
+            if step.after_stand_in:
+                st.caption(f"Where it says {STAND_IN!r}, the real request quotes the answer to "
+                           "the request before.")
+            for message in step.messages:
+                st.caption(message["role"])
+                # Plain text in a code block: item text is never interpreted as markdown or HTML.
+                st.code(message["content"], language=None, wrap_lines=True)
+        messages = [m for step in steps for m in step.messages]
         if messages and st.button("Test this critic on this item", icon=":material/science:",
                                   key="test_critic"):
             with st.spinner(f"Calling {critic.name}..."):

@@ -20,7 +20,7 @@ from typing import Any
 
 import streamlit as st
 
-from judging.critics import Critic
+from judging.critics import Critic, template_placeholders
 from judging.curation import CurationConfig
 from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
@@ -149,6 +149,14 @@ def build_panel(draft: dict[str, Any]) -> Panel:
         pydantic.ValidationError: a field is out of range or missing.
     """
     return Panel.model_validate(panel_payload(draft))
+
+
+def fitting_dataset(draft: dict[str, Any], datasets: list[dict[str, Any]]) -> int | None:
+    """The id of the first dataset (newest first, as listed) whose fields every critic's prompt
+    of the draft fits, else None."""
+    wanted = {name for critic in draft["critics"]
+              for name in template_placeholders(str(critic.get("prompt_template") or ""))}
+    return next((int(d["id"]) for d in datasets if wanted <= set(d["fields"])), None)
 
 
 def critic_from_draft(draft: dict[str, Any], index: int) -> Critic:

@@ -6,7 +6,6 @@ from judging.demo import demo_panel_path
 from judging.errors import PlaceholderError
 from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
 from judging.vendors import PRESETS
-from judging.voting import tie_rule_text
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.errors import user_errors
@@ -173,7 +172,7 @@ if panel is not None:
     text = dump_panel(panel)
     version = panel_hash(panel)
     st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
-    tie_rule = tie_rule_text(panel.voting, panel.scale)
+    tie_rule = pf.tie_sentence(panel.voting, panel.scale, panel.rubric)
     if tie_rule:
         st.info(plain(tie_rule), icon=":material/balance:")
     save_col, download_col = st.columns(2)

@@ -24,10 +24,10 @@ from judging.critics import Critic, template_placeholders
 from judging.curation import CurationConfig
 from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
-from judging.rubric import RubricConfig
+from judging.rubric import MARK_SCALE, RubricConfig
 from judging.scales import Scale
 from judging.vendors import PRESETS
-from judging.voting import VotingConfig, strategy_help, strategy_names
+from judging.voting import VotingConfig, strategy_help, strategy_names, tie_rule_text
 from pages.ui.model_form import field_widget, model_editor
 from pages.ui.text import plain
 
@@ -323,3 +323,53 @@ def limits_editor(draft: dict[str, Any]) -> None:
                "requests_per_minute: 500}`.")
     model_editor(Panel, draft, key_prefix(draft),
                  skip=tuple(n for n in Panel.model_fields if n != "limits"))
+
+
+# -- what a tie will do ------------------------------------------------------------------------
+
+# Strategies that break a tied count by the tie policy and priority (`judging.voting._top`, the
+# median's two middle labels, Dawid-Skene's equal posteriors); the others never consult it.
+_TIE_POLICY_STRATEGIES = ("plurality", "weighted", "any", "median", "dawid-skene")
+
+
+def tie_sentence(config: VotingConfig, scale: Scale, rubric: RubricConfig | None = None) -> str | None:
+    """What the panel does with a tied vote, in one sentence true for its strategy (None when
+    nothing can tie: scores are averaged, a custom strategy decides for itself).
+
+    Why per strategy: the tie policy is consulted only by the strategies that pick one label
+    from a count. `majority` abstains on a tie (no label has more than half), `unanimous` and
+    `first-disagreement` abstain on any disagreement, `max` and `min` take the end of the scale;
+    a sentence naming the priority there told the reader something the vote never does.
+    """
+    if rubric is not None and rubric.active:  # the voting decides each criterion's mark
+        said = tie_sentence(config, MARK_SCALE)
+        return f"For each criterion's mark: {said[0].lower()}{said[1:]}" if said else None
+    if scale.is_numeric:
+        return None
+    strategy = config.strategy
+    abstains = (f"the panel abstains and the item gets the fallback label {config.fallback}"
+                if config.fallback else
+                "the panel abstains: the item has no consensus and waits for a reviewer")
+    if strategy in _TIE_POLICY_STRATEGIES:
+        if config.tie_policy == "abstain":
+            rule = f"A tied vote is not broken (tie policy 'abstain'): {abstains}."
+        else:
+            rule = tie_rule_text(config, scale) or ""
+        if strategy == "any":
+            rule = (f"When a critic says {config.target_label}, that label wins; otherwise the "
+                    f"most frequent label does. {rule}")
+        return rule
+    if strategy == "majority":
+        return (f"A tied vote leaves no label with more than half of the critics, so {abstains}. "
+                "Majority never uses the tie policy or the priority.")
+    if strategy == "unanimous":
+        return (f"Any disagreement, a tie included, means {abstains}. The tie policy is not "
+                "used.")
+    if strategy == "first-disagreement":
+        return (f"There are no ties: the first critic decides unless another disagrees, and then "
+                f"{abstains}.")
+    if strategy in ("max", "min"):
+        end = "last" if strategy == "max" else "first"
+        return (f"There are no ties: of the labels the critics gave, the one that comes {end} in "
+                "the scale's order wins. The tie policy is not used.")
+    return None  # a custom strategy: its own code decides what a tie does

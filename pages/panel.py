@@ -1,5 +1,7 @@
 """Panel: build critics from vendor presets, the scale and the voting; preview, test, save."""
 
+import datetime as dt
+
 import streamlit as st
 
 from judging.demo import demo_panel_path
@@ -16,11 +18,29 @@ from pages.ui.text import plain
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
+SAVED_KEY = "panel_page.saved_version"
+
+
+def local_time(stamp: str) -> str:
+    """A stored UTC time as this machine's HH:MM (the app and its user share a clock)."""
+    return dt.datetime.fromisoformat(stamp).astimezone().strftime("%H:%M")
+
+
 ensure_app_shell()
 st.title("Panel")
 datasets = list_datasets(db())
 # A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once.
-draft = pf.get_draft(list(datasets[0]["fields"]) if datasets else None)
+newest_fields = list(datasets[0]["fields"]) if datasets else None
+draft = pf.get_draft(newest_fields)
+stored_at = pf.restored_at()
+if stored_at:  # a reload or a typed URL ended the session that was editing it
+    note_col, discard_col = st.columns([5, 1], vertical_alignment="center")
+    note_col.info(f"Restored your unsaved draft from {local_time(stored_at)}.",
+                  icon=":material/history:")
+    if discard_col.button("Discard", key="discard_draft", icon=":material/delete:",
+                          help="Throw the restored draft away and start from a fresh panel."):
+        pf.discard_restored(newest_fields)
+        st.rerun()
 
 load_col, import_col, prompt_col = st.columns(3)
 with load_col.popover("Load a panel", icon=":material/folder_open:", width="stretch"):
@@ -107,6 +127,8 @@ with st.expander("Pairwise comparison", expanded=bool(draft["pairwise"].get("fir
     pf.pairwise_editor(draft)
 with st.expander("Rubric", expanded=bool(draft["rubric"].get("criteria"))):
     pf.rubric_editor(draft)
+# Every editor has applied its widgets: an edit of this run is kept before anything else runs.
+pf.keep_draft(draft)
 
 st.subheader("Preview and test on a sample item")
 if not datasets:
@@ -178,10 +200,17 @@ if panel is not None:
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
-        st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
-        st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:")
+        pf.mark_saved(draft)
+        st.session_state[SAVED_KEY] = version
+    # "ignore": a download does not rerun the page (it used to wipe the save confirmation).
     download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
-                                 mime="application/x-yaml", icon=":material/download:")
+                                 mime="application/x-yaml", icon=":material/download:",
+                                 on_click="ignore")
+    # Shown while the editor still holds the version saved (any edit makes a new version).
+    if st.session_state.get(SAVED_KEY) == version:
+        st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
+        st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:",
+                     query_params={pf.RUN_PANEL_PARAM: version})
 
 with st.expander("Saved panels"):
     saved = list_panels(db())

@@ -196,3 +196,22 @@ def test_a_saved_calibration_links_to_running_that_version(
     link = next(p for p in at.get("page_link") if p.proto.label.startswith("Run "))
     assert "run" in link.proto.page
     assert f"panel={saved['hash']}" in link.proto.query_string
+
+
+def test_the_run_page_opens_with_the_panel_a_link_names(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    from judging.demo import demo_panel_path
+    from judging.panel_files import dump_panel, load_panel, panel_hash
+    from pages.ui.panel_form import RUN_PANEL_PARAM
+    from storage.panels import save_panel
+
+    path, _ = demo_db
+    db = open_db(path)
+    older, newer = (load_panel(demo_panel_path()).model_copy(update={"name": name})
+                    for name in ("an older version", "a newer version"))
+    for panel in (older, newer):  # listed newest first: the linked one is not the default
+        save_panel(db, panel_hash=panel_hash(panel), name=panel.name, yaml_text=dump_panel(panel))
+    at = open_page("run", query={RUN_PANEL_PARAM: panel_hash(older)})
+    no_exception(at)
+    assert at.selectbox(key="new_run_panel").value == panel_hash(older)

@@ -31,15 +31,23 @@ def panel_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         yield server
 
 
-def _open_panel(page: Any, server: dict[str, Any]) -> Any:
-    """Open the Panel page by its URL (a new session) and return its name field."""
+def _name_field(page: Any) -> Any:
+    """The Panel page's name field, once drawn. In steps, each with its own timeout: the page's
+    script first, then the widgets, whose code the browser loads after the script run (seen
+    taking 20 s on a loaded 2-core machine, the whole of one timeout)."""
     from playwright.sync_api import expect
 
-    page.goto(server["url"] + "/panel")
+    expect(page.get_by_role("heading", name="Panel", exact=True)).to_be_visible()
+    settled(page)
     field = page.get_by_test_id("stMain").get_by_role("textbox", name="Panel name")
     expect(field).to_be_visible()
-    settled(page)
     return field
+
+
+def _open_panel(page: Any, server: dict[str, Any]) -> Any:
+    """Open the Panel page by its URL (a new session) and return its name field."""
+    page.goto(server["url"] + "/panel")
+    return _name_field(page)
 
 
 def _rename(page: Any, field: Any, name: str) -> None:
@@ -61,7 +69,7 @@ def test_an_edit_survives_a_reload_and_a_typed_url(app_page: Any,
     assert kept is not None and kept[0]["name"] == "kept across reloads"
 
     app_page.reload()
-    field = app_page.get_by_test_id("stMain").get_by_role("textbox", name="Panel name")
+    field = _name_field(app_page)
     expect(field).to_have_value("kept across reloads")
     expect(app_page.get_by_text(RESTORED)).to_be_visible()
 
@@ -107,6 +115,6 @@ def test_a_saved_draft_is_not_restored_and_its_confirmation_outlives_a_download(
     assert load_draft(open_db(panel_app["db"]), "") is None  # saved: nothing unsaved is kept
 
     app_page.reload()
-    field = app_page.get_by_test_id("stMain").get_by_role("textbox", name="Panel name")
+    field = _name_field(app_page)
     expect(field).to_have_value("my panel")
     expect(app_page.get_by_text(RESTORED)).to_have_count(0)

@@ -3,6 +3,7 @@
 import math
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from judging.panel_files import load_panel
 from judging.voting import tie_rule_text
@@ -43,25 +44,38 @@ if notice:
 
 report = run_report(run)
 a, boot = report.alpha, report.bootstrap
+STABILITY_HOW = (
+    "No stability figures: each critic answered each item once. To see how often a critic "
+    "contradicts itself, set **samples** above 1 on that critic (Panel page, its advanced "
+    "settings) and run the panel again; the repeats are asked at the critic's temperature.")
+ALPHA_IN_WORDS = (
+    "Alpha in plain words: 1 means the critics always agree; 0 means they agree no more than "
+    "chance would (as if each answered at random with its usual mix of labels); below 0 means "
+    "they disagree more than chance, in a systematic way.")
 
 
-def _fmt(value: float | None) -> str:
-    return "undefined" if value is None or not math.isfinite(value) else f"{value:.3f}"
+def _figure(col: DeltaGenerator, title: str, value: float | None,
+            reason: str | None, *, shown: str | None = None) -> None:
+    """A figure as a metric when it is defined; else its title and why it is undefined, in
+    words that wrap (an "undefined" in large type told the reader nothing)."""
+    if value is not None and math.isfinite(value):
+        col.metric(title, shown or f"{value:.3f}")
+        return
+    col.markdown(f"**{title}**")
+    col.caption(f"Undefined: {plain(reason or 'too few valid verdicts')}.")
 
 
 cols = st.columns(4)
-cols[0].metric(f"Krippendorff's alpha ({report.level})", _fmt(a.value))
-if boot.low is not None and boot.high is not None:
-    cols[1].metric(f"{boot.confidence:.0%} interval", f"{boot.low:.3f} – {boot.high:.3f}")
-else:
-    cols[1].metric("Interval", "undefined")
+_figure(cols[0], f"Krippendorff's alpha ({report.level})", a.value, a.reason)
+interval = (f"{boot.low:.3f} – {boot.high:.3f}" if boot.low is not None and boot.high is not None
+            else None)
+_figure(cols[1], f"{boot.confidence:.0%} interval", boot.low if interval else None,
+        boot.reason or ("alpha is undefined" if a.value is None else None), shown=interval)
 for col, title, stat in ((cols[2], "Fleiss' kappa", report.fleiss),
                          (cols[3], "Percent agreement", report.percent)):
-    col.metric(title, _fmt(stat.value if stat else None))
-if a.reason:
-    st.warning(f"Alpha is undefined: {plain(a.reason)}")
-elif boot.reason:
-    st.caption(f"No interval: {plain(boot.reason)}")
+    _figure(col, title, stat.value if stat else None,
+            stat.reason if stat else "not computed for this scale")
+st.caption(ALPHA_IN_WORDS)
 reviewed = max((p.n + p.missing for p in report.vs_humans.values()), default=0)
 st.caption(
     f"{a.n_pairable_units:,} of {a.n_units:,} items have two or more valid verdicts; failed "
@@ -241,6 +255,8 @@ if stable:
         st.page_link("pages/review.py", label=f"Review the {len(unstable):,} unstable items",
                      icon=":material/shuffle:",
                      query_params={RUN_PARAM: str(run["id"]), UNSTABLE_PARAM: "1"})
+else:
+    st.caption(STABILITY_HOW)
 
 if report.confusion_vs_humans:
     st.subheader("Each critic against the humans")

@@ -1,28 +1,47 @@
 """Panel: build critics from vendor presets, the scale and the voting; preview, test, save."""
 
+import datetime as dt
+
 import streamlit as st
 
 from judging.demo import demo_panel_path
 from judging.errors import PlaceholderError
 from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
 from judging.vendors import PRESETS
-from judging.voting import tie_rule_text
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.critic_check_view import check_button
 from pages.ui.errors import user_errors
-from pages.ui.judge import judge_one
+from pages.ui.judge import STAND_IN, judge_one, request_preview
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.text import plain
 from storage.datasets import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
+SAVED_KEY = "panel_page.saved_version"
+
+
+def local_time(stamp: str) -> str:
+    """A stored UTC time as this machine's HH:MM (the app and its user share a clock)."""
+    return dt.datetime.fromisoformat(stamp).astimezone().strftime("%H:%M")
+
+
 ensure_app_shell()
 st.title("Panel")
 datasets = list_datasets(db())
 # A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once.
-draft = pf.get_draft(list(datasets[0]["fields"]) if datasets else None)
+newest_fields = list(datasets[0]["fields"]) if datasets else None
+draft = pf.get_draft(newest_fields)
+stored_at = pf.restored_at()
+if stored_at:  # a reload or a typed URL ended the session that was editing it
+    note_col, discard_col = st.columns([5, 1], vertical_alignment="center")
+    note_col.info(f"Restored your unsaved draft from {local_time(stored_at)}.",
+                  icon=":material/history:")
+    if discard_col.button("Discard", key="discard_draft", icon=":material/delete:",
+                          help="Throw the restored draft away and start from a fresh panel."):
+        pf.discard_restored(newest_fields)
+        st.rerun()
 
 load_col, import_col, prompt_col = st.columns(3)
 with load_col.popover("Load a panel", icon=":material/folder_open:", width="stretch"):
@@ -109,34 +128,59 @@ with st.expander("Pairwise comparison", expanded=bool(draft["pairwise"].get("fir
     pf.pairwise_editor(draft)
 with st.expander("Rubric", expanded=bool(draft["rubric"].get("criteria"))):
     pf.rubric_editor(draft)
+# Every editor has applied its widgets: an edit of this run is kept before anything else runs.
+pf.keep_draft(draft)
 
 st.subheader("Preview and test on a sample item")
 if not datasets:
     st.info("Import a dataset (Datasets page) to preview prompts on a real item.")
 elif draft["critics"]:
     by_id = {d["id"]: d for d in datasets}
+    # Keyed by the draft's generation: after loading or importing a panel the selectors start
+    # afresh (a stale critic index pointed past the new panel's critics), on a dataset the
+    # panel's prompts fit when there is one.
+    preview_key = f"{pf.key_prefix(draft)}.preview"
     cols = st.columns(3)
-    dataset_id = cols[0].selectbox("Dataset", list(by_id), key="preview_dataset",
+    dataset_ids = list(by_id)
+    fitting = pf.fitting_dataset(draft, datasets)
+    dataset_id = cols[0].selectbox("Dataset", dataset_ids, key=f"{preview_key}.dataset",
+                                   index=dataset_ids.index(fitting) if fitting in by_id else 0,
                                    format_func=lambda i: f"#{i} {by_id[i]['name']}")
     items = load_items(db(), dataset_id, limit=200)
-    item_index = cols[1].selectbox("Item", range(len(items)), key="preview_item",
+    item_index = cols[1].selectbox("Item", range(len(items)), key=f"{preview_key}.item.{dataset_id}",
                                    format_func=lambda i: items[i].id)
-    critic_index = cols[2].selectbox("Critic", range(len(draft["critics"])), key="preview_critic",
+    critic_index = cols[2].selectbox("Critic", range(len(draft["critics"])),
+                                     key=f"{preview_key}.critic",
                                      format_func=lambda i: draft["critics"][i]["name"])
     item = items[item_index]
     with user_errors("The prompt cannot be rendered"):
         critic = pf.critic_from_draft(draft, critic_index)
-        scale = pf.build_panel(draft).scale
-        messages = []
+        preview_panel = pf.build_panel(draft)
+        steps = []
         try:
-            messages = critic.build_messages(item.fields, scale)
+            # The requests the run would send, built by the call layer itself (not a likeness).
+            steps = request_preview(preview_panel, critic.name, item)
         except PlaceholderError as error:
             # The panel may be right and this dataset the wrong one: a hint, not a failure.
             st.warning(f"This prompt does not fit dataset #{dataset_id}: {plain(str(error))}")
-        for message in messages:
-            st.caption(message["role"])
-            # Plain text in a code block: item text is never interpreted as markdown or HTML.
-            st.code(message["content"], language=None, wrap_lines=True)
+        if len(steps) > 1:
+            st.caption(f"{plain(critic.name)} sends {len(steps)} requests for this item, in this "
+                       "order.")
+        if critic.samples > 1:
+            st.caption(f"Each request is sent {critic.samples} times (samples); the answers are "
+                       "put to a vote.")
+        for number, step in enumerate(steps, start=1):
+            if len(steps) > 1:
+                who = "" if step.critic == critic.name else f" · asked of {step.critic}"
+                st.markdown(f"**Request {number}** · " + plain(f"{step.role or 'judge'}{who}"))
+            if step.after_stand_in:
+                st.caption(f"Where it says {STAND_IN!r}, the real request quotes the answer to "
+                           "the request before.")
+            for message in step.messages:
+                st.caption(message["role"])
+                # Plain text in a code block: item text is never interpreted as markdown or HTML.
+                st.code(message["content"], language=None, wrap_lines=True)
+        messages = [m for step in steps for m in step.messages]
         if messages and st.button("Test this critic on this item", icon=":material/science:",
                                   key="test_critic"):
             with st.spinner(f"Calling {critic.name}..."):
@@ -152,16 +196,23 @@ if panel is not None:
     text = dump_panel(panel)
     version = panel_hash(panel)
     st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
-    tie_rule = tie_rule_text(panel.voting, panel.scale)
+    tie_rule = pf.tie_sentence(panel.voting, panel.scale, panel.rubric)
     if tie_rule:
         st.info(plain(tie_rule), icon=":material/balance:")
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
-        st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
-        st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:")
+        pf.mark_saved(draft)
+        st.session_state[SAVED_KEY] = version
+    # "ignore": a download does not rerun the page (it used to wipe the save confirmation).
     download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
-                                 mime="application/x-yaml", icon=":material/download:")
+                                 mime="application/x-yaml", icon=":material/download:",
+                                 on_click="ignore")
+    # Shown while the editor still holds the version saved (any edit makes a new version).
+    if st.session_state.get(SAVED_KEY) == version:
+        st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
+        st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:",
+                     query_params={pf.RUN_PANEL_PARAM: version})
 
 with st.expander("Saved panels"):
     saved = list_panels(db())

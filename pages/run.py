@@ -64,6 +64,9 @@ with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_c
     unsaved = draft_panel is not None and draft_hash not in panels
     choices = (["draft"] if unsaved else []) + list(panels)
     first_choice = choices.index(draft_hash) if draft_hash in panels else 0
+    # A link that names a saved panel (a calibrated version, "Run this panel") opens with it.
+    if st.query_params.get(pf.RUN_PANEL_PARAM) in panels:
+        first_choice = choices.index(st.query_params[pf.RUN_PANEL_PARAM])
     if not datasets or not choices:
         st.info("A run needs a dataset (Datasets page) and a panel (Panel page). Or click "
                 "**Try the demo** on Home.")

@@ -502,6 +502,24 @@ def _cached_tokens(db: sqlite_utils.Database) -> None:
         """,
     )
 
+
+@migrations(name="0022_panel_drafts")
+def _panel_drafts(db: sqlite_utils.Database) -> None:
+    # The Panel page's unsaved draft outlives a reload or a typed URL (a Streamlit session does
+    # not): one row per owner (the signed-in email, or "" for the single user of a local app),
+    # the draft as JSON, written on each change and removed once the draft is saved.
+    _script(
+        db,
+        """
+        CREATE TABLE panel_drafts (
+            owner TEXT PRIMARY KEY,
+            draft TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

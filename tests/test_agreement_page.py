@@ -24,7 +24,7 @@ from storage.db import open_db
 from storage.overrides import add_override, human_labels
 from storage.review import item_detail, review_table
 from storage.runs import add_to_ledger
-from tests.test_app_smoke import no_exception, open_page
+from tests.test_app_smoke import all_text, no_exception, open_page
 
 
 @pytest.fixture
@@ -134,3 +134,86 @@ def test_on_a_large_run_calibration_waits_for_a_click(
     at.toggle(key=f"cal{run_id}.on").set_value(True).run()
     no_exception(at)
     assert any("suggested weight" in d.value.columns for d in at.dataframe)
+
+
+def test_alpha_is_explained_and_stability_says_how_to_get_it(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    path, run_id = demo_db
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    captions = [c.value for c in at.caption]
+    assert any(c.startswith("Alpha in plain words: 1 means") and "below 0" in c
+               for c in captions)
+    # The demo's critics answer once per item: the page says how to get stability figures.
+    assert any("set **samples** above 1" in c for c in captions)
+    assert "D_o" not in all_text(at)
+
+
+def test_an_undefined_figure_shows_its_reason_not_a_big_undefined(
+    demo_db: tuple[pathlib.Path, int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = agreement_data.run_report
+
+    def no_alpha(run: dict[str, Any]) -> Any:
+        report = real(run)
+        reason = "every valid verdict in the run is the same label"
+        return dataclasses.replace(
+            report,
+            alpha=dataclasses.replace(report.alpha, value=None, reason=reason),
+            bootstrap=dataclasses.replace(report.bootstrap, low=None, high=None,
+                                          distribution=[], reason="alpha is undefined"),
+        )
+
+    monkeypatch.setattr(agreement_data, "run_report", no_alpha)
+    path, run_id = demo_db
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    assert "undefined" not in [m.value for m in at.metric]
+    assert not any(m.label.startswith("Krippendorff") for m in at.metric)
+    captions = [c.value for c in at.caption]
+    assert "Undefined: every valid verdict in the run is the same label." in captions
+    assert "Undefined: alpha is undefined." in captions
+
+
+def test_a_saved_calibration_links_to_running_that_version(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    from storage.panels import list_panels
+
+    path, run_id = demo_db
+    db = open_db(path)
+    for n, item in enumerate(review_table(db, run_id, limit=12)[0]["item_id"]):
+        add_override(db, run_id, str(item), "REJECT", f"why {n}", "ana")
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    # The projected agreement is text that wraps, never a metric cut short.
+    assert not any("n=" in str(m.value) for m in at.metric)
+    assert any("Consensus vs humans now" in m.value and "n=12" in m.value for m in at.markdown)
+    at.button(key=f"cal{run_id}.save").click().run()
+    no_exception(at)
+    saved = next(p for p in list_panels(db) if p["name"].endswith("(calibrated)"))
+    at.run()  # another rerun (any click elsewhere) keeps the confirmation and its link
+    assert any(f"version {saved['hash']}" in s.value for s in at.success)
+    link = next(p for p in at.get("page_link") if p.proto.label.startswith("Run "))
+    assert "run" in link.proto.page
+    assert f"panel={saved['hash']}" in link.proto.query_string
+
+
+def test_the_run_page_opens_with_the_panel_a_link_names(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    from judging.demo import demo_panel_path
+    from judging.panel_files import dump_panel, load_panel, panel_hash
+    from pages.ui.panel_form import RUN_PANEL_PARAM
+    from storage.panels import save_panel
+
+    path, _ = demo_db
+    db = open_db(path)
+    older, newer = (load_panel(demo_panel_path()).model_copy(update={"name": name})
+                    for name in ("an older version", "a newer version"))
+    for panel in (older, newer):  # listed newest first: the linked one is not the default
+        save_panel(db, panel_hash=panel_hash(panel), name=panel.name, yaml_text=dump_panel(panel))
+    at = open_page("run", query={RUN_PANEL_PARAM: panel_hash(older)})
+    no_exception(at)
+    assert at.selectbox(key="new_run_panel").value == panel_hash(older)

@@ -16,7 +16,7 @@ from pages.ui.model_form import field_paths
 from pages.ui.panel_form import DRAFT_KEY, NOT_EDITABLE, widget_key
 from storage.db import open_db
 from storage.panels import list_panels
-from tests.test_app_smoke import no_exception, open_page
+from tests.test_app_smoke import no_exception, open_page, panel_key
 
 PROMPT = "Judge {text}"
 
@@ -236,3 +236,24 @@ def test_a_panel_without_a_tie_priority_says_what_a_tie_does(app_db: pathlib.Pat
     at.text_area(key=_key(at, "voting.priority")).set_value("").run()
     no_exception(at)
     assert any("No tie priority is set" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_the_critic_editor_opens_the_basics_and_folds_the_rest(app_db: pathlib.Path) -> None:
+    """About 27 fields per critic were all open, labelled by their names ("Timeout s", "Price
+    in per mtok"): the basics stay open, the rest folds, every label is written for people."""
+    from judging.critics import Critic
+    from pages.ui.panel_form import CRITIC_BASIC, CRITIC_TEXTS
+
+    assert set(CRITIC_TEXTS) == set(Critic.model_fields)  # a new field needs its words too
+    at = open_page("panel")
+    no_exception(at)
+    advanced = [e for e in at.expander if e.label == "Advanced settings"]
+    assert len(advanced) == 1  # the one critic of a fresh panel
+    kinds = ("text_input", "text_area", "number_input", "selectbox", "checkbox", "multiselect")
+    folded = {w.key: w.label for kind in kinds for w in getattr(advanced[0], kind)}
+    shown = {w.key: w.label for kind in kinds for w in getattr(at.main, kind)}
+    for name in Critic.model_fields:
+        key = panel_key(at, f"critics.0.{name}")
+        assert key in shown, name
+        assert (key in folded) == (name not in (*CRITIC_BASIC, "prompt_template")), name
+        assert shown[key] == CRITIC_TEXTS[name][0], name

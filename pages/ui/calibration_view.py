@@ -19,6 +19,7 @@ from judging.runs.calibrate import (
 )
 from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.errors import user_errors
+from pages.ui.panel_form import RUN_PANEL_PARAM
 from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text import plain
 from storage.overrides import human_labels, overrides_stamp
@@ -35,9 +36,25 @@ def _percent(p: Any) -> str:
     return f"{p.value:.0%} ({p.low:.0%}–{p.high:.0%}, n={p.n})"
 
 
-def _saved(name: str, version: str) -> None:
+def _saved_key(run_id: int, what: str) -> str:
+    return f"cal{run_id}.{what}.saved"
+
+
+def _remember_saved(run_id: int, what: str, name: str, version: str) -> None:
+    # Kept in the session: the confirmation and its link stay through later reruns (the next
+    # click elsewhere on the page used to wipe them).
+    st.session_state[_saved_key(run_id, what)] = (name, version)
+
+
+def _show_saved(run_id: int, what: str) -> None:
+    """The saved version's confirmation, with a link that opens Run with that panel chosen."""
+    saved = st.session_state.get(_saved_key(run_id, what))
+    if not saved:
+        return
+    name, version = saved
     st.success(f"Saved {plain(repr(name))} as version {version}.")
-    st.page_link("pages/run.py", label="Run it", icon=":material/play_arrow:")
+    st.page_link("pages/run.py", label=f"Run {name}", icon=":material/play_arrow:",
+                 query_params={RUN_PANEL_PARAM: version})
 
 
 @st.cache_data(max_entries=8, show_spinner="Calibrating...")
@@ -92,10 +109,13 @@ def calibration_section(run: dict[str, Any]) -> None:
     for note in calibration.notes:
         st.caption(plain(note))
     projection = calibration.projection
+    # Text that wraps, not st.metric: a metric cut "33% (14%–61%, n=12)" to "33% (14%-61%, n...".
     cols = st.columns(3)
-    cols[0].metric("Final labels that would change", f"{len(projection.changed):,}")
-    cols[1].metric("Consensus vs humans now", _percent(projection.vs_humans_before))
-    cols[2].metric("With the suggestion", _percent(projection.vs_humans_after))
+    for col, title, value in (
+            (cols[0], "Final labels that would change", f"{len(projection.changed):,}"),
+            (cols[1], "Consensus vs humans now", _percent(projection.vs_humans_before)),
+            (cols[2], "With the suggestion", _percent(projection.vs_humans_after))):
+        col.markdown(f"{title}  \n**{value}**")
     st.caption("Projected by voting the stored verdicts again: no call is made. Running the "
                "saved version answers from the cache, and decides exactly this.")
     if projection.changed:
@@ -106,7 +126,9 @@ def calibration_section(run: dict[str, Any]) -> None:
     if st.button("Save the suggestion as a new panel version", icon=":material/save:",
                  key=f"cal{run_id}.save"):
         name = f"{calibration.suggested.name} (calibrated)"
-        _saved(name, save_panel_version(db(), calibration.suggested, name))
+        _remember_saved(run_id, "weights", name,
+                        save_panel_version(db(), calibration.suggested, name))
+    _show_saved(run_id, "weights")
 
     st.markdown("**Few-shot examples from the reviews**")
     worst = min(calibration.critics, key=lambda c: c.accuracy.value or 0.0).critic
@@ -138,4 +160,5 @@ def calibration_section(run: dict[str, Any]) -> None:
         if right.button("Save as a new panel version", icon=":material/save:",
                         key=f"cal{run_id}.few_shot"):
             name = f"{panel.name} ({critic} with {len(examples)} examples)"
-            _saved(name, save_panel_version(db(), panel, name))
+            _remember_saved(run_id, "few_shot", name, save_panel_version(db(), panel, name))
+        _show_saved(run_id, "few_shot")

@@ -2,11 +2,18 @@
 
 Every chart is built from aggregated data (a histogram's bins, one row per critic), never from
 one mark per item, so a 100,000-item run draws as fast as a small one.
+
+Why every chart is `sized`: Streamlit gives a chart without `autosize` the type "fit", which
+makes the `height` the whole chart's, title and axes included. A height of `28 * rows` then
+left a few pixels for the marks (bars of 0.2-1.3 px in a 128 px chart, names printed over each
+other). Here the height is the plotting area's, from the number of rows, and Vega adds the
+room its title and axes need ("fit-x": the width still follows the column).
 """
 
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import altair as alt
 import numpy as np
@@ -17,6 +24,29 @@ from judging.report import AgreementReport
 
 KAPPA_SELECTION = "kappa_cell"
 REFERENCES = {"consensus": "the consensus", "humans": "the humans", "gold": "the gold labels"}
+
+
+# Pixels per row of a chart whose rows are critics or labels: a bar or cell stays well above the
+# 8 px a reader needs (a band keeps 90% of its step) and a 12 px label fits in its row.
+ROW_PX = 28
+HISTOGRAM_PX = 180  # the plotting area of a histogram (its bars' height is the figure)
+# Bins of a histogram in half the page (about 300 px of plot): 20 keep each bar 12 px or more
+# wide (40 drew 6-7 px slivers); on -1..1 a bin is 0.1 of alpha.
+HISTOGRAM_BINS = 20
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+AnyChart = TypeVar("AnyChart", alt.Chart, alt.LayerChart)
+
+
+def sized(chart: AnyChart, *, plot_height: int) -> AnyChart:
+    """`chart` with a plotting area `plot_height` px high, its width fitted to the column."""
+    return chart.properties(height=plot_height, autosize=FIT_WIDTH)
+
+
+def _label_angle(labels: list[str], *, plot_width: int) -> int:
+    """0 (level) when the labels fit side by side in `plot_width`, else -40 (slanted, so long
+    or many labels do not print over each other)."""
+    widest = max((len(label) for label in labels), default=0) * 7 + 8  # about 7 px a letter
+    return 0 if widest * len(labels) <= plot_width else -40
 
 
 def _histogram(values: np.ndarray, *, bins: int, domain: tuple[float, float] | None) -> pd.DataFrame:
@@ -37,29 +67,30 @@ def per_item_alpha_histogram(report: AgreementReport) -> alt.Chart | None:
         return None
     finite = values[np.isfinite(values)]
     low = min(-1.0, math.floor(float(finite.min()) * 4) / 4)
-    data = _histogram(values, bins=40, domain=(low, 1.0 + 1e-9))
-    return (
+    data = _histogram(values, bins=HISTOGRAM_BINS, domain=(low, 1.0 + 1e-9))
+    chart = (
         alt.Chart(data, title="Per-item alpha")
         .mark_bar()
         .encode(
+            # In words, not the formula: the item's disagreement against the dataset's usual.
             x=alt.X("start:Q", bin="binned",
-                    title="alpha of the item (1 - D_o(item) / D_e(dataset))"),
+                    title="alpha of the item (1: the critics agree; 0 or less: as split as chance)"),
             x2="end:Q",
             y=alt.Y("items:Q", title="items"),
             tooltip=[alt.Tooltip("start:Q", format=".2f"), alt.Tooltip("end:Q", format=".2f"),
                      "items:Q"],
         )
-        .properties(height=220)
     )
+    return sized(chart, plot_height=HISTOGRAM_PX)
 
 
-def bootstrap_histogram(report: AgreementReport) -> alt.Chart | None:
+def bootstrap_histogram(report: AgreementReport) -> alt.LayerChart | None:
     """The bootstrap distribution of alpha, with the interval and the point estimate as rules."""
     boot = report.bootstrap
     dist = np.asarray(boot.distribution, dtype=float)
     if dist.size == 0:
         return None
-    data = _histogram(dist, bins=40, domain=None)
+    data = _histogram(dist, bins=HISTOGRAM_BINS, domain=None)
     bars = (
         alt.Chart(data, title=f"Bootstrap distribution of alpha ({boot.resamples} resamples)")
         .mark_bar(opacity=0.8)
@@ -81,7 +112,7 @@ def bootstrap_histogram(report: AgreementReport) -> alt.Chart | None:
             tooltip=["what:N", alt.Tooltip("alpha:Q", format=".3f")],
         )
     )
-    return (bars + rules).properties(height=220)
+    return sized(bars + rules, plot_height=HISTOGRAM_PX)
 
 
 def critic_agreement_frame(report: AgreementReport) -> pd.DataFrame:
@@ -97,7 +128,7 @@ def critic_agreement_frame(report: AgreementReport) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["critic", "reference", "value", "low", "high", "n"])
 
 
-def critic_agreement_bars(report: AgreementReport) -> alt.Chart | None:
+def critic_agreement_bars(report: AgreementReport) -> alt.LayerChart | None:
     """Per critic, agreement with each reference as a bar with its Wilson interval."""
     data = critic_agreement_frame(report)
     if data.empty:
@@ -113,9 +144,10 @@ def critic_agreement_bars(report: AgreementReport) -> alt.Chart | None:
         x=alt.X("value:Q", title="share of items agreeing", scale=alt.Scale(domain=[0, 1]))
     )
     errors = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
-    return (bars + errors).properties(
-        title="Per-critic agreement (95% Wilson intervals)", height=max(140, 60 * len(report.critics))
-    )
+    # One row per critic and reference: each bar gets a row of its own, not a share of 60 px.
+    rows = len(data["critic"].unique()) * len(data["reference"].unique())
+    return sized((bars + errors).properties(title="Per-critic agreement (95% Wilson intervals)"),
+                 plot_height=ROW_PX * rows)
 
 
 def kappa_frame(k: KappaMatrix | None) -> pd.DataFrame:
@@ -137,7 +169,7 @@ def kappa_frame(k: KappaMatrix | None) -> pd.DataFrame:
 
 def kappa_heatmap(k: KappaMatrix | None, *,
                   title: str = "Pairwise Cohen's kappa (click a cell to review where the two "
-                  "differ)") -> alt.Chart | None:
+                  "differ)") -> alt.LayerChart | None:
     """Pairwise Cohen's kappa as a heatmap; clicking a cell selects that pair of critics."""
     data = kappa_frame(k)
     if data.empty or k is None:
@@ -156,10 +188,10 @@ def kappa_heatmap(k: KappaMatrix | None, *,
     ).add_params(pick)
     text = base.mark_text(fontSize=13).encode(text="label:N")
     size = max(200, 70 * len(order))
-    return (cells + text).properties(title=title, width=size, height=size)
+    return sized((cells + text).properties(title=title, width=size), plot_height=size)
 
 
-def leave_one_out_bars(report: AgreementReport) -> alt.Chart | None:
+def leave_one_out_bars(report: AgreementReport) -> alt.Chart | alt.LayerChart | None:
     """Alpha without each critic, against the full panel's alpha as a rule."""
     rows = [{"critic": c, "alpha": r.value} for c, r in report.leave_one_out.items()
             if r.value is not None]
@@ -170,15 +202,15 @@ def leave_one_out_bars(report: AgreementReport) -> alt.Chart | None:
         x=alt.X("alpha:Q", title="alpha"),
         tooltip=["critic:N", alt.Tooltip("alpha:Q", format=".3f")],
     )
-    layers: alt.Chart | alt.LayerChart = bars
-    if report.alpha.value is not None:
-        rule = alt.Chart(pd.DataFrame([{"alpha": report.alpha.value}])).mark_rule(
-            color="#d62728", strokeWidth=2
-        ).encode(x="alpha:Q")
-        layers = bars + rule
-    # A fixed height, not alt.Step: a stretched chart with a step height logs a Vega warning.
-    return layers.properties(title="Leave-one-critic-out alpha (red: the whole panel)",
-                             height=32 * len(rows))
+    title = "Leave-one-critic-out alpha (red: the whole panel)"
+    # A height from the rows, not alt.Step: a stretched chart with a step height logs a Vega
+    # warning.
+    if report.alpha.value is None:
+        return sized(bars.properties(title=title), plot_height=ROW_PX * len(rows))
+    rule = alt.Chart(pd.DataFrame([{"alpha": report.alpha.value}])).mark_rule(
+        color="#d62728", strokeWidth=2
+    ).encode(x="alpha:Q")
+    return sized((bars + rule).properties(title=title), plot_height=ROW_PX * len(rows))
 
 
 def dawid_skene_bars(report: AgreementReport) -> alt.Chart | None:
@@ -187,21 +219,25 @@ def dawid_skene_bars(report: AgreementReport) -> alt.Chart | None:
     if not acc:
         return None
     data = pd.DataFrame([{"critic": c, "accuracy": v} for c, v in acc.items()])
-    return alt.Chart(data, title="Dawid-Skene estimated accuracy").mark_bar().encode(
+    chart = alt.Chart(data, title="Dawid-Skene estimated accuracy").mark_bar().encode(
         y=alt.Y("critic:N", title=None, sort=report.critics),
         x=alt.X("accuracy:Q", scale=alt.Scale(domain=[0, 1])),
         tooltip=["critic:N", alt.Tooltip("accuracy:Q", format=".3f")],
-    ).properties(height=32 * len(data))  # fixed, as above
+    )
+    return sized(chart, plot_height=ROW_PX * len(data))  # from the rows, as above
 
 
-def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
+def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.LayerChart:
     """One critic's labels against the humans' (rows: human label; columns: the critic's)."""
     long = table.stack().rename("items").reset_index()
     long.columns = ["human", "critic_said", "items"]
     long["human"] = long["human"].astype(str)
     long["critic_said"] = long["critic_said"].astype(str)
+    said = [str(c) for c in table.columns]
     base = alt.Chart(long).encode(
-        x=alt.X("critic_said:N", title=f"{critic} said", sort=[str(c) for c in table.columns]),
+        # A third of the page is about 260 px of plot: labels that do not fit level are slanted.
+        x=alt.X("critic_said:N", title=f"{critic} said", sort=said,
+                axis=alt.Axis(labelAngle=_label_angle(said, plot_width=260))),
         y=alt.Y("human:N", title="human label", sort=[str(i) for i in table.index]),
     )
     rect = base.mark_rect().encode(
@@ -210,8 +246,9 @@ def confusion_heatmap(critic: str, table: pd.DataFrame) -> alt.Chart:
     )
     text = base.mark_text().encode(text="items:Q")
     # No chart title: the x axis names the critic (a title squeezed the plot in a column).
-    # Fixed sizes, not alt.Step: Streamlit fits the chart to its column and Vega warns.
-    return (rect + text).properties(width=48 * len(table.columns), height=28 * len(table.index))
+    # Sizes from the rows, not alt.Step: Streamlit fits the chart to its column and Vega warns.
+    return sized((rect + text).properties(width=48 * len(table.columns)),
+                 plot_height=ROW_PX * len(table.index))
 
 
 def critic_summary_frame(report: AgreementReport) -> pd.DataFrame:

@@ -23,6 +23,8 @@ import yaml
 
 # field path -> a custom drawer `(label, value, key) -> new value` (takes precedence).
 Drawer = Callable[[str, Any, str], Any]
+# field name -> (label, help) written for people, instead of the name made readable.
+FieldTexts = Mapping[str, tuple[str, str | None]]
 
 
 def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
@@ -139,6 +141,7 @@ def model_editor(
     skip: tuple[str, ...] = (),
     drawers: Mapping[str, Drawer] | None = None,
     columns: int = 1,
+    texts: FieldTexts | None = None,
 ) -> None:
     """Widgets for every field of `model`, editing `data` (its JSON dump) in place.
 
@@ -149,13 +152,16 @@ def model_editor(
         skip: fields the caller draws itself (it must, or they are not editable).
         drawers: field name -> a custom drawer for that field.
         columns: lay the simple fields out in this many columns.
+        texts: field name -> (label, help) written for people; a field without one is labelled
+            by its name made readable, with the model's description as its help.
     """
     drawers = drawers or {}
+    texts = texts or {}
     fields = [(n, f) for n, f in model.model_fields.items() if n not in skip]
     slots = st.columns(columns) if columns > 1 else None
     for position, (name, info) in enumerate(fields):
         key = f"{key_prefix}.{name}"
-        label = label_of(name)
+        label, help_text = texts.get(name, (label_of(name), info.description))
         value = data.get(name, info.get_default(call_default_factory=True))
         if isinstance(value, pydantic.BaseModel):
             value = value.model_dump(mode="json")
@@ -170,8 +176,7 @@ def model_editor(
                 model_editor(inner, nested, key)
                 data[name] = nested
             else:
-                data[name] = field_widget(label, info.annotation, value, key,
-                                          help=info.description)
+                data[name] = field_widget(label, info.annotation, value, key, help=help_text)
 
 
 def field_paths(model: type[pydantic.BaseModel], prefix: str = "") -> list[str]:

@@ -16,23 +16,30 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from typing import Any
 
 import streamlit as st
 
-from judging.critics import Critic
+from judging.critics import Critic, template_placeholders
 from judging.curation import CurationConfig
 from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
 from judging.prompt_syntax import template_problem
-from judging.rubric import RubricConfig
+from judging.rubric import MARK_SCALE, RubricConfig
 from judging.scales import Scale
 from judging.vendors import PRESETS
-from judging.voting import VotingConfig, strategy_help, strategy_names
+from judging.voting import VotingConfig, strategy_help, strategy_names, tie_rule_text
 from pages.ui.model_form import field_widget, model_editor
+from pages.ui.state import db
+from pages.ui.team import visitor
 from pages.ui.text import plain
+from storage.drafts import discard_draft, load_draft, save_draft
 
 DRAFT_KEY = "panel_draft"
+# The Run page's query parameter naming a saved panel (its hash) to start a run with: the links
+# "Run this panel" (Panel) and "Run <calibrated version>" (Agreement) set it.
+RUN_PANEL_PARAM = "panel"
 _uids = itertools.count(1)
 _generations = itertools.count(1)
 
@@ -109,16 +116,93 @@ def draft_from_panel(panel: Panel) -> dict[str, Any]:
 
 
 def set_draft(draft: dict[str, Any]) -> None:
-    """Replace the draft; its new generation gives every widget a new key (see module doc)."""
+    """Replace the draft; its new generation gives every widget a new key (see module doc).
+
+    The new content (a panel loaded, imported or fresh) is nothing unsaved: a draft kept from
+    before is dropped at the next `keep_draft`, and the notice of a restored one goes."""
     draft["_gen"] = next(_generations)
     st.session_state[DRAFT_KEY] = draft
+    st.session_state[PRISTINE_KEY] = draft_content(draft)
+    st.session_state.pop(RESTORED_KEY, None)
 
 
 def get_draft(fields: list[str] | None = None) -> dict[str, Any]:
-    """The draft of this session (a fresh one, fitting `fields`, on first use)."""
+    """The draft of this session. On first use: the draft kept unsaved in the database for
+    this person (a reload, a typed URL), with a notice; else a fresh one fitting `fields`."""
     if DRAFT_KEY not in st.session_state:
-        st.session_state[DRAFT_KEY] = empty_draft(fields)
+        kept = load_draft(db(), draft_owner())
+        if kept is None:
+            set_draft(empty_draft(fields))
+        else:
+            draft, stored_at = kept
+            set_draft(draft_from_payload(draft))
+            # Unsaved, so unlike a loaded panel it has no pristine state to fall back to.
+            st.session_state[PRISTINE_KEY] = None
+            st.session_state[WRITTEN_KEY] = draft_content(st.session_state[DRAFT_KEY])
+            st.session_state[RESTORED_KEY] = stored_at
     return st.session_state[DRAFT_KEY]
+
+
+def draft_from_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """An editor draft from a kept `panel_payload` (valid or not: nothing is validated)."""
+    data = copy.deepcopy(payload)
+    data["critics"] = [_with_uid(c) for c in data.get("critics") or [] if isinstance(c, dict)]
+    for section in ("scale", "voting", "cascade", "curation", "pairwise", "rubric"):
+        if not isinstance(data.get(section), dict):  # a kept draft from an older model
+            data[section] = empty_draft()[section]
+    data["_gen"] = next(_generations)
+    return data
+
+
+# -- the unsaved draft, kept in the database ---------------------------------------------------
+
+PRISTINE_KEY = "panel_draft.pristine"  # content as loaded, imported, saved or fresh (or None)
+WRITTEN_KEY = "panel_draft.written"  # content last written to (or removed from) the database
+RESTORED_KEY = "panel_draft.restored"  # when the draft restored this session was stored
+
+
+def draft_owner() -> str:
+    """Whose draft: the signed-in email (team mode), "" for the one user of a local app."""
+    return visitor().email or ""
+
+
+def draft_content(draft: dict[str, Any]) -> str:
+    """The draft's content as compared and stored: the panel payload (no uids, generation)."""
+    return json.dumps(panel_payload(draft), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def keep_draft(draft: dict[str, Any]) -> None:
+    """Write the draft to the database when it changed this run (called once per run, after
+    every editor has applied its widget): an edit survives a reload. Back to its pristine
+    content (a loaded or saved panel, unedited), nothing unsaved is left: the row goes."""
+    content = draft_content(draft)
+    if content == st.session_state.get(WRITTEN_KEY):
+        return
+    if content == st.session_state.get(PRISTINE_KEY):
+        discard_draft(db(), draft_owner())
+    else:
+        save_draft(db(), draft_owner(), panel_payload(draft))
+    st.session_state[WRITTEN_KEY] = content
+
+
+def mark_saved(draft: dict[str, Any]) -> None:
+    """The draft was saved as a panel: nothing unsaved is left."""
+    st.session_state[PRISTINE_KEY] = st.session_state[WRITTEN_KEY] = draft_content(draft)
+    st.session_state.pop(RESTORED_KEY, None)
+    discard_draft(db(), draft_owner())
+
+
+def restored_at() -> str | None:
+    """When the draft restored in this session had been stored (UTC ISO), or None."""
+    stamp = st.session_state.get(RESTORED_KEY)
+    return str(stamp) if stamp else None
+
+
+def discard_restored(fields: list[str] | None = None) -> None:
+    """Throw the restored draft away: a fresh panel in the editor, nothing kept."""
+    discard_draft(db(), draft_owner())
+    set_draft(empty_draft(fields))
+    st.session_state[WRITTEN_KEY] = None
 
 
 def key_prefix(draft: dict[str, Any]) -> str:
@@ -151,6 +235,14 @@ def build_panel(draft: dict[str, Any]) -> Panel:
     return Panel.model_validate(panel_payload(draft))
 
 
+def fitting_dataset(draft: dict[str, Any], datasets: list[dict[str, Any]]) -> int | None:
+    """The id of the first dataset (newest first, as listed) whose fields every critic's prompt
+    of the draft fits, else None."""
+    wanted = {name for critic in draft["critics"]
+              for name in template_placeholders(str(critic.get("prompt_template") or ""))}
+    return next((int(d["id"]) for d in datasets if wanted <= set(d["fields"])), None)
+
+
 def critic_from_draft(draft: dict[str, Any], index: int) -> Critic:
     """One critic of the draft, validated (for the prompt preview and the one-item test).
 
@@ -167,7 +259,9 @@ def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
                  skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
-                       "curation", "pairwise", "rubric"))
+                       "curation", "pairwise", "rubric"),
+                 texts={"name": ("Panel name", "Shown in lists of panels and runs."),
+                        "description": ("Description", "What the panel is for (optional).")})
 
 
 def scale_editor(draft: dict[str, Any]) -> None:
@@ -192,37 +286,108 @@ def critic_title(draft: dict[str, Any], index: int) -> str:
     return plain(f"{latest['name'] or '(no name)'} · {latest['vendor']} · {latest['model'] or '?'}")
 
 
+# Each critic field's label and help, written for the person filling the form (the generated
+# "Timeout s" or "Price in per mtok" said little). `test_panel_page` checks every field has one.
+CRITIC_TEXTS: dict[str, tuple[str, str | None]] = {
+    "name": ("Name", "How this critic is shown in tables and votes; unique in the panel."),
+    "vendor": ("Vendor", "Who serves the model."),
+    "model": ("Model", "The vendor's model id, e.g. gpt-4o-mini, or sim-careful for the "
+              "simulated vendor."),
+    "weight": ("Weight in the vote", "How much this critic counts in the weighted strategies: "
+               "1 is one vote, 2 counts double, 0 is asked but never counts."),
+    "base_url": ("Server address (base URL)", "Required for a custom vendor, e.g. "
+                 "http://127.0.0.1:8000/v1; for a preset it replaces the preset's address."),
+    "prompt_template": ("Prompt", "{field} inserts an item's field; {{ and }} are literal "
+                        "braces. The item's text is sent as data, never as instructions."),
+    "system_prompt": ("System prompt", "Sent first, as the system message (optional)."),
+    "temperature": ("Temperature", "0 gives the same answer every time; higher gives more "
+                    "varied answers (needed for repeated samples to differ)."),
+    "max_tokens": ("Longest answer (tokens)", "The most the model may write per call; a reply "
+                   "cut at this length is kept as a truncated failure."),
+    "timeout_s": ("Time limit per call (seconds)", "A call slower than this counts as a timeout "
+                  "and is retried."),
+    "tier": ("Cascade tier", "0 is asked first; a critic of a higher tier only for items the "
+             "tiers before it could not settle."),
+    "api_key_env": ("Name of the API key variable", "The NAME of the environment variable (or "
+                    "[jurybox] secret) that holds the key, e.g. OPENAI_API_KEY. Never paste a "
+                    "key here. Empty: the preset's variable."),
+    "json_mode": ("Ask for JSON replies", "The vendor's default follows the preset."),
+    "price_in_per_mtok": ("Price per million input tokens (USD)", "Empty: the preset's price "
+                          "for this model, if it knows one."),
+    "price_out_per_mtok": ("Price per million output tokens (USD)", "Empty: the preset's price "
+                           "for this model, if it knows one."),
+    "extra": ("Extra request parameters", "Sent as they are, e.g. seed: 7 or top_p: 0.9."),
+    "logprobs": ("Read label probabilities (logprobs)", "Ask for token log-probabilities and "
+                 "take the verdict's confidence from them (vendors that support it)."),
+    "top_logprobs": ("Alternatives per token", "How many likely tokens the vendor returns per "
+                     "position when probabilities are read."),
+    "samples": ("Samples per item", "Ask this many times per item: the critic's verdict is the "
+                "vote of its samples, and Agreement shows how often it contradicts itself "
+                "(with a temperature above 0)."),
+    "kind": ("How it judges", "single: one call. reason-then-judge: reasons first, then "
+             "decides. self-verify: decides, then checks its own verdict. debate: two critics "
+             "argue, then this one decides."),
+    "reason_prompt": ("Reasoning instruction", "reason-then-judge: what the first call is asked "
+                      "(empty: the default)."),
+    "verify_prompt": ("Checking instruction", "self-verify: what the checking call is asked "
+                      "(empty: the default)."),
+    "reference_field": ("Reference answer field", "An item field holding a reference answer "
+                        "to grade against (shown to the critic as data)."),
+    "debaters": ("Debaters", "debate: the two critics of the panel who argue before this critic "
+                 "decides."),
+    "rounds": ("Debate rounds", "debate: rounds of arguments before the verdict."),
+    "mode": ("How a run sends its calls", "live: one request at a time. batch: through the "
+             "vendor's batch API (results within 24 h, at batch prices)."),
+    "batch_api": ("Batch API", "Empty: the vendor's own. The simulator and custom servers may be "
+                  "told which one they speak."),
+}
+# Drawn open: what a critic is. Everything else is folded under "Advanced settings".
+CRITIC_BASIC = ("name", "vendor", "model", "weight")
+CRITIC_PROMPTS = ("prompt_template", "system_prompt")
+
+
+def _text(name: str) -> tuple[str, str | None]:
+    return CRITIC_TEXTS.get(name, (name.replace("_", " ").capitalize(), None))
+
+
 def critic_editor(draft: dict[str, Any], index: int) -> str | None:
-    """Every field of one critic. Returns "remove" or "duplicate" when asked, else None."""
+    """One critic: name, vendor, model, weight and prompt open; the other fields folded in
+    "Advanced settings", each with a label and help written for people. Returns "remove" or
+    "duplicate" when asked, else None."""
     critic = draft["critics"][index]
     prefix = f"{key_prefix(draft)}.critics.c{critic['_uid']}"
-    prompts = ("prompt_template", "system_prompt")
-    for name in prompts:
-        critic[name] = field_widget(
-            "Prompt template ({field} inserts an item's field; {{ and }} are literal braces)"
-            if name == "prompt_template" else "System prompt",
-            str, critic.get(name) or "", f"{prefix}.{name}",
-        )
     others = [str(c.get("name") or "") for c in draft["critics"] if c is not critic]
 
     def debaters_drawer(label: str, value: Any, key: str) -> Any:
         # A debate's two debaters are critics of this panel: picked by name, not typed.
         chosen = [str(v) for v in value or []]
         return st.multiselect(label, list(dict.fromkeys([*others, *chosen])), default=chosen,
-                              key=key, max_selections=2,
-                              help="debate: the two critics of the panel who argue before this "
-                              "critic decides")
+                              key=key, max_selections=2, help=_text("debaters")[1])
 
-    model_editor(Critic, critic, prefix, skip=prompts,
-                 drawers={"vendor": _vendor_drawer, "debaters": debaters_drawer}, columns=3)
+    drawers = {"vendor": _vendor_drawer, "debaters": debaters_drawer}
+    # A custom vendor cannot work without its address: then it is a basic field too.
+    basic = CRITIC_BASIC + (("base_url",) if critic.get("vendor") == "custom" else ())
+    model_editor(Critic, critic, prefix, skip=tuple(n for n in Critic.model_fields
+                                                    if n not in basic),
+                 drawers=drawers, columns=len(basic), texts=CRITIC_TEXTS)
+    label, hint = _text("prompt_template")
+    critic["prompt_template"] = field_widget(label, str, critic.get("prompt_template") or "",
+                                             f"{prefix}.prompt_template", help=hint)
+    with st.expander("Advanced settings", key=f"{prefix}.advanced",
+                     icon=":material/tune:"):
+        label, hint = _text("system_prompt")
+        critic["system_prompt"] = field_widget(label, str, critic.get("system_prompt") or "",
+                                               f"{prefix}.system_prompt", help=hint)
+        model_editor(Critic, critic, prefix, skip=(*basic, *CRITIC_PROMPTS), drawers=drawers,
+                     columns=3, texts=CRITIC_TEXTS)
     preset = PRESETS.get(critic.get("vendor") or "", None)
     if preset is not None and preset.simulated:
         st.caption("Simulated vendor: verdicts are labelled *simulated* and its critics do not "
                    "read the items. Demo models: sim-careful, sim-lenient, sim-strict, sim-flaky.")
     elif preset is not None:
-        st.caption(f"Api key env: the NAME of the variable holding the key (default "
-                   f"{preset.key_env or 'none needed'}); never paste a key. Extra: request "
-                   "parameters sent as they are (YAML).")
+        st.caption(f"The API key is read from {preset.key_env or 'nowhere (none needed)'} unless "
+                   "**Name of the API key variable** (advanced settings) names another "
+                   "variable; never paste a key.")
     left, right = st.columns(2)
     if left.button("Duplicate this critic", key=f"{prefix}.duplicate", icon=":material/content_copy:"):
         return "duplicate"
@@ -315,3 +480,53 @@ def limits_editor(draft: dict[str, Any]) -> None:
                "requests_per_minute: 500}`.")
     model_editor(Panel, draft, key_prefix(draft),
                  skip=tuple(n for n in Panel.model_fields if n != "limits"))
+
+
+# -- what a tie will do ------------------------------------------------------------------------
+
+# Strategies that break a tied count by the tie policy and priority (`judging.voting._top`, the
+# median's two middle labels, Dawid-Skene's equal posteriors); the others never consult it.
+_TIE_POLICY_STRATEGIES = ("plurality", "weighted", "any", "median", "dawid-skene")
+
+
+def tie_sentence(config: VotingConfig, scale: Scale, rubric: RubricConfig | None = None) -> str | None:
+    """What the panel does with a tied vote, in one sentence true for its strategy (None when
+    nothing can tie: scores are averaged, a custom strategy decides for itself).
+
+    Why per strategy: the tie policy is consulted only by the strategies that pick one label
+    from a count. `majority` abstains on a tie (no label has more than half), `unanimous` and
+    `first-disagreement` abstain on any disagreement, `max` and `min` take the end of the scale;
+    a sentence naming the priority there told the reader something the vote never does.
+    """
+    if rubric is not None and rubric.active:  # the voting decides each criterion's mark
+        said = tie_sentence(config, MARK_SCALE)
+        return f"For each criterion's mark: {said[0].lower()}{said[1:]}" if said else None
+    if scale.is_numeric:
+        return None
+    strategy = config.strategy
+    abstains = (f"the panel abstains and the item gets the fallback label {config.fallback}"
+                if config.fallback else
+                "the panel abstains: the item has no consensus and waits for a reviewer")
+    if strategy in _TIE_POLICY_STRATEGIES:
+        if config.tie_policy == "abstain":
+            rule = f"A tied vote is not broken (tie policy 'abstain'): {abstains}."
+        else:
+            rule = tie_rule_text(config, scale) or ""
+        if strategy == "any":
+            rule = (f"When a critic says {config.target_label}, that label wins; otherwise the "
+                    f"most frequent label does. {rule}")
+        return rule
+    if strategy == "majority":
+        return (f"A tied vote leaves no label with more than half of the critics, so {abstains}. "
+                "Majority never uses the tie policy or the priority.")
+    if strategy == "unanimous":
+        return (f"Any disagreement, a tie included, means {abstains}. The tie policy is not "
+                "used.")
+    if strategy == "first-disagreement":
+        return (f"There are no ties: the first critic decides unless another disagrees, and then "
+                f"{abstains}.")
+    if strategy in ("max", "min"):
+        end = "last" if strategy == "max" else "first"
+        return (f"There are no ties: of the labels the critics gave, the one that comes {end} in "
+                "the scale's order wins. The tie policy is not used.")
+    return None  # a custom strategy: its own code decides what a tie does

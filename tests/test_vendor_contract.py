@@ -365,3 +365,26 @@ def test_anthropic_batch_lines_carry_only_messages_api_fields(vendor: str,
     if extra:
         assert line["params"]["stop_sequences"] == ["END"]
         assert line["params"]["max_tokens"] == 300
+
+
+def test_a_vendor_refusing_the_replacement_too_ends_as_an_error(local_vendor,
+                                                                 monkeypatch) -> None:
+    """A gateway that says "use max_completion_tokens" and then "use max_tokens": the call
+    renames once, and the second refusal is the item's error (never a loop of renames)."""
+    monkeypatch.setenv(KEY_VAR, KEY)
+
+    def reply(seen: SeenRequest) -> Reply:
+        body = json.loads(seen.body)
+        name, other = (("max_tokens", "max_completion_tokens") if "max_tokens" in body
+                       else ("max_completion_tokens", "max_tokens"))
+        return Reply(400, json.dumps({"error": {
+            "message": f"Unsupported parameter: '{name}' is not supported with this model. "
+                       f"Use '{other}' instead.", "type": "invalid_request_error",
+            "param": name, "code": "unsupported_parameter"}}).encode())
+
+    server = local_vendor(reply)
+    critic = _critic("custom", "fickle", base_url=server.base_url, api_key_env=KEY_VAR)
+    with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
+        verdict = runner.call(critic, ITEM, SCALE)
+    assert verdict.failure is not None and verdict.failure.value == "item_error"
+    assert len(server.seen) == 2

@@ -503,6 +503,7 @@ class CallRunner:
         content = prepared.content if body is prepared.body else _encode(body)
         self._show_request(verdict, route, body, gate, critic)
         failures = 0  # failed attempts that count against the retry budget
+        adjusted_here: set[str] = set()
 
         def cancelled(attempt: int) -> bool:
             if cancel is None or not cancel.is_set():
@@ -549,11 +550,14 @@ class CallRunner:
             if isinstance(outcome, _Failed) and isinstance(outcome.failure,
                                                            UnsupportedParameterError):
                 change = adjustment_for(outcome.failure, body, api)
-                if change is not None:
+                if change is not None and change[0] not in adjusted_here:
                     # A parameter this model refuses: taken out (or renamed) for the rest of
                     # the run, and this call sent again at once, outside the retry budget (the
                     # request was wrong, not the vendor busy). At most once per parameter.
                     name, replacement = change
+                    # Never the same name twice in one call: a vendor refusing the replacement
+                    # too ("use max_tokens" after "use max_completion_tokens") ends as an error.
+                    adjusted_here.update((name, replacement or name))
                     note = adjustment_note(critic.model, name, replacement, str(outcome.failure))
                     if gate.adjust(critic.name, name, replacement, note):
                         log.warning("critic %r: %s", critic.name, note)  # the run log

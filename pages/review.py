@@ -26,7 +26,7 @@ from pages.ui.team import reviewer_field, visitor
 from pages.ui.text import plain
 from storage.datasets import field_values
 from storage.db import StorageError
-from storage.leases import release_lease, take_lease
+from storage.leases import held_by_others, release_lease, take_lease
 from storage.overrides import accept_consensus, add_override, blind_label
 from storage.review import item_detail, item_position, review_table
 from storage.runs import get_run
@@ -195,7 +195,11 @@ def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
     # change that leaves it out, the first row opens (never an item from an earlier filter).
     page_ids = [str(i) for i in frame["item_id"]]
     if st.session_state.get(item_key) not in page_ids:
-        st.session_state[item_key] = page_ids[0] if page_ids else None
+        # The first row nobody else has open (a teammate walking the same list has the
+        # first one), else the first row.
+        held = held_by_others(db(), run_id, page_ids, reviewer) if reviewer else {}
+        free = [i for i in page_ids if i not in held]
+        st.session_state[item_key] = (free or page_ids or [None])[0]
     current = st.session_state[item_key]
 
     shown, column_config = rv.table_columns(frame, blind=blind)

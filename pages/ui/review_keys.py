@@ -73,8 +73,9 @@ _SCRIPT = """<script data-move="%(move)s">
   }
   const decision = () => document.querySelector("." + state.box);
   const focusDecision = (box) => {
+    // The decision: its labels (a radio group), or the score of a numeric scale.
     const group = box.querySelector('[role="radiogroup"]');
-    const target = group || box.querySelector("input");
+    const target = group || box.querySelector('input[type="number"]');
     if (!target) return false;
     if (group && !group.hasAttribute("tabindex")) group.setAttribute("tabindex", "-1");
     target.focus({preventScroll: false});

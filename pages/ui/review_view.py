@@ -284,6 +284,11 @@ def _fit(header: str, values: Any) -> int | None:
     return None if longest <= _LONG_TEXT else _LONG_WIDTH
 
 
+def _preview_width(critics: int) -> int:
+    """The item column's width beside `critics` critic columns (see `table_columns`)."""
+    return min(400, 96 + _LONG_WIDTH * max(0, 4 - critics))
+
+
 # What a blind first pass may show of a row: nothing the critics said, nor what it led to.
 BLIND_COLUMNS = ("item_id", "preview", "overridden")
 
@@ -370,10 +375,12 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
     config: dict[str, Any] = {
         "item_id": st.column_config.TextColumn(
             "item id", pinned=True, width=_fit("item id", frame["item_id"])),
-        # Wide enough to read (at 96 px the item was cut to a word or two); its cells clip,
-        # the item's panel below shows it whole.
-        "preview": st.column_config.TextColumn("item", width=200, help="The item's fields; "
-                                               "the panel below the table shows it whole"),
+        # As wide as a 1,400 px window leaves: 96 px beside four critics (the fit measured in
+        # tests/test_browser_review.py), and the room of each critic fewer (a 2-critic panel
+        # cut the item to a word for nothing). Its cells clip; the panel below shows it whole.
+        "preview": st.column_config.TextColumn(
+            "item", width=400 if blind else _preview_width(len(critic_cols)),
+            help="The item's fields; the panel below the table shows it whole"),
         "consensus": st.column_config.TextColumn(
             "consensus", width=_fit("consensus", frame["consensus"]),
             help=f"The panel's vote; {NO_CONSENSUS}: it abstained, or no critic answered"),

@@ -341,7 +341,9 @@ def decision_form(detail: dict[str, Any], item_id: str, filters: rv.Filters, rev
     draft = f"{item_id}.blind" if hidden else item_id
     class_name = str(detail["fields"].get(panel.curation.class_field or "", item_id))
     options: list[str] = []
-    with st.container(key=decision_key), st.form(k + "override", border=True):
+    # The decision and its keys in one container: the keyboard script finds it by its key.
+    decision = st.container(key=decision_key)
+    with decision, st.form(k + "override", border=True):
         st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
         if panel.scale.is_numeric:
             default = None if hidden else detail.get("final_label")
@@ -375,7 +377,7 @@ def decision_form(detail: dict[str, Any], item_id: str, filters: rv.Filters, rev
             "Save and show the critics" if hidden else "Save and go to the next item",
             type="primary", shortcut=keys.SAVE_KEY, disabled=held,
             on_click=save_decision, args=(item_id, hidden, filters.kwargs, reviewer, class_name))
-    st.caption(keys.shortcuts_caption(options))
+    decision.caption(keys.shortcuts_caption(options))
     # Signed in: the name comes from the sign-in, nothing to remember in the browser.
     keys.keyboard(decision_key, int(st.session_state.get(move_key) or 0),
                   "" if person.signed_in else reviewer)

@@ -202,24 +202,34 @@ def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
         st.session_state[item_key] = (free or page_ids or [None])[0]
     current = st.session_state[item_key]
 
+    # The table keeps its key while the list and the page stay, and its tick is moved to the
+    # open item through session state: re-keying it by item (as before) rebuilt the whole grid
+    # in the browser on every save. A tick the user moved since the last run opens that row.
+    table_key = f"{k}table.{page}.{hash(signature)}"
+    state = st.session_state.get(table_key)
+    picked = list(state["selection"]["rows"]) if state else None
+    if picked and st.session_state.get(k + "tick") != (table_key, picked) \
+            and picked[0] < len(page_ids):
+        current = st.session_state[item_key] = page_ids[picked[0]]
+    wanted = [page_ids.index(current)] if current in page_ids else []
+    if state is not None and picked != wanted:
+        st.session_state[table_key] = {"selection": {"rows": wanted, "columns": []}}
+    st.session_state[k + "tick"] = (table_key, wanted)
+
     shown, column_config = rv.table_columns(frame, blind=blind)
-    # The table's key names the open item, so its tick is drawn on that row: a save that
-    # moves on, or a filter, never leaves the old row ticked.
-    selection = st.dataframe(
+    st.dataframe(
         rv.table_frame(frame, shown),
         hide_index=True,
         height=min(38 + 35 * len(frame), 420),
         on_select="rerun",
         selection_mode="single-row",
-        selection_default={"selection": {"rows": [page_ids.index(current)] if current else []}},
-        key=f"{k}table.{page}.{hash(signature)}.{current}",
+        selection_default={"selection": {"rows": wanted}},
+        key=table_key,
         column_config=column_config,
+        placeholder="—",  # an undefined alpha, a missing figure: never "None"
     )
     st.caption("Tick a row to open that item below (or walk the list with the keys under the "
                "decision); saving a decision moves on to the next item of this list.")
-    rows = selection.selection.rows if selection is not None else []
-    if rows and page_ids[rows[0]] != current:
-        current = st.session_state[item_key] = page_ids[rows[0]]
 
     if current is None or total == 0:  # no match: no stale item from an earlier filter either
         st.info("No item matches these filters. Loosen one above: for instance turn off "

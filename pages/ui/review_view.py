@@ -541,8 +541,12 @@ def _walk(run_id: int, start: int, filter_kwargs: dict[str, Any], reviewer: str,
           skip: str, *, undecided: bool = False) -> str | None:
     """The first item from row `start` on of the list as filtered now that is not `skip`, not
     held by another reviewer (`storage.leases`) and, with `undecided`, never overridden."""
-    for offset in range(start, start + _WALK_LIMIT, _WALK_ROWS):
-        frame, _ = review_table(db(), run_id, limit=_WALK_ROWS, offset=offset, **filter_kwargs)
+    # A few rows first (the next free item is almost always among them: reading 200 rows
+    # with their critics' cells made a save a tenth of a second slower), then whole pages.
+    offset, rows_wanted = start, 4
+    while offset < start + _WALK_LIMIT:
+        frame, _ = review_table(db(), run_id, limit=rows_wanted, offset=offset, **filter_kwargs)
+        offset, rows_wanted = offset + rows_wanted, _WALK_ROWS
         if frame.empty:
             return None
         rows = [(str(i), bool(o)) for i, o in zip(frame["item_id"], frame["overridden"])]

@@ -236,6 +236,9 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     if filters.pair is not None:
         kwargs["critic_pair"] = filters.pair  # filtered in SQL, like every other filter
     filters.kwargs = kwargs
+    # The URL as the switches above just mirrored it is not a link followed: next run, it
+    # must not reset the filters the user set.
+    st.session_state[k + "link_seen"] = _link_params(st.query_params, critics)
     return filters
 
 

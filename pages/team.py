@@ -15,10 +15,12 @@ from pages.ui.state import db
 from pages.ui.team import reviewer_field, visitor
 from pages.ui.text import plain
 from storage.assignments import (
+    PACE_BREAK_SECONDS,
     adjudicated_items,
     assignment,
     clear_assignment,
     reviewer_labels,
+    reviewer_pace,
     reviewer_progress,
     save_assignment,
 )
@@ -90,6 +92,23 @@ if progress:
                        "done": st.column_config.ProgressColumn(min_value=0.0, max_value=1.0,
                                                                format="percent")},
     )
+
+# -- pace (issue 23: labels per hour, median seconds per item) ----------------------------------
+pace = reviewer_pace(db(), run_id)
+if pace:
+    st.subheader("Pace")
+    st.dataframe(
+        [{"reviewer": p["reviewer"], "labels": p["labels"],
+          "labels per hour": p["labels_per_hour"],
+          "median seconds per item": p["median_seconds"]} for p in pace],
+        hide_index=True,
+        column_config={"reviewer": st.column_config.TextColumn(),
+                       "labels per hour": st.column_config.NumberColumn(format="%.0f"),
+                       "median seconds per item": st.column_config.NumberColumn(format="%.0f")},
+    )
+    st.caption(f"Timed from one label to the reviewer's next; a pause over "
+               f"{PACE_BREAK_SECONDS // 60} minutes is a break, not time on an item. Empty "
+               "until a reviewer has given two labels in a row.")
 
 # -- agreement between reviewers ------------------------------------------------------------
 st.subheader("Agreement between reviewers")

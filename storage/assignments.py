@@ -7,6 +7,8 @@ the critics), else their latest override; a lead's adjudication is not a reviewe
 
 from __future__ import annotations
 
+import datetime as _dt
+import statistics
 from collections.abc import Mapping
 from typing import Any
 
@@ -107,3 +109,36 @@ def reviewer_progress(db: sqlite_utils.Database, run_id: int) -> list[dict[str, 
         """,
         [run_id],
     ))
+
+
+# A gap between two labels longer than this is a break, not time spent on the second item.
+PACE_BREAK_SECONDS = 15 * 60
+
+
+def reviewer_pace(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
+    """Per reviewer of the run (by name): labels given, labels per hour and median seconds per
+    item, over their own labels (blind or not; a lead's adjudications left out).
+
+    The time an item took is the gap since the reviewer's previous label in the run (the
+    review loop opens the next item on a save). Gaps over `PACE_BREAK_SECONDS` are breaks: they
+    count neither as time spent nor as an item timed. Labels per hour is timed items over
+    the time spent. None where nothing could be timed (a single label, or only breaks).
+    """
+    stamps: dict[str, list[_dt.datetime]] = {}
+    for reviewer, created in db.execute(
+        "SELECT reviewer, created_at FROM overrides WHERE run_id = ? AND adjudication = 0"
+        " ORDER BY reviewer, created_at", [run_id]
+    ):
+        stamps.setdefault(str(reviewer), []).append(_dt.datetime.fromisoformat(created))
+    pace = []
+    for reviewer, times in stamps.items():
+        gaps = [(b - a).total_seconds() for a, b in zip(times, times[1:])]
+        timed = [g for g in gaps if g <= PACE_BREAK_SECONDS]
+        spent = sum(timed)
+        pace.append({
+            "reviewer": reviewer,
+            "labels": len(times),
+            "labels_per_hour": len(timed) / spent * 3600 if timed and spent > 0 else None,
+            "median_seconds": statistics.median(timed) if timed else None,
+        })
+    return pace

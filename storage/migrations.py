@@ -520,6 +520,28 @@ def _panel_drafts(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0023_review_leases")
+def _review_leases(db: sqlite_utils.Database) -> None:
+    # Two reviewers walking one list must not be handed the same item: the item a reviewer has
+    # open is theirs until the lease expires (a closed tab frees it by itself), as in the
+    # queues of Label Studio or LangSmith. One row per item; `storage.leases` renews, hands
+    # over an expired one, and frees it on a save.
+    _script(
+        db,
+        """
+        CREATE TABLE review_leases (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            reviewer TEXT NOT NULL,
+            taken_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        );
+        CREATE INDEX review_leases_reviewer ON review_leases (run_id, reviewer);
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

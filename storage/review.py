@@ -112,6 +112,7 @@ def _filtered(
     unstable: float | None = None,
     disputed: bool | str = False,
     needs_decision: DecisionRule | None = None,
+    search_reasons: bool = True,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -161,12 +162,14 @@ def _filtered(
         where.append("o.id IS NULL")
     if search is not None and search.strip():
         params["q"] = _like(search.strip())
-        # One pass over the items and one over the reasons, not a lookup per row.
+        # One pass over the items and one over the reasons, not a lookup per row. A blind
+        # first pass searches the items only: a match in a reason would tell what was said.
+        reasons = (" UNION SELECT item_id FROM calls WHERE run_id = :run"
+                   " AND reasoning LIKE :q ESCAPE '\\'") if search_reasons else ""
         where.append(
             "(c.item_id LIKE :q ESCAPE '\\' OR c.item_id IN ("
             "SELECT item_id FROM items WHERE dataset_id = :ds AND fields LIKE :q ESCAPE '\\'"
-            " UNION SELECT item_id FROM calls WHERE run_id = :run"
-            " AND reasoning LIKE :q ESCAPE '\\'))"
+            + reasons + "))"
         )
     if critic_pair is not None:
         if not (isinstance(critic_pair, (tuple, list)) and len(critic_pair) == 2):
@@ -228,6 +231,7 @@ def review_table(
     disputed: bool | str = False,
     needs_decision: DecisionRule | None = None,
     rule: DecisionRule | None = None,
+    search_reasons: bool = True,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -247,6 +251,8 @@ def review_table(
         overridden: True only overridden items, False only items never overridden.
         search: text searched (case-insensitive for ASCII) in the item id, its fields and every
             critic's reasoning.
+        search_reasons: False: `search` looks in the item id and fields only (a blind first
+            pass, where a match in a critic's reason would reveal what it said).
         critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
             two differ (the Agreement heatmap's cell).
         ties_only: only items whose vote was tied (the panel's tie rule chose, or abstained).
@@ -284,6 +290,7 @@ def review_table(
         overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
         sort=sort, assigned_to=assigned_to, unstable=unstable, disputed=disputed,
         needs_decision=needs_decision,
+        search_reasons=search_reasons,
     )
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
@@ -350,7 +357,7 @@ def item_position(
         "disagreements_only": False, "consensus_label": None, "critic_label": None,
         "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
         "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
-        "unstable": None, "disputed": False, "needs_decision": None,
+        "unstable": None, "disputed": False, "needs_decision": None, "search_reasons": True,
     }
     filters.pop("rule", None)  # how the final label reads, not which items are listed
     unknown = set(filters) - set(args)

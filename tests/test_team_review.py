@@ -143,8 +143,11 @@ def test_the_team_page_assigns_shows_the_conflict_and_records_the_adjudication(
     assert final_labels(open_db(path), run_id).set_index("item_id").loc[
         item, "final_label"] == "REJECT"
 
-    # On Review, ana's list is her assignment.
+    # On Review, ana's list is her assignment once she asks for it (the switch never turns
+    # itself on: issue 23), and the page says so.
     review = open_page("review", query={"run": str(run_id)})
     review.text_input(key=f"rv{run_id}.reviewer").set_value("ana").run()
-    assert review.toggle(key=f"rv{run_id}.mine").value
+    assert not review.toggle(key=f"rv{run_id}.mine").value
+    review.toggle(key=f"rv{run_id}.mine").set_value(True).run()
+    assert any("only the items assigned to ana" in c.value for c in review.caption)
     assert f"{total:,} items match" in " ".join(c.value for c in review.caption)

@@ -22,6 +22,7 @@ from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
 from pages.ui.text import plain
 from storage.assignments import assigned_count
+from storage.leases import held_by_others
 from storage.review import item_position, review_labels, review_table
 
 ANY = "(any)"
@@ -75,8 +76,50 @@ def run_panel(panel_yaml: str) -> Panel:
     return load_panel(panel_yaml)
 
 
+# Filter widgets (key suffix -> the value a list opened from a link starts from). A link that
+# opens a list (tied votes, unstable items, two critics' disagreements) sets every one of them,
+# so the list shown is the list the link counted: "Disagreements only" left on turned "Review
+# the 21 unstable items" into 3.
+_FILTER_DEFAULTS: dict[str, Any] = {
+    "disagree": True, "ties": False, "unstable": False, "consensus": ANY, "critic": ANY,
+    "critic_value": ANY, "failures": ANY, "overridden": ANY, "use_alpha": False,
+    "alpha": (-1.0, 1.0), "search": "", "disputed": ANY, "needs": False,
+}
+# What a blind first pass may filter and sort by: nothing that follows from what the critics
+# said (their labels, the consensus, agreement, alpha, ties, failures, their reasons).
+BLIND_SORTS = ("item", "recent_override")
+
+
+def _link_params(params: Any, critics: list[str]) -> tuple[str, ...]:
+    """The list a link opened this page on, as a signature ("" parts when absent)."""
+    pair = tuple(str(params.get(p) or "") for p in PAIR_PARAMS)
+    if not all(pair) or not all(p in critics for p in pair):
+        pair = ("", "")
+    return (str(params.get(TIES_PARAM) or ""), str(params.get(UNSTABLE_PARAM) or ""), *pair)
+
+
+def _open_linked_list(k: str, link: tuple[str, ...]) -> None:
+    """Set every filter widget as the link's list wants it, once per link followed."""
+    # Streamlit forgets the state of a widget not drawn in a run (the filters a blind pass
+    # hides): each starts again from its default, never from Streamlit's own (toggle off).
+    for name, value in _FILTER_DEFAULTS.items():
+        st.session_state.setdefault(k + name, value)
+    seen_key = k + "link_seen"
+    if st.session_state.get(seen_key) == link:
+        return
+    st.session_state[seen_key] = link
+    if not any(link):
+        return
+    for name, value in _FILTER_DEFAULTS.items():
+        st.session_state[k + name] = value
+    ties, unstable, *_pair = link
+    st.session_state[k + "disagree"] = False  # the link counted every item of its list
+    st.session_state[k + "ties"] = ties == "1"
+    st.session_state[k + "unstable"] = unstable == "1"
+
+
 def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
-               panel: Panel | None = None) -> Filters:
+               panel: Panel | None = None, *, blind: bool = False) -> Filters:
     """Draw the filters; returns the `review_table` keyword arguments they stand for.
 
     Args:
@@ -86,10 +129,17 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
         critics: the run's critic names in panel order.
         panel: the run's panel: a panel with repeated critics gets an "Unstable items only"
             switch.
+        blind: a blind first pass: only the filters that tell nothing of what the critics
+            said (whether an item was overridden, words of the item itself, file order). The
+            others are not drawn at all, and their values are ignored: "Consensus = MERGE:
+            32 items match" would reveal each hidden consensus.
     """
     k = f"rv{run_id}."
     filters = Filters()
     params = st.query_params
+    _open_linked_list(k, _link_params(params, critics))
+    if blind:
+        return _blind_filter_bar(k)
     pair = tuple(params.get(p) for p in PAIR_PARAMS)
     if all(pair) and pair[0] in critics and pair[1] in critics:
         filters.pair = (str(pair[0]), str(pair[1]))
@@ -110,17 +160,14 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     # or not: "Disagreements only" is set aside (and shown so) while it is on.
     needs = bool(st.session_state.get(k + "needs"))
     disagreements = row[0].toggle(
-        "Disagreements only", value=filters.pair is None, key=k + "disagree", disabled=needs,
+        "Disagreements only", key=k + "disagree", disabled=needs,
         help="Set aside while Needs a decision is on" if needs else None,
     ) and not needs
     row[0].toggle("Needs a decision", key=k + "needs",
                   help="Items whose final decision cannot be acted on: no consensus (the vote "
                   "abstained), a split without its new child classes, a merge without the "
                   "class to merge into. The critics never name those: decide them here.")
-    ties_key = k + "ties"
-    if ties_key not in st.session_state:  # a link from Agreement opens the tied items
-        st.session_state[ties_key] = params.get(TIES_PARAM) == "1"
-    ties = row[0].toggle("Tied votes only", key=ties_key,
+    ties = row[0].toggle("Tied votes only", key=k + "ties",
                          help="Items whose critics' vote was tied: the panel's tie rule chose "
                          "the consensus (or abstained)")
     # Mirrored in the URL, so a shared link opens the same list.
@@ -131,11 +178,8 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     repeated = panel is not None and any(c.samples > 1 for c in panel.critics)
     unstable = False
     if repeated:
-        unstable_key = k + "unstable"
-        if unstable_key not in st.session_state:  # a link from Agreement opens them
-            st.session_state[unstable_key] = params.get(UNSTABLE_PARAM) == "1"
         unstable = row[0].toggle(
-            "Unstable items only", key=unstable_key,
+            "Unstable items only", key=k + "unstable",
             help="Items where a critic asked several times (samples) did not always give the "
             "same answer: a disagreement inside one critic, not between critics",
         )
@@ -146,8 +190,13 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     consensus = row[1].selectbox("Consensus", [ANY, *labels["consensus"]], key=k + "consensus")
     critic = row[2].selectbox("Critic", [ANY, *critics], key=k + "critic")
     critic_values = labels["critics"].get(critic, []) if critic != ANY else []
+    if st.session_state.get(k + "critic_value") not in (ANY, *critic_values):
+        st.session_state[k + "critic_value"] = ANY  # a value of the critic picked before
     critic_value = row[3].selectbox(
-        "…said", [ANY, *critic_values], key=k + "critic_value", disabled=critic == ANY
+        "That critic's verdict", [ANY, *critic_values], key=k + "critic_value",
+        disabled=critic == ANY,
+        help="Pick a critic first: then only the items where it gave this verdict (or this "
+        "failure)",
     )
     failure_options = [ANY, "any failure", *labels["failures"]]
     failures = row[4].selectbox("Failures", failure_options, key=k + "failures")
@@ -158,7 +207,7 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     )
     use_alpha = row2[1].toggle("Filter per-item alpha", key=k + "use_alpha")
     alpha = row2[1].slider(
-        "Per-item alpha", -1.0, 1.0, (-1.0, 1.0), 0.05, key=k + "alpha",
+        "Per-item alpha", -1.0, 1.0, step=0.05, key=k + "alpha",
         disabled=not use_alpha, label_visibility="collapsed",
     )
     search = row2[2].text_input(
@@ -202,7 +251,34 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     if filters.pair is not None:
         kwargs["critic_pair"] = filters.pair  # filtered in SQL, like every other filter
     filters.kwargs = kwargs
+    # The URL as the switches above just mirrored it is not a link followed: next run, it
+    # must not reset the filters the user set.
+    st.session_state[k + "link_seen"] = _link_params(st.query_params, critics)
     return filters
+
+
+def _blind_filter_bar(k: str) -> Filters:
+    """The filters of a blind first pass (see `filter_bar`): every item of the run, or those
+    not overridden yet, words of the items themselves (not the critics' reasons), file order."""
+    st.caption("Blind first pass: the filters and sorts that follow from what the critics said "
+               "(consensus, their verdicts, disagreements, ties, alpha, failures, their "
+               "reasons) are off until you switch it off.")
+    row = st.columns([1, 2, 1.2])
+    overridden = row[0].selectbox(
+        "Overridden", [ANY, "not yet", "overridden"], key=k + "overridden")
+    search = row[1].text_input("Search items", key=k + "blind_search",
+                               placeholder="words in the item")
+    if st.session_state.get(k + "blind_sort") not in BLIND_SORTS:
+        st.session_state[k + "blind_sort"] = BLIND_SORTS[0]
+    sort = row[2].selectbox("Sort", list(BLIND_SORTS), format_func=SORT_LABELS.get,
+                            key=k + "blind_sort")
+    kwargs: dict[str, Any] = {"disagreements_only": False, "sort": sort}
+    if overridden != ANY:
+        kwargs["overridden"] = overridden == "overridden"
+    if search.strip():
+        kwargs["search"] = search.strip()
+        kwargs["search_reasons"] = False
+    return Filters(kwargs=kwargs)
 
 
 def count_of(n: int, singular: str, plural: str | None = None) -> str:
@@ -224,6 +300,11 @@ def _fit(header: str, values: Any) -> int | None:
     of view (its cells clip; the item's panel shows it whole)."""
     longest = max([len(header), *(len(str(v)) for v in values if v is not None)])
     return None if longest <= _LONG_TEXT else _LONG_WIDTH
+
+
+def _preview_width(critics: int) -> int:
+    """The item column's width beside `critics` critic columns (see `table_columns`)."""
+    return min(400, 96 + _LONG_WIDTH * max(0, 4 - critics))
 
 
 # What a blind first pass may show of a row: nothing the critics said, nor what it led to.
@@ -249,13 +330,45 @@ def blind_toggle(run_id: int) -> bool:
 
 
 def assigned_toggle(run_id: int, reviewer: str) -> bool:
-    """"Only the items assigned to <reviewer>" (on by default) when the run's assignment gives
-    this reviewer items; False when it gives none (or the reviewer is not known yet)."""
+    """"Only the N items assigned to <reviewer>" when the run's assignment gives this reviewer
+    items (False otherwise). Off until the reviewer turns it on: a switch that turned itself on
+    shrank every list without a word; the page says when a list is filtered by it."""
     count = assigned_count(db(), run_id, reviewer) if reviewer else 0
     if not count:
         return False
     return bool(st.toggle(f"Only the {count_of(count, 'item')} assigned to {plain(reviewer)}",
-                          value=True, key=f"rv{run_id}.mine"))
+                          value=False, key=f"rv{run_id}.mine"))
+
+
+NO_CONSENSUS = "(none)"  # the vote abstained, or no critic answered: words, not "None"
+NO_ANSWER = "—"  # this critic has not answered (yet)
+
+
+def shown_value(value: Any) -> Any:
+    """A label or score as a table cell: a score rounded to 3 decimals ("0.333", not
+    "0.3333333333333333"; a rubric's final score is stored as text), other values as they are."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, str) and "." in value:
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return f"{round(number, 3):g}"
+    return value
+
+
+def table_frame(frame: Any, shown: list[str]) -> Any:
+    """The page of `frame` as drawn: the `shown` columns, scores rounded, and words where a
+    cell would read "None" (no consensus, a critic that has not answered)."""
+    view = frame[shown].copy()
+    critic_cols = set(frame.attrs.get("critic_columns", {}).values())
+    for column in shown:
+        if column in ("consensus", "final_label"):
+            view[column] = [NO_CONSENSUS if v is None else shown_value(v) for v in view[column]]
+        elif column in critic_cols:
+            view[column] = [NO_ANSWER if v is None else shown_value(v) for v in view[column]]
+    return view
 
 
 def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[str, Any]]:
@@ -280,9 +393,15 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
     config: dict[str, Any] = {
         "item_id": st.column_config.TextColumn(
             "item id", pinned=True, width=_fit("item id", frame["item_id"])),
-        "preview": st.column_config.TextColumn("item", width=96),
+        # As wide as a 1,400 px window leaves: 96 px beside four critics (the fit measured in
+        # tests/test_browser_review.py), and the room of each critic fewer (a 2-critic panel
+        # cut the item to a word for nothing). Its cells clip; the panel below shows it whole.
+        "preview": st.column_config.TextColumn(
+            "item", width=400 if blind else _preview_width(len(critic_cols)),
+            help="The item's fields; the panel below the table shows it whole"),
         "consensus": st.column_config.TextColumn(
-            "consensus", width=_fit("consensus", frame["consensus"])),
+            "consensus", width=_fit("consensus", frame["consensus"]),
+            help=f"The panel's vote; {NO_CONSENSUS}: it abstained, or no critic answered"),
         "tie": st.column_config.CheckboxColumn(
             "tie", width=44, help="The critics' vote was tied: the panel's tie rule chose the "
             "consensus (the item's note below the table says how)"),
@@ -333,9 +452,11 @@ def verdict_from_row(row: dict[str, Any]) -> Verdict:
     )
 
 
-def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None) -> None:
-    """The item's fields as plain text (never markdown or HTML), plus its gold label; on a
-    pairwise panel, responses A and B side by side under the other fields."""
+def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, *,
+                show_gold: bool = True) -> None:
+    """The item's fields as plain text (never markdown or HTML), plus its gold label (not in a
+    blind first pass: `show_gold` False); on a pairwise panel, responses A and B side by side
+    under the other fields."""
     fields = detail["fields"]
     compared = (pairwise.first_field, pairwise.second_field) if pairwise and pairwise.active \
         else ()
@@ -354,7 +475,7 @@ def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None) 
                     st.markdown(f"**{plain(column_title)}**")
                     value = fields.get(name)
                     st.text(value if isinstance(value, str) else str(value))
-        if detail.get("gold") is not None:
+        if show_gold and detail.get("gold") is not None:
             st.caption("gold label")
             st.text(str(detail["gold"]))
 
@@ -364,7 +485,8 @@ def consensus_line(detail: dict[str, Any]) -> str:
     as plain text (show it with `st.text`), with a tie marked and the vote's note (how a tie was
     broken, which critics were left out)."""
     c = detail.get("consensus") or {}
-    parts = [f"consensus {c.get('consensus') if c.get('consensus') is not None else '(none)'}"]
+    consensus = c.get("consensus")
+    parts = [f"consensus {NO_CONSENSUS if consensus is None else shown_value(consensus)}"]
     if c.get("tie"):  # the tie rule chose, not a majority: the note below says how
         parts[0] += " (tied vote: the panel's tie rule decided)"
     if c.get("agreement") is not None:
@@ -375,9 +497,9 @@ def consensus_line(detail: dict[str, Any]) -> str:
         parts.append(f"{c['failed']} failed")
     final = detail.get("final_label")
     if detail.get("overrides"):
-        parts.append(f"final {final} (override)")
+        parts.append(f"final {shown_value(final)} (override)")
     elif (detail.get("decision") or {}).get("marked"):  # a rubric rescored by a reviewer
-        parts.append(f"final {final} (a reviewer's criterion marks)")
+        parts.append(f"final {shown_value(final)} (a reviewer's criterion marks)")
     if c.get("note"):
         parts.append(str(c["note"]))
     return " · ".join(parts)
@@ -430,15 +552,51 @@ def chain_of_calls(critic: str, steps: list[dict[str, Any]]) -> None:
                 st.text(step["reasoning"])
 
 
-def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:
+# How far a walk looks past items other reviewers hold before it gives up (a page of 200 rows
+# at a time): further than any team holds at once.
+_WALK_ROWS, _WALK_LIMIT = 200, 5_000
+
+
+def _walk(run_id: int, start: int, filter_kwargs: dict[str, Any], reviewer: str,
+          skip: str, *, undecided: bool = False) -> str | None:
+    """The first item from row `start` on of the list as filtered now that is not `skip`, not
+    held by another reviewer (`storage.leases`) and, with `undecided`, never overridden."""
+    # A few rows first (the next free item is almost always among them: reading 200 rows
+    # with their critics' cells made a save a tenth of a second slower), then whole pages.
+    offset, rows_wanted = start, 4
+    while offset < start + _WALK_LIMIT:
+        frame, _ = review_table(db(), run_id, limit=rows_wanted, offset=offset, **filter_kwargs)
+        offset, rows_wanted = offset + rows_wanted, _WALK_ROWS
+        if frame.empty:
+            return None
+        rows = [(str(i), bool(o)) for i, o in zip(frame["item_id"], frame["overridden"])]
+        held = held_by_others(db(), run_id, [i for i, _ in rows], reviewer) if reviewer else {}
+        for item, overridden in rows:
+            if item != skip and item not in held and not (undecided and overridden):
+                return item
+    return None
+
+
+def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any], reviewer: str = "",
+              *, undecided: bool = False) -> str | None:
     """The item after `item_id` in the review table as filtered and sorted now, or None at the
     end of the list (or when the list is empty).
 
     "Next" walks what the user sees: with a Consensus = SPLIT filter on, it stays on SPLIT items.
-    An item the filters leave out is followed by the list's first item.
+    An item the filters leave out is followed by the list's first item. Items another reviewer
+    has open (their lease) are passed over, so two reviewers on one list are not handed the
+    same item; with `undecided`, so are the items someone has already decided (Skip).
     """
     position = item_position(db(), run_id, item_id, **filter_kwargs)
     start = 0 if position is None else position + 1
-    frame, _ = review_table(db(), run_id, limit=2, offset=start, **filter_kwargs)
-    following = [str(i) for i in frame["item_id"] if str(i) != item_id]
-    return following[0] if following else None
+    return _walk(run_id, start, filter_kwargs, reviewer, item_id, undecided=undecided)
+
+
+def previous_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:
+    """The item before `item_id` in the list as filtered now (None on the first item, or when
+    the filters leave it out). Going back is to look again: whoever holds it is shown there."""
+    position = item_position(db(), run_id, item_id, **filter_kwargs)
+    if not position:
+        return None
+    frame, _ = review_table(db(), run_id, limit=1, offset=position - 1, **filter_kwargs)
+    return str(frame["item_id"].iloc[0]) if len(frame) else None

@@ -1,0 +1,177 @@
+"""Browser tests of the Review loop from the keyboard (issue 23, "What to build" 4), and of a
+blind first pass that is blind (major defect 2), in Chromium against the real app.
+
+A review is two key presses (a number for the label, Ctrl+Enter to save), after which the next
+item is open with its decision focused: no mouse, and no Tab walk back to the decision. J, K
+and S walk the list, N puts the cursor in the note, Esc takes it out; the keys are written on
+the page. The reviewer's name survives a reload and a deep link.
+
+Every wait is on what is then asserted (the heading of the item, the focused element).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import pytest
+
+from storage.db import open_db
+from storage.overrides import override_history
+from storage.review import item_detail, review_table
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+LABELS = ("KEEP", "REJECT", "SPLIT", "MERGE")  # the demo panel's scale, keys 1 to 4
+
+# The focused element is the decision (the radio group inside the decision's container).
+_DECISION_FOCUSED = """() => {
+  const active = document.activeElement;
+  return !!active && active.getAttribute('role') === 'radiogroup'
+    && !!active.closest('[class*="st-key-rv"][class*="-decision"]');
+}"""
+_NOTE_FOCUSED = """() => {
+  const active = document.activeElement;
+  return !!active && active.tagName === 'TEXTAREA'
+    && active.getAttribute('aria-label') === 'Note (why)';
+}"""
+
+
+def _expect() -> Any:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
+    return expect
+
+
+class Keys:
+    """The keyboard, counting every press (a chord such as Ctrl+Enter is one press)."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.pressed: list[str] = []
+
+    def press(self, key: str) -> None:
+        self.pressed.append(key)
+        self.page.keyboard.press(key)
+
+
+def test_a_review_is_two_key_presses_and_the_next_decision_has_the_focus(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    expect = _expect()
+    path, run_id = demo_db
+    walk = [str(i) for i in review_table(open_db(path), run_id, disagreements_only=True,
+                                         limit=6)[0]["item_id"]]
+    with running_app(path) as app:
+        page = app_page
+        page.goto(f"{app['url']}/review?run={run_id}")
+        main = page.get_by_test_id("stMain")
+
+        def open_item_is(item: str) -> None:
+            expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
+            settled(page)
+            page.wait_for_function(_DECISION_FOCUSED)
+
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+        name_the_reviewer(page, "dana")  # once, before the loop (a new browser has no name)
+        # The keys are written on the page, the buttons carry theirs.
+        expect(main.get_by_text("Keys:", exact=False)).to_contain_text("1 KEEP")
+        expect(main.get_by_text("Keys:", exact=False)).to_contain_text("save and next")
+        for name, key in (("Previous", "K"), ("Next", "J"), ("Skip", "S")):
+            expect(main.get_by_role("button", name=f"{name} Shortcut {key}", exact=True)) \
+                .to_be_visible()
+        open_item_is(walk[0])
+
+        keys = Keys(page)
+        for item in walk[:3]:
+            open_item_is(item)
+            before = len(keys.pressed)
+            keys.press("1")  # KEEP
+            keys.press("Control+Enter")
+            expect(main.get_by_text(f"Saved KEEP for {item}.")).to_be_visible()
+            assert len(keys.pressed) - before == 2
+        open_item_is(walk[3])
+        assert len(keys.pressed) == 6  # three reviews, two presses each
+
+        keys.press("k")  # previous: the last item decided
+        open_item_is(walk[2])
+        keys.press("s")  # skip: the next one nobody has decided
+        open_item_is(walk[3])
+        keys.press("j")  # next
+        open_item_is(walk[4])
+
+        # N: the note, in one key; typing there is typing (J is a letter, not "next").
+        keys.press("n")
+        page.wait_for_function(_NOTE_FOCUSED)
+        page.keyboard.type("just a judgement call")
+        keys.press("Escape")
+        page.wait_for_function(_DECISION_FOCUSED)
+        expect(main.get_by_role("heading", name=f"Item {walk[4]}", exact=True)).to_be_visible()
+        keys.press("2")  # REJECT
+        keys.press("Control+Enter")
+        expect(main.get_by_text(f"Saved REJECT for {walk[4]}.")).to_be_visible()
+        open_item_is(walk[5])
+
+        # The name stays: on a reload, and in a deep link opened in another tab.
+        page.reload()
+        expect(main.get_by_role("textbox", name="Reviewer")).to_have_value("dana")
+        other = page.context.new_page()
+        other.goto(f"{app['url']}/review?run={run_id}&item={walk[1]}")
+        other_main = other.get_by_test_id("stMain")
+        expect(other_main.get_by_role("heading", name=f"Item {walk[1]}", exact=True)) \
+            .to_be_visible()
+        expect(other_main.get_by_role("textbox", name="Reviewer")).to_have_value("dana")
+        other.close()
+
+    db = open_db(path)
+    for item in walk[:3]:
+        (saved,) = override_history(db, run_id, item)
+        assert (saved["label"], saved["reviewer"]) == ("KEEP", "dana")
+    assert override_history(db, run_id, walk[3]) == []  # walked over, not decided
+    (noted,) = override_history(db, run_id, walk[4])
+    assert (noted["label"], noted["note"]) == ("REJECT", "just a judgement call")
+
+
+def test_in_blind_mode_no_text_reveals_the_gold_or_the_consensus_of_an_unreviewed_item(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    expect = _expect()
+    path, run_id = demo_db
+    with running_app(path) as app:
+        page = app_page
+        page.goto(f"{app['url']}/review?run={run_id}&blind=1")
+        main = page.get_by_test_id("stMain")
+        expect(main.get_by_text("items match")).to_be_visible()
+        name_the_reviewer(page, "carla")
+        heading = main.get_by_role("heading", name="Item ")
+        expect(heading).to_be_visible()
+        item = heading.inner_text().removeprefix("Item ").strip()
+        detail = item_detail(open_db(path), run_id, item)
+        assert detail["gold"] in LABELS and detail["consensus"]["consensus"] in LABELS
+        settled(page)
+
+        # Every text of the page (the table's hidden cells included), but the labels offered
+        # to choose from (the decision and its keys): no label of the scale anywhere.
+        everything = main.text_content() or ""
+        offered = main.locator('[class*="st-key-rv"][class*="-decision"]').text_content() or ""
+        shown = everything.replace(offered, "")
+        assert [label for label in LABELS if label in shown] == []
+        expect(main.get_by_text("gold label", exact=True)).to_have_count(0)
+        # The filters that would tell what the critics said are not there at all.
+        for name in ("Consensus", "Critic", "That critic's verdict", "Failures",
+                     "Search items and reasons"):
+            expect(main.get_by_label(name, exact=True)).to_have_count(0)
+        for name in ("Disagreements only", "Tied votes only", "Filter per-item alpha"):
+            expect(main.get_by_text(name, exact=True)).to_have_count(0)
+
+        # The blind label, from the keyboard: then the critics and the gold are shown.
+        page.wait_for_function(_DECISION_FOCUSED)
+        page.keyboard.press(str(LABELS.index("KEEP") + 1))
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved your blind label KEEP for {item}.")).to_be_visible()
+        expect(main.get_by_text("gold label", exact=True)).to_be_visible()
+        expect(main.get_by_text("consensus ", exact=False).first).to_be_visible()
+    (saved,) = override_history(open_db(path), run_id, item)
+    assert (saved["label"], saved["blind"], saved["reviewer"]) == ("KEEP", True, "carla")

@@ -121,17 +121,17 @@ def test_a_loaded_panel_survives_the_next_click_and_saves_as_itself(app_page: An
     with running_app(app_db) as app:
         app_page.goto(app["url"] + "/panel")
         main = app_page.get_by_test_id("stMain")
-        expect(main.get_by_label("Name", exact=True).first).to_have_value("my panel")
+        expect(main.get_by_label("Panel name", exact=True).first).to_have_value("my panel")
         settled(app_page)
         main.get_by_role("button", name="Load a panel").click()
         app_page.get_by_role("button", name="Load into the editor").click()
-        expect(main.get_by_label("Name", exact=True).first).to_have_value(
+        expect(main.get_by_label("Panel name", exact=True).first).to_have_value(
             "Taxonomy curation (demo)")
         settled(app_page)
         main.get_by_role("button", name="Add critic").click()  # the next click
         expect(main.get_by_text("critic-5 · simulated")).to_be_visible()
         settled(app_page)
-        expect(main.get_by_label("Name", exact=True).first).to_have_value(
+        expect(main.get_by_label("Panel name", exact=True).first).to_have_value(
             "Taxonomy curation (demo)")
         main.get_by_role("button", name="Save panel").click()
         expect(main.get_by_text("Saved 'Taxonomy curation (demo)'")).to_be_visible()

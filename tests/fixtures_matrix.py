@@ -370,10 +370,11 @@ def all_text(at: Any) -> str:
 
 
 def open_review(run: MatrixRun, *, item: str | None = None, blind: bool = False,
-                reviewer: str | None = "ana", everything: bool = True) -> Any:
+                reviewer: str | None = "ana", everything: bool = True,
+                query: dict[str, str] | None = None) -> Any:
     """Review on the run, with every item listed (`everything`: Disagreements only off), the
-    reviewer's name typed and, given `item`, that item open."""
-    query = {"run": str(run.run_id)}
+    reviewer's name typed and, given `item`, that item open (`query`: more of the URL)."""
+    query = {"run": str(run.run_id), **(query or {})}
     if item is not None:
         query["item"] = item
     if blind:

@@ -24,6 +24,8 @@ from tests.fixtures_matrix import (
     export_shows,
     exported_rows,
     history_lines,
+    no_exception,
+    open_app_page,
     parse_export,
     record,
 )
@@ -146,3 +148,9 @@ def test_the_curated_taxonomy_puts_each_class_where_its_decision_says(
     kept = sorted(i for i, row in before.items() if row["final_label"] == "KEEP")
     assert sorted(by_group["kept"]) == kept
     assert all(csv_rows[i]["decided_by"] == "panel consensus" for i in kept)
+    # The Export page counts the same groups.
+    at = open_app_page("export", {"run": str(run.run_id)})
+    no_exception(at)
+    counts = {str(m.label): int(str(m.value).replace(",", "")) for m in at.metric}
+    assert counts == {"kept": len(kept), "removed": len(by_group["removed"]), "split": 1,
+                      "merged": 1, "needs a decision": len(needs) - 2}

@@ -359,6 +359,36 @@ def button(at: Any, label: str) -> Any:
     raise AssertionError(f"no button {label!r}: " + ", ".join(repr(w.label) for w in at.button))
 
 
+class UI:
+    """What Review and Team call their widgets, as the user reads them: the one place to adapt
+    when a label changes (the tests find widgets by label, never by key)."""
+
+    BLIND = "Blind first pass"
+    CONSENSUS = "Consensus"
+    CRITIC = "Critic"
+    CRITIC_SAID = "…said"
+    OVERRIDDEN = "Overridden"
+    NEEDS = "Needs a decision"
+    DISPUTED = "Criterion in dispute"
+    UNSTABLE = "Unstable items only"
+    SEARCH = "Search items and reasons"
+    CRITERION = "Criterion"
+    MARK = "Mark"
+    SCORE = "Score"
+    LABEL = "Label"
+    NOTE = "Note (why)"
+    REVIEWER = "Reviewer"
+    DISAGREEMENTS = "Disagreements only"
+    CHILDREN = "the new child classes"  # in "If SPLIT: the new child classes, one per line"
+    MERGE_INTO = "the class to merge into"  # in "If MERGE: the class to merge into"
+    # Team
+    REVIEWERS = "Reviewers, one per line"
+    ITEMS = "Items"
+    OVERLAP = "Seen by two reviewers (%)"
+    ADJUDICATE = "Adjudicate"
+    DECISION = "Decision"
+
+
 SAVE_NEXT = "Save and go to the next item"
 SAVE_BLIND = "Save and show the critics"
 
@@ -382,12 +412,12 @@ def open_review(run: MatrixRun, *, item: str | None = None, blind: bool = False,
     at = open_app_page("review", query)
     no_exception(at)
     if everything:
-        toggle = widget(at, "toggle", "Disagreements only")
+        toggle = widget(at, "toggle", UI.DISAGREEMENTS)
         if toggle.value:
             toggle.set_value(False).run()
             no_exception(at)
     if reviewer is not None:
-        widget(at, "text_input", "Reviewer").set_value(reviewer).run()
+        widget(at, "text_input", UI.REVIEWER).set_value(reviewer).run()
         no_exception(at)
     if item is not None and open_item(at) != item:
         review_open(at, item)
@@ -439,15 +469,15 @@ def review_decide(at: Any, run: MatrixRun, decision: Decision, *, blind: bool = 
     """Fill Review's decision form for the open item with `decision`, and save it."""
     assert open_item(at) == decision.item_id
     if run.kind.numeric:
-        widget(at, "number_input", "Score").set_value(decision.score)
+        widget(at, "number_input", UI.SCORE).set_value(decision.score)
     else:
-        widget(at, "radio", "Label").set_value(decision.label)
+        widget(at, "radio", UI.LABEL).set_value(decision.label)
     if run.kind.curation:
-        widget(at, "text_area", "the new child classes", contains=True).set_value(
+        widget(at, "text_area", UI.CHILDREN, contains=True).set_value(
             "\n".join(decision.children))
-        widget(at, "selectbox", "the class to merge into", contains=True).set_value(
+        widget(at, "selectbox", UI.MERGE_INTO, contains=True).set_value(
             decision.merge_into)
-    widget(at, "text_area", "Note (why)").set_value("matrix")
+    widget(at, "text_area", UI.NOTE).set_value("matrix")
     button(at, SAVE_BLIND if blind else SAVE_NEXT).click().run()
     no_exception(at)
     assert not at.error, [e.value for e in at.error]
@@ -465,12 +495,12 @@ def review_shows(at: Any, run: MatrixRun, decision: Decision) -> None:
     assert line and f"final {decision.final_label} (override)" in str(line[0].value), \
         [t.value for t in at.text]
     if run.kind.numeric:
-        assert widget(at, "number_input", "Score").value == pytest.approx(decision.score)
+        assert widget(at, "number_input", UI.SCORE).value == pytest.approx(decision.score)
     if run.kind.curation and decision.children:
-        assert widget(at, "text_area", "the new child classes", contains=True).value == \
+        assert widget(at, "text_area", UI.CHILDREN, contains=True).value == \
             "\n".join(decision.children)
     if run.kind.curation and decision.merge_into:
-        assert widget(at, "selectbox", "the class to merge into",
+        assert widget(at, "selectbox", UI.MERGE_INTO,
                       contains=True).value == decision.merge_into
 
 

@@ -22,6 +22,8 @@ from tests.fixtures_app import BROWSER_TIMEOUT_MS, Watch, as_shown, running_app,
 from tests.fixtures_matrix import (
     KIND_NAMES,
     KINDS,
+    SAVE_NEXT,
+    UI,
     Decision,
     MatrixRun,
     a_different_decision,
@@ -42,7 +44,7 @@ def _expect() -> Any:
 class ReviewUI:
     """Review as a user drives it: every selector of the walk is here."""
 
-    SAVE = "Save and go to the next item"
+    SAVE = SAVE_NEXT
 
     def __init__(self, page: Any) -> None:
         self.page = page
@@ -65,7 +67,7 @@ class ReviewUI:
         settled(self.page)
 
     def name_the_reviewer(self, name: str) -> None:
-        field = self.main.get_by_role("textbox", name="Reviewer")
+        field = self.main.get_by_role("textbox", name=UI.REVIEWER)
         field.fill(name)
         field.press("Enter")
         _expect()(self.main.get_by_role("button", name=self.SAVE)).to_be_visible()
@@ -77,14 +79,14 @@ class ReviewUI:
         form = self.main.get_by_test_id("stForm").filter(
             has=self.page.get_by_role("button", name=self.SAVE))
         if numeric:
-            form.get_by_role("spinbutton", name="Score").fill(f"{decision.score}")
+            form.get_by_role("spinbutton", name=UI.SCORE).fill(f"{decision.score}")
         else:
-            form.get_by_test_id("stRadio").filter(has_text="Label").get_by_text(
+            form.get_by_test_id("stRadio").filter(has_text=UI.LABEL).get_by_text(
                 as_shown(decision.label), exact=True).click()
         if decision.children:
-            form.get_by_role("textbox", name=re.compile("the new child classes")).fill(
+            form.get_by_role("textbox", name=re.compile(UI.CHILDREN)).fill(
                 "\n".join(decision.children))
-        form.get_by_label("Note (why)").fill("browser matrix")
+        form.get_by_label(UI.NOTE).fill("browser matrix")
         form.get_by_role("button", name=self.SAVE).click()
 
     def wait_for_saved(self, decision: Decision) -> None:

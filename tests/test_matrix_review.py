@@ -21,6 +21,7 @@ from tests.fixtures_matrix import (
     FORMATS,
     KIND_NAMES,
     KINDS,
+    UI,
     MatrixRun,
     a_different_decision,
     agreement_reviewed,
@@ -71,7 +72,7 @@ def _blind_item(run: MatrixRun) -> tuple[Any, str, dict[str, Any]]:
     at = open_review(run, blind=True)
     item = open_item(at)
     assert item is not None
-    assert widget(at, "toggle", "Blind first pass").value
+    assert widget(at, "toggle", UI.BLIND).value
     return at, item, item_detail(run.db, run.run_id, item)
 
 
@@ -100,7 +101,7 @@ def test_a_blind_pass_shows_neither_the_consensus_nor_the_gold(
 def test_a_blind_pass_offers_no_filter_that_reveals_the_consensus(
         kind: str, matrix_db: MatrixRun) -> None:
     at, _, _ = _blind_item(matrix_db)
-    for label in ("Consensus", "Critic", "…said"):
+    for label in (UI.CONSENSUS, UI.CRITIC, UI.CRITIC_SAID):
         found = maybe_widget(at, "selectbox", label)
         assert found is None or found.disabled, f"{label} is offered in a blind pass"
 
@@ -147,24 +148,24 @@ def test_the_filters_list_what_storage_and_the_export_say(kind: str, matrix_db: 
 
     # Consensus = the first item's consensus: exactly the items with it.
     first = next(iter(decided.values()))
-    widget(at, "selectbox", "Consensus").set_value(first["consensus"]).run()
+    widget(at, "selectbox", UI.CONSENSUS).set_value(first["consensus"]).run()
     no_exception(at)
     wanted = sorted(i for i, row in decided.items() if row["consensus"] == first["consensus"])
     assert review_count(at) == len(wanted) and sorted(_filtered_ids(at)) == wanted
-    widget(at, "selectbox", "Consensus").set_value("(any)").run()
+    widget(at, "selectbox", UI.CONSENSUS).set_value("(any)").run()
 
     # Critic said X: the items whose export row says the critic said X.
     critic = run.kind.panel_critics()[0]
     said = exported[first["item_id"]][f"{critic}: label"]
-    widget(at, "selectbox", "Critic").set_value(critic).run()
-    widget(at, "selectbox", "…said").set_value(str(said)).run()
+    widget(at, "selectbox", UI.CRITIC).set_value(critic).run()
+    widget(at, "selectbox", UI.CRITIC_SAID).set_value(str(said)).run()
     no_exception(at)
     wanted = sorted(i for i, row in exported.items() if row[f"{critic}: label"] == said)
     assert review_count(at) == len(wanted) and sorted(_filtered_ids(at)) == wanted
-    widget(at, "selectbox", "Critic").set_value("(any)").run()
+    widget(at, "selectbox", UI.CRITIC).set_value("(any)").run()
 
     # Needs a decision: the items the rule says need one (curation: the SPLITs and MERGEs).
-    widget(at, "toggle", "Needs a decision").set_value(True).run()
+    widget(at, "toggle", UI.NEEDS).set_value(True).run()
     no_exception(at)
     needs = sorted(i for i, row in decided.items() if row["status"] == NEEDS_DECISION)
     assert sorted(_filtered_ids(at)) == needs and review_count(at) == len(needs)
@@ -172,11 +173,11 @@ def test_the_filters_list_what_storage_and_the_export_say(kind: str, matrix_db: 
         assert needs, "the curation run has no SPLIT or MERGE consensus to decide"
         item = open_item(at)
         assert item in needs
-        assert "Needs a decision" in all_text(at)
+        assert UI.NEEDS in all_text(at)
         decision = a_different_decision(run, item)
         review_decide(at, run, decision)
         assert review_count(at) == len(needs) - 1 and item not in _filtered_ids(at)
-    widget(at, "toggle", "Needs a decision").set_value(False).run()
+    widget(at, "toggle", UI.NEEDS).set_value(False).run()
 
     # Overridden: exactly the items a human decided, each with its final label.
     item = open_item(at) if not run.kind.curation else item
@@ -185,12 +186,12 @@ def test_the_filters_list_what_storage_and_the_export_say(kind: str, matrix_db: 
         item = list(decided)[4]
         decision = a_different_decision(run, item)
         review_decide(at, run, decision)
-    widget(at, "selectbox", "Overridden").set_value("overridden").run()
+    widget(at, "selectbox", UI.OVERRIDDEN).set_value("overridden").run()
     no_exception(at)
     table = review_frame(at)
     assert list(table["item_id"]) == [item]
     assert str(table["final_label"].iloc[0]) == decision.final_label
-    check_everywhere(run, decision, reviewed=None, review_at=at)
+    check_everywhere(run, decision, reviewed=1, review_at=at)
 
 
 @pytest.mark.parametrize("kind", ["rubric"])
@@ -201,7 +202,7 @@ def test_the_criterion_in_dispute_filter_lists_the_disputed_items(
                       if any(m.get("disputed") for m in (item_detail(
                           run.db, run.run_id, i)["consensus"]["marks"] or {}).values()))
     at = open_review(run)
-    widget(at, "selectbox", "Criterion in dispute").set_value("any criterion").run()
+    widget(at, "selectbox", UI.DISPUTED).set_value("any criterion").run()
     no_exception(at)
     assert disputed and sorted(_filtered_ids(at)) == disputed
 
@@ -215,7 +216,7 @@ def test_the_unstable_filter_lists_the_items_a_repeated_critic_answered_differen
         for steps in item_detail(run.db, run.run_id, i)["steps"].values()))
     assert unstable, "no repeated critic changed its answer: nothing to filter"
     at = open_review(run)
-    widget(at, "toggle", "Unstable items only").set_value(True).run()
+    widget(at, "toggle", UI.UNSTABLE).set_value(True).run()
     no_exception(at)
     assert sorted(_filtered_ids(at)) == unstable
 
@@ -238,7 +239,7 @@ def test_the_search_finds_the_item_and_its_decision_is_final_everywhere(
         [i, (d := item_detail(run.db, run.run_id, i))["fields"],
          [v["reasoning"] for v in d["verdicts"]]], ensure_ascii=False).lower())
     at = open_review(run)
-    widget(at, "text_input", "Search items and reasons").set_value(word).run()
+    widget(at, "text_input", UI.SEARCH).set_value(word).run()
     no_exception(at)
     assert item in wanted and sorted(_filtered_ids(at)) == wanted
     assert review_count(at) == len(wanted)
@@ -264,9 +265,9 @@ def test_a_criterion_mark_rescores_the_item_everywhere(kind: str, matrix_db: Mat
     label = band_of(score)
 
     at = open_review(run, item=item)
-    widget(at, "selectbox", "Criterion").set_value("answers")
-    widget(at, "radio", "Mark").set_value(new)
-    widget(at, "text_input", "Note (why)").set_value("it does not answer")
+    widget(at, "selectbox", UI.CRITERION).set_value("answers")
+    widget(at, "radio", UI.MARK).set_value(new)
+    widget(at, "text_input", UI.NOTE).set_value("it does not answer")
     button(at, "Save this criterion's mark").click().run()
     no_exception(at)
     assert not at.error, [e.value for e in at.error]
@@ -301,13 +302,13 @@ def test_after_a_criterion_mark_the_decision_form_offers_the_new_score(
     new = "UNMET" if marks["answers"] == "MET" else "MET"
     score = rubric_score({**marks, "answers": new}, rubric)
     at = open_review(run, item=item)
-    widget(at, "selectbox", "Criterion").set_value("answers")
-    widget(at, "radio", "Mark").set_value(new)
+    widget(at, "selectbox", UI.CRITERION).set_value("answers")
+    widget(at, "radio", UI.MARK).set_value(new)
     button(at, "Save this criterion's mark").click().run()
     no_exception(at)
     assert decisions_by_item(run)[item]["final_score"] == pytest.approx(score)
     review_open(at, item)
-    assert widget(at, "number_input", "Score").value == pytest.approx(score)
+    assert widget(at, "number_input", UI.SCORE).value == pytest.approx(score)
 
 
 @pytest.mark.parametrize("kind", ["rubric"])
@@ -316,7 +317,7 @@ def test_an_override_after_a_criterion_mark_is_the_final_score(
     run = matrix_db
     item = list(decisions_by_item(run))[3]
     at = open_review(run, item=item)
-    widget(at, "radio", "Mark").set_value("CANNOT_ASSESS")
+    widget(at, "radio", UI.MARK).set_value("CANNOT_ASSESS")
     button(at, "Save this criterion's mark").click().run()
     no_exception(at)
     review_open(at, item)
@@ -347,5 +348,5 @@ def test_the_link_to_the_unstable_items_opens_as_many_as_it_names(
     assert links, "Agreement offers no link to the unstable items"
     named = int(re.search(r"Review the ([\d,]+) unstable items", links[0]).group(1))
     at = open_review(run, everything=False, reviewer=None, query={"unstable": "1"})
-    assert widget(at, "toggle", "Unstable items only").value
+    assert widget(at, "toggle", UI.UNSTABLE).value
     assert review_count(at) == named

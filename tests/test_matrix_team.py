@@ -15,6 +15,7 @@ from storage.assignments import assigned_count, assignment, reviewer_labels
 from tests.fixtures_matrix import (
     KIND_NAMES,
     LABEL_KINDS,
+    UI,
     MatrixRun,
     a_different_decision,
     agreement_reviewed,
@@ -42,9 +43,9 @@ def test_an_adjudication_on_team_is_the_final_decision_everywhere(
     run = matrix_db
     query = {"run": str(run.run_id)}
     at = open_app_page("team", query)
-    widget(at, "text_area", "Reviewers, one per line", contains=True).set_value("ana\nbob")
-    widget(at, "radio", "Items").set_value("all items")
-    widget(at, "slider", "Seen by two reviewers (%)").set_value(50)
+    widget(at, "text_area", UI.REVIEWERS, contains=True).set_value("ana\nbob")
+    widget(at, "radio", UI.ITEMS).set_value("all items")
+    widget(at, "slider", UI.OVERLAP).set_value(50)
     button(at, "Assign").click().run()
     no_exception(at)
     plan = assignment(run.db, run.run_id)
@@ -70,16 +71,16 @@ def test_an_adjudication_on_team_is_the_final_decision_everywhere(
     at = open_app_page("team", query)
     no_exception(at)
     assert "1 item where reviewers disagree" in all_text(at)
-    widget(at, "selectbox", "Adjudicate").set_value(item).run()
+    widget(at, "selectbox", UI.ADJUDICATE).set_value(item).run()
     lead = replace(ana, reviewer="lead")
-    widget(at, "radio", "Decision").set_value(lead.label)
+    widget(at, "radio", UI.DECISION).set_value(lead.label)
     if run.kind.curation:
-        widget(at, "text_area", "the new child classes", contains=True).set_value(
+        widget(at, "text_area", UI.CHILDREN, contains=True).set_value(
             "\n".join(lead.children))
-        widget(at, "selectbox", "the class to merge into", contains=True).set_value(
+        widget(at, "selectbox", UI.MERGE_INTO, contains=True).set_value(
             lead.merge_into)
-    widget(at, "text_area", "Note (why)").set_value("ana is right")
-    widget(at, "text_input", "Reviewer").set_value("lead")
+    widget(at, "text_area", UI.NOTE).set_value("ana is right")
+    widget(at, "text_input", UI.REVIEWER).set_value("lead")
     button(at, "Adjudicate").click().run()
     no_exception(at)
     assert not at.error, [e.value for e in at.error]

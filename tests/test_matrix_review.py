@@ -179,11 +179,11 @@ def test_the_filters_list_what_storage_and_the_export_say(kind: str, matrix_db: 
         assert review_count(at) == len(needs) - 1 and item not in _filtered_ids(at)
     widget(at, "toggle", UI.NEEDS).set_value(False).run()
 
-    # Overridden: exactly the items a human decided, each with its final label.
-    item = open_item(at) if not run.kind.curation else item
+    # Overridden: exactly the items a human decided, each with its final label (curation:
+    # the item just decided above; another kind: one decided now).
     if not run.kind.curation:
-        review_open(at, list(decided)[4])
         item = list(decided)[4]
+        review_open(at, item)
         decision = a_different_decision(run, item)
         review_decide(at, run, decision)
     widget(at, "selectbox", UI.OVERRIDDEN).set_value("overridden").run()
@@ -350,3 +350,31 @@ def test_the_link_to_the_unstable_items_opens_as_many_as_it_names(
     at = open_review(run, everything=False, reviewer=None, query={"unstable": "1"})
     assert widget(at, "toggle", UI.UNSTABLE).value
     assert review_count(at) == named
+
+
+@pytest.mark.parametrize("kind", KIND_NAMES)
+def test_accepting_the_consensus_in_bulk_decides_only_what_can_be_acted_on(
+        kind: str, matrix_db: MatrixRun) -> None:
+    run = matrix_db
+    before = decisions_by_item(run)
+    needs = sorted(i for i, row in before.items() if row["status"] == NEEDS_DECISION)
+    at = open_review(run)
+    widget(at, "checkbox", "Yes, accept the consensus for 16 items").check().run()
+    button(at, "Accept").click().run()
+    no_exception(at)
+    accepted = 16 - len(needs)
+    assert f"Accepted the consensus for {accepted} items" in all_text(at)
+    after = decisions_by_item(run)
+    for item, row in after.items():
+        # The decision is what the panel said, now a human's; what needs a decision still does.
+        assert row["final_label"] == before[item]["final_label"]
+        assert row["decided_by"] == ("panel" if item in needs else "human")
+        assert (row["status"] == NEEDS_DECISION) is (item in needs)
+        if run.kind.numeric:
+            assert row["final_score"] == pytest.approx(before[item]["final_score"])
+    assert agreement_reviewed(run) == accepted
+    for fmt in FORMATS:
+        rows = exported_rows(run, fmt)
+        assert sorted(i for i, row in rows.items() if str(row["overridden"]).lower() == "true"
+                      ) == sorted(set(before) - set(needs)), fmt
+        assert all(rows[i]["final_label"] == before[i]["final_label"] for i in rows), fmt

@@ -1,8 +1,9 @@
-"""The composition matrix, team review and calibration (issue 23 part 3): for every panel kind,
-an assignment made on Team, two reviewers who disagree, and a lead's adjudication on Team, then
-checked where the analyst reads it (storage, Review, Agreement, every export format, the
-history); for every kind that gives labels, calibration learns from exactly the items Agreement
-counts as reviewed by humans."""
+"""The composition matrix, team review, calibration and Agreement (issue 23 part 3): for every
+panel kind, an assignment made on Team, two reviewers who disagree, and a lead's adjudication on
+Team, then checked where the analyst reads it (storage, Review, Agreement, every export format,
+the history); for every kind that gives labels, calibration learns from exactly the items
+Agreement counts as reviewed by humans; a pairwise run's wins are counted by the final
+decisions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from judging.runs.calibrate import run_calibration
 from storage.assignments import assigned_count, assignment, reviewer_labels
+from storage.review import item_detail
 from tests.fixtures_matrix import (
     KIND_NAMES,
     LABEL_KINDS,
@@ -108,3 +110,31 @@ def test_calibration_learns_from_the_items_agreement_counts_as_reviewed(
     now = next(m for m in at.metric if m.label == "Consensus vs humans now")
     # Every decision differs from the consensus: the consensus agrees with none of the six.
     assert re.match(r"0% \(.*n=6\)", str(now.value)), now.value
+
+
+@pytest.mark.parametrize("kind", ["pairwise"])
+def test_agreement_counts_each_system_s_wins_by_the_final_decisions(
+        kind: str, matrix_db: MatrixRun) -> None:
+    run = matrix_db
+    for item in list(decisions_by_item(run))[:3]:
+        record(run, a_different_decision(run, item))
+    tally: dict[str, list[int]] = {}
+    for item, row in decisions_by_item(run).items():
+        fields = item_detail(run.db, run.run_id, item)["fields"]
+        a, b = fields["system_a"], fields["system_b"]
+        for system in (a, b):
+            tally.setdefault(system, [0, 0, 0])
+        if row["final_label"] == "TIE":
+            tally[a][1] += 1
+            tally[b][1] += 1
+        else:
+            winner, loser = (a, b) if row["final_label"] == "A" else (b, a)
+            tally[winner][0] += 1
+            tally[loser][2] += 1
+    at = open_app_page("agreement", {"run": str(run.run_id)})
+    no_exception(at)
+    table = next(f.value for f in at.dataframe if "wins" in f.value.columns)
+    shown = {row["system"]: [row["wins"], row["ties"], row["losses"]]
+             for row in table.to_dict("records")}
+    assert shown == tally
+    assert "Over 16 comparisons" in all_text(at)

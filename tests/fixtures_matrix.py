@@ -602,7 +602,8 @@ def export_shows(run: MatrixRun, decision: Decision, fmt: str) -> dict[str, Any]
 def check_everywhere(run: MatrixRun, decision: Decision, *, reviewed: int | None,
                      review_at: Any | None = None) -> None:
     """The decision is the item's final one in storage, on Review, in Agreement's count of
-    human-reviewed items (`reviewed`), in every export format and the override history."""
+    human-reviewed items (`reviewed`; None: not checked), in every export format, the override
+    history and (curation) the curated taxonomy."""
     final = decisions_by_item(run)[decision.item_id]
     assert final["final_label"] == decision.final_label
     assert final["status"] == "decided" and final["decided_by"] == "human"
@@ -618,6 +619,15 @@ def check_everywhere(run: MatrixRun, decision: Decision, *, reviewed: int | None
         export_shows(run, decision, fmt)
     mine = [line for line in history_lines(run) if line["item_id"] == decision.item_id]
     assert mine and (mine[-1]["label"], mine[-1]["blind"]) == (decision.label, decision.blind)
+    if run.kind.curation:  # the curated taxonomy puts the class where the decision says
+        from judging.runs.taxonomy import curated_taxonomy
+
+        taxonomy = curated_taxonomy(run.db, run.run_id)
+        group = {"SPLIT": taxonomy.split, "MERGE": taxonomy.merged, "KEEP": taxonomy.kept,
+                 "REJECT": taxonomy.removed}[decision.final_label]
+        (placed,) = [d for d in group if d.item_id == decision.item_id]
+        assert (placed.children, placed.merge_into, placed.reviewer) == (
+            decision.children, decision.merge_into, decision.reviewer)
 
 
 def replace(decision: Decision, **changes: Any) -> Decision:

@@ -144,12 +144,16 @@ def make_matrix_run(kind: Kind, path: pathlib.Path) -> int:
     """
     from judging.panel_files import panel_from_dict
     from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.simulated_vendor import shared_simulator
     from storage.datasets import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
     from storage.runs import get_run
 
     data = _subset_csv(kind, path.with_suffix(".csv"))
+    # The shared simulator answers a request it has seen before differently (its seed counts
+    # repeats): forgotten first, so a kind's run is the same whichever tests ran before it.
+    shared_simulator().reset_stats()
     db = open_db(path)
     try:
         parsed = read_dataset(data, id_column="id", gold_column=kind.gold)
@@ -504,10 +508,13 @@ def review_shows(at: Any, run: MatrixRun, decision: Decision) -> None:
                       contains=True).value == decision.merge_into
 
 
-def agreement_reviewed(run: MatrixRun) -> int:
-    """How many items Agreement says humans reviewed ("N items reviewed by humans")."""
+def agreement_reviewed(run: MatrixRun, page: list[Any] | None = None) -> int:
+    """How many items Agreement says humans reviewed ("N items reviewed by humans"); the page
+    (its AppTest) is appended to `page` when given, for more checks."""
     at = open_app_page("agreement", {"run": str(run.run_id)})
     no_exception(at)
+    if page is not None:
+        page.append(at)
     text = all_text(at)
     found = re.search(r"([\d,]+) items? reviewed by humans", text)
     assert found, "Agreement does not say how many items humans reviewed: " + text[:600]

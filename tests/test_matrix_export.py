@@ -15,8 +15,10 @@ from storage.decisions import NEEDS_DECISION
 from tests.fixtures_matrix import (
     FORMATS,
     KIND_NAMES,
+    Decision,
     MatrixRun,
     a_different_decision,
+    a_sibling,
     another_decision,
     as_list,
     as_number,
@@ -121,11 +123,12 @@ def test_the_curated_taxonomy_puts_each_class_where_its_decision_says(
     run = matrix_db
     before = decisions_by_item(run)
     needs = [i for i, row in before.items() if row["status"] == NEEDS_DECISION]
-    split = next(i for i in needs if before[i]["consensus"] != "SPLIT")  # a MERGE, now split
-    merge = next(i for i in needs if before[i]["consensus"] == "SPLIT")  # a SPLIT, now merged
-    for item in (split, merge):
-        record(run, a_different_decision(run, item))
-    decided = {split: a_different_decision(run, split), merge: a_different_decision(run, merge)}
+    assert len(needs) >= 2, "the curation run has too few SPLIT or MERGE consensus to decide"
+    split, merge = needs[:2]
+    decided = {split: Decision(split, "SPLIT", "SPLIT", children=("Part one", "Part two")),
+               merge: Decision(merge, "MERGE", "MERGE", merge_into=a_sibling(run, merge))}
+    for decision in decided.values():
+        record(run, decision)
     taxonomy = curated_taxonomy(run.db, run.run_id)
     assert sorted(d.item_id for d in taxonomy.needs_decision) == sorted(
         set(needs) - {split, merge})

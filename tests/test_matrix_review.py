@@ -20,7 +20,6 @@ from storage.runs import get_run
 from tests.fixtures_matrix import (
     FORMATS,
     KIND_NAMES,
-    KINDS,
     UI,
     MatrixRun,
     a_different_decision,
@@ -327,11 +326,6 @@ def test_an_override_after_a_criterion_mark_is_the_final_score(
     for fmt in FORMATS:
         assert float(exported_rows(run, fmt)[item]["final_score"]) == pytest.approx(
             decision.score), fmt
-
-
-def test_every_kind_has_a_gold_label_and_a_critic() -> None:
-    # The blind cells check the gold is hidden: each kind's dataset must have one to hide.
-    assert all(k.gold and k.panel_critics() for k in KINDS.values())
 
 
 @pytest.mark.xfail(strict=True, reason="Agreement's \"Review the N unstable items\" opens Review "

@@ -6,6 +6,7 @@ import streamlit as st
 
 from judging.runs.decisions import decision_rule
 from judging.runs.evidence import fill_requests
+from pages.ui import audit_view
 from pages.ui import review_view as rv
 from pages.ui.decision_form import (
     checked_decision,
@@ -56,6 +57,10 @@ with blind_col:
 with mine_col:
     if rv.assigned_toggle(run_id, reviewer.strip()):
         filters.kwargs["assigned_to"] = reviewer.strip()
+# -- The audit sample (issue 25): "Draw an audit sample of N items", and the "Label next"
+# queue recomputed before the table is read. Everything of it lives in pages/ui/audit_view.py.
+audit_view.review_hook(run, filters.kwargs["sort"], blind)
+# -- end of the audit block
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
 item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"

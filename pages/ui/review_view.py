@@ -33,6 +33,7 @@ SORT_LABELS = {
     "failures": "most failures first",
     "item": "file order",
     "recent_override": "recently overridden first",
+    "label_next": "label next (audit sample)",
 }
 # Query parameters the Agreement page sets to open a set of items here.
 PAIR_PARAMS = ("critic_a", "critic_b")

@@ -1,0 +1,298 @@
+"""A stored run's audit: draw the sample, keep the label-next queue, estimate the accuracy.
+
+The statistics are `judging.audit_stats` (pure); the sample and its design live in
+`storage.audit`; the human labels are the first blind labels of the sampled items
+(`storage.overrides`). Nothing here reads an override of an item outside the sample: those
+items were chosen for review by contest, and would bias the estimate.
+
+The label-next queue is kept in the sample's `queue_rank` column so the Review table can sort
+by it (`storage.review.SORTS["label_next"]`). Rank 0 is the audit item labelled last, so that
+Review's "next item" after a blind label is the queue's head; ranks 1, 2, ... are the items to
+label next, in order. `refresh_label_next` recomputes it from the labels given so far and is
+cheap to call on every rerun (it reads the sample, a few hundred rows, and counts per stratum).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from judging.audit_stats import (
+    EPSILON,
+    STRATA,
+    AuditEstimate,
+    AuditPopulation,
+    AuditSample,
+    audit_estimate,
+    draw_within,
+    label_gains,
+    next_strata,
+    proportional_allocation,
+    stratum_cuts,
+)
+from judging.errors import ConfigError, StorageError
+from judging.panel import Panel
+from judging.panel_files import load_panel
+from storage import audit as store
+from storage.runs import get_run
+
+QUEUE_AHEAD = 10
+"""How many items the label-next queue proposes ahead (recomputed after every label)."""
+
+
+def _auditable(db: sqlite_utils.Database, run_id: int, *, drawing: bool) -> tuple[dict[str, Any],
+                                                                                   Panel]:
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    if panel.scale.is_numeric:
+        raise ConfigError("The audit compares the panel's labels with a reviewer's, and this "
+                          "panel gives scores: it needs a panel with a label scale.")
+    if drawing and run["status"] in ("pending", "running"):
+        raise StorageError(f"Run #{run_id} is {run['status']}: draw the audit sample once it "
+                           "has finished, so every item can be drawn.")
+    return run, panel
+
+
+def _sizes(by_code: dict[int, int]) -> np.ndarray:
+    return np.array([by_code.get(h, 0) for h in range(len(STRATA))], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a draw added to the audit sample, per stratum name."""
+
+    added: dict[str, int]
+
+    def sentence(self) -> str:
+        """What was drawn, in one sentence for the page."""
+        total = sum(self.added.values())
+        if not total:
+            return "Every item of this run is in the audit sample already: nothing to draw."
+        parts = ", ".join(f"{n:,} {name}" for name, n in self.added.items() if n)
+        return (f"Drew {total:,} item{'' if total == 1 else 's'} for the audit ({parts}). Label "
+                "them blind, in the order of the sort \"Label next\".")
+
+
+def draw_audit_sample(db: sqlite_utils.Database, run_id: int, n: int, *,
+                      seed: int | None = None) -> Drawn:
+    """Add `n` items drawn at random to the run's audit sample, stratified by agreement in
+    proportion to the items not yet drawn (at least 2 per stratum while `n` allows).
+
+    Raises:
+        NotFoundError: no such run.
+        StorageError: the run is still pending or running, or `n` is below 1.
+        ConfigError: the panel gives scores, not labels.
+    """
+    if int(n) < 1:
+        raise StorageError(f"An audit sample needs at least one item; {n} was asked for.")
+    _auditable(db, run_id, drawing=True)
+    cuts = stratum_cuts()
+    sizes = _sizes(store.stratum_sizes(db, run_id, cuts))
+    candidates = store.unsampled_items(db, run_id, cuts)
+    codes = np.array([code for _, code in candidates], dtype=np.int64)
+    available = np.bincount(codes, minlength=len(STRATA))
+    take = proportional_allocation(available, int(n))
+    picked = draw_within(codes, take, np.random.default_rng(seed))
+    already = sizes - available
+    rows = []
+    for index in picked:
+        item_id, code = candidates[int(index)]
+        rows.append({"item_id": item_id, "stratum": STRATA[code],
+                     "stratum_size": int(sizes[code]),
+                     # The design weight once this draw is in: items of the stratum per draw.
+                     "weight": float(sizes[code]) / float(already[code] + take[code])})
+    store.add_audit_items(db, run_id, rows, source="draw")
+    return Drawn({STRATA[h]: int(take[h]) for h in range(len(STRATA))})
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The label-next queue after a refresh.
+
+    Attributes:
+        ranks: item_id -> place (0: the audit item labelled last; 1: the next to label).
+        head: the next item to label (None: every item is labelled).
+        stratum: the head's stratum.
+        greedy: True when the head's stratum is the one whose label narrows the interval most;
+            False when it is one of the random picks (`audit_stats.EPSILON`).
+        drawn: items the refresh drew into the sample (a stratum whose drawn items ran out).
+    """
+
+    ranks: dict[str, int]
+    head: str | None
+    stratum: str | None
+    greedy: bool
+    drawn: int = 0
+
+    def sentence(self) -> str:
+        """Why the head comes next, for the page."""
+        if self.head is None:
+            return "Every item of this run has a blind label: the queue is empty."
+        why = ("its stratum is the one where one more label narrows the accuracy's interval "
+               "most" if self.greedy else
+               "a random pick: one in five is drawn uniformly, so the sample never rests on the "
+               "queue's guesses alone")
+        return f"Next to label: item {self.head}, a {self.stratum} item ({why})."
+
+
+def refresh_label_next(db: sqlite_utils.Database, run_id: int, *, ahead: int = QUEUE_AHEAD,
+                       epsilon: float = EPSILON) -> Queue:
+    """Recompute the run's label-next queue from the blind labels given so far (see the
+    module's doc) and store it when it changed.
+
+    Each place is a stratum chosen by `audit_stats.next_strata`, filled by that stratum's first
+    unlabelled sample item in draw order, or, when the stratum's sampled items are all labelled,
+    by an item drawn uniformly from the stratum into the sample (source "next"). The random
+    picks are seeded by the run and the number of labels, so the queue stays put across
+    reruns until the next label.
+
+    Raises:
+        NotFoundError: no such run.
+        ConfigError: the panel gives scores, not labels.
+    """
+    _auditable(db, run_id, drawing=False)
+    cuts = stratum_cuts()
+    items = store.audit_items(db, run_id, cuts)
+    sizes = _sizes(store.stratum_sizes(db, run_id, cuts))
+    labelled = [i for i in items if i["human"] is not None]
+    values = np.array([float(i["panel"] is not None and i["panel"] == i["human"])
+                       for i in labelled])
+    codes = np.array([i["code"] for i in labelled], dtype=np.int64)
+    rng = np.random.default_rng([run_id, len(labelled)])
+    plan = next_strata(values, codes, sizes, ahead, rng=rng, epsilon=epsilon)
+    gains = label_gains(values, codes, sizes)
+    waiting: dict[int, list[str]] = {h: [] for h in range(len(STRATA))}
+    for item in items:  # already in draw order
+        if item["human"] is None:
+            waiting[int(item["code"])].append(str(item["item_id"]))
+    fresh = Counter(h for h, n in Counter(plan).items()
+                    for _ in range(max(0, n - len(waiting[h]))))
+    drawn = _draw_fresh(db, run_id, fresh, sizes, items, rng) if fresh else {}
+    for h, new in drawn.items():
+        waiting[h].extend(new)
+    order = [(h, waiting[h].pop(0)) for h in plan if waiting[h]]
+    ranks: dict[str, int] = {}
+    if labelled:
+        last = max(labelled, key=lambda i: int(i["human_id"]))
+        ranks[str(last["item_id"])] = 0
+    for place, (_, item_id) in enumerate(order, start=1):
+        ranks[item_id] = place
+    if ranks != store.queue_ranks(db, run_id):
+        store.set_queue(db, run_id, ranks)
+    if not order:
+        return Queue(ranks, None, None, False, sum(len(v) for v in drawn.values()))
+    head_stratum, head = order[0]
+    return Queue(ranks, head, STRATA[head_stratum], bool(gains[head_stratum] == gains.max()),
+                 sum(len(v) for v in drawn.values()))
+
+
+def _draw_fresh(db: sqlite_utils.Database, run_id: int, wanted: Counter[int], sizes: np.ndarray,
+                items: list[dict[str, Any]], rng: np.random.Generator) -> dict[int, list[str]]:
+    """Draw `wanted[h]` more items uniformly from stratum h into the sample (source "next")."""
+    candidates = store.unsampled_items(db, run_id, stratum_cuts())
+    codes = np.array([code for _, code in candidates], dtype=np.int64)
+    available = np.bincount(codes, minlength=len(STRATA))
+    take = np.array([min(wanted.get(h, 0), int(available[h])) for h in range(len(STRATA))])
+    picked = draw_within(codes, take, rng)
+    sampled = Counter(int(i["code"]) for i in items)
+    out: dict[int, list[str]] = {h: [] for h in range(len(STRATA))}
+    rows = []
+    for index in picked:
+        item_id, code = candidates[int(index)]
+        sampled[code] += 1
+        out[code].append(item_id)
+        rows.append({"item_id": item_id, "stratum": STRATA[code],
+                     "stratum_size": int(sizes[code]),
+                     "weight": float(sizes[code]) / float(sampled[code])})
+    if rows:
+        store.add_audit_items(db, run_id, rows, source="next")
+    return out
+
+
+@dataclass(frozen=True)
+class RunAudit:
+    """A run's audit: the estimate and what it was computed from.
+
+    Attributes:
+        estimate: the figures (None when there is nothing to estimate from: see `reason`).
+        sampled: stratum name -> items in the audit sample.
+        labelled: stratum name -> sample items with a blind label (the ones used).
+        stratum_sizes: stratum name -> items of the run.
+        contest_reviews: items reviewed outside the sample (never used).
+        reason: why there is no estimate.
+    """
+
+    estimate: AuditEstimate | None
+    sampled: dict[str, int] = field(default_factory=dict)
+    labelled: dict[str, int] = field(default_factory=dict)
+    stratum_sizes: dict[str, int] = field(default_factory=dict)
+    contest_reviews: int = 0
+    reason: str | None = None
+
+    def used_sentence(self) -> str:
+        """Which labels the estimate used, in one sentence."""
+        used = sum(self.labelled.values())
+        sampled = sum(self.sampled.values())
+        parts = ", ".join(f"{self.labelled.get(name, 0):,} of {self.stratum_sizes.get(name, 0):,}"
+                          f" {name}" for name in STRATA if self.stratum_sizes.get(name))
+        text = (f"From {used:,} audited item{'' if used == 1 else 's'} with a blind label "
+                f"({parts}), of {sampled:,} drawn at random for the audit.")
+        if self.contest_reviews:
+            text += (f" The {self.contest_reviews:,} item"
+                     f"{'' if self.contest_reviews == 1 else 's'} reviewed outside the sample "
+                     f"{'is' if self.contest_reviews == 1 else 'are'} left out: chosen because "
+                     "the critics disagreed, they would bias it.")
+        return text
+
+
+def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.95) -> RunAudit:
+    """The panel's accuracy on every item of the run, per label and per critic, and each
+    label's corrected share, from the run's audit sample (`audit_stats.audit_estimate`).
+
+    Raises:
+        NotFoundError: no such run.
+    """
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    if panel.scale.is_numeric:
+        return RunAudit(None, reason="the audit compares labels, and this panel gives scores")
+    cuts = stratum_cuts()
+    items = store.audit_items(db, run_id, cuts)
+    population = store.audit_population(db, run_id, cuts)
+    sizes = _sizes(population["sizes"])
+    names = {STRATA[h]: int(sizes[h]) for h in range(len(STRATA))}
+    sampled = Counter(STRATA[int(i["code"])] for i in items)
+    labelled_items = [i for i in items if i["human"] is not None]
+    labelled = Counter(STRATA[int(i["code"])] for i in labelled_items)
+    contest = store.contest_reviews(db, run_id)
+    meta: dict[str, Any] = {"sampled": dict(sampled), "labelled": dict(labelled),
+                            "stratum_sizes": names, "contest_reviews": contest}
+    if not items:
+        return RunAudit(None, **meta, reason="no audit sample yet: draw one on the Review page "
+                        "and label its items in a blind first pass")
+    if not labelled_items:
+        return RunAudit(None, **meta, reason=f"none of the {len(items):,} audit items has a "
+                        "blind label yet: label them on the Review page with Blind first pass on")
+    critics = list(run["critics"])
+    said = store.critic_labels(db, run_id, [str(i["item_id"]) for i in labelled_items])
+    labels = list(panel.scale.labels)
+    labels += sorted({label for _, label in population["panel"] if label not in labels})
+    stats_population = AuditPopulation(
+        sizes=sizes,
+        panel_counts={label: np.array([population["panel"].get((h, label), 0)
+                                       for h in range(len(STRATA))]) for label in labels},
+        critic_counts={critic: np.array([population["critics"].get((critic, h), 0)
+                                         for h in range(len(STRATA))]) for critic in critics},
+    )
+    sample = AuditSample(
+        strata=np.array([int(i["code"]) for i in labelled_items], dtype=np.int64),
+        panel=[i["panel"] for i in labelled_items],
+        human=[str(i["human"]) for i in labelled_items],
+        critics={critic: [said[str(i["item_id"])].get(critic) for i in labelled_items]
+                 for critic in critics},
+    )
+    return RunAudit(audit_estimate(stats_population, sample, confidence=confidence), **meta)

@@ -293,7 +293,8 @@ def next_strata(
 
     Each pick is, with probability `epsilon`, a stratum drawn in proportion to its unlabelled
     items (a uniform item of the whole run), else the stratum of largest `label_gains`; the
-    picks after the first assume the earlier ones labelled with the stratum's smoothed mean.
+    picks after the first assume the earlier ones labelled, each as expected from its stratum's
+    smoothed mean.
     Fewer than `count` when every item is labelled.
 
     Raises:
@@ -316,11 +317,15 @@ def next_strata(
             best = np.flatnonzero(gain == gain.max())
             pick = int(best[np.argmax(size[best])])
         picks.append(pick)
-        expected = float(_smoothed(n[pick : pick + 1], total[pick : pick + 1],
-                                   squares[pick : pick + 1], bounds)[0][0])
+        # The label to come, in expectation: `hi` with the stratum's smoothed chance, else
+        # `lo` (both moments, so the stratum's variance stays what it is expected to be).
+        lo, hi = bounds
+        mean = float(_smoothed(n[pick : pick + 1], total[pick : pick + 1],
+                               squares[pick : pick + 1], bounds)[0][0])
+        chance = min(1.0, max(0.0, (mean - lo) / (hi - lo)))
         n[pick] += 1
-        total[pick] += expected
-        squares[pick] += expected * expected
+        total[pick] += chance * hi + (1.0 - chance) * lo
+        squares[pick] += chance * hi * hi + (1.0 - chance) * lo * lo
     return picks
 
 
@@ -336,27 +341,20 @@ def proportional_allocation(available: npt.ArrayLike, n: int, *, minimum: int = 
         raise ValueError(f"An audit sample needs at least one item, not {n}.")
     avail = np.asarray(available, dtype=np.int64).ravel()
     n = min(int(n), int(avail.sum()))
-    take = np.zeros(len(avail), dtype=np.int64)
     if n == 0:
-        return take
+        return np.zeros(len(avail), dtype=np.int64)
+    ideal = avail / avail.sum() * n
     floor = np.minimum(avail, minimum)
-    if floor.sum() <= n:  # every stratum gets its minimum; the rest goes proportionally
-        take = floor.copy()
-    rest = n - int(take.sum())
-    while rest > 0:
-        room = avail - take
-        ideal = room / room.sum() * rest
-        whole = np.minimum(np.floor(ideal).astype(np.int64), room)
-        take += whole
-        rest -= int(whole.sum())
-        if rest > 0:
-            order = np.argsort(-(ideal - np.floor(ideal)), kind="stable")
-            for i in order:
-                if rest == 0:
-                    break
-                if take[i] < avail[i]:
-                    take[i] += 1
-                    rest -= 1
+    least = floor if floor.sum() <= n else np.zeros_like(avail)
+    take = np.maximum(np.floor(ideal).astype(np.int64), least)
+    # Too many (the minimums pushed past n): take back where the most above its share.
+    while take.sum() > n:
+        over = np.where(take > least, take - ideal, -np.inf)
+        take[int(np.argmax(over))] -= 1
+    # Too few: largest remainders first, where there is room.
+    while take.sum() < n:
+        short = np.where(take < avail, ideal - take, -np.inf)
+        take[int(np.argmax(short))] += 1
     return take
 
 

@@ -59,7 +59,7 @@ with mine_col:
         filters.kwargs["assigned_to"] = reviewer.strip()
 # -- The audit sample (issue 25): "Draw an audit sample of N items", and the "Label next"
 # queue recomputed before the table is read. Everything of it lives in pages/ui/audit_view.py.
-audit_view.review_hook(run, filters.kwargs["sort"], blind)
+audit_view.review_hook(run, filters.kwargs, blind)
 # -- end of the audit block
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.

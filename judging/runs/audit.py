@@ -6,10 +6,13 @@ The statistics are `judging.audit_stats` (pure); the sample and its design live 
 items were chosen for review by contest, and would bias the estimate.
 
 The label-next queue is kept in the sample's `queue_rank` column so the Review table can sort
-by it (`storage.review.SORTS["label_next"]`). Rank 0 is the audit item labelled last, so that
-Review's "next item" after a blind label is the queue's head; ranks 1, 2, ... are the items to
-label next, in order. `refresh_label_next` recomputes it from the labels given so far and is
-cheap to call on every rerun (it reads the sample, a few hundred rows, and counts per stratum).
+by it (`storage.review.SORTS["label_next"]`): first the audit items already labelled blind, in
+the order they were labelled, then the items to label next, in order. Why the labelled ones stay
+on top: Review walks its list by position ("next item" is the row after the open one, and the
+table's selection is kept by row). Labelling the head leaves every row above it where it was,
+so the row after it is the new head and the open item never slides away under the reviewer.
+`refresh_label_next` recomputes the queue from the labels given so far and is cheap to call on
+every rerun (it reads the sample, a few hundred rows, and counts items per stratum).
 """
 
 from __future__ import annotations
@@ -114,7 +117,8 @@ class Queue:
     """The label-next queue after a refresh.
 
     Attributes:
-        ranks: item_id -> place (0: the audit item labelled last; 1: the next to label).
+        ranks: item_id -> place: the labelled audit items first (in the order they were
+            labelled), then the items to label, the next one first.
         head: the next item to label (None: every item is labelled).
         stratum: the head's stratum.
         greedy: True when the head's stratum is the one whose label narrows the interval most;
@@ -175,11 +179,9 @@ def refresh_label_next(db: sqlite_utils.Database, run_id: int, *, ahead: int = Q
     for h, new in drawn.items():
         waiting[h].extend(new)
     order = [(h, waiting[h].pop(0)) for h in plan if waiting[h]]
-    ranks: dict[str, int] = {}
-    if labelled:
-        last = max(labelled, key=lambda i: int(i["human_id"]))
-        ranks[str(last["item_id"])] = 0
-    for place, (_, item_id) in enumerate(order, start=1):
+    ranks = {str(i["item_id"]): place for place, i in
+             enumerate(sorted(labelled, key=lambda i: int(i["human_id"])))}
+    for place, (_, item_id) in enumerate(order, start=len(ranks)):
         ranks[item_id] = place
     if ranks != store.queue_ranks(db, run_id):
         store.set_queue(db, run_id, ranks)

@@ -21,6 +21,7 @@ from pages.ui.state import db, db_path
 from pages.ui.text import plain
 from storage.audit import audit_stamp
 from storage.overrides import overrides_stamp
+from storage.review import item_position
 
 LABEL_NEXT = "label_next"  # the Review sort (`storage.review.SORTS`)
 
@@ -113,22 +114,30 @@ def audit_section(run: dict[str, Any]) -> None:
 # -- Review ------------------------------------------------------------------------------------
 
 
-def _draw(run_id: int, count: int, message_key: str, sort_key: str, blind_key: str) -> None:
-    # A callback: it runs before the page is drawn again, so it may set the sort and the blind
-    # switch (widgets already drawn in this run cannot be set).
+def _draw(run_id: int, count: int, message_key: str) -> None:
+    # A callback: it runs before the page is drawn again, so it may set the sort, the blind
+    # switch and "Disagreements only" (widgets already drawn in this run cannot be set): the
+    # sample holds unanimous items too.
     try:
         drawn = draw_audit_sample(db(), run_id, count)
     except EXPECTED as error:
         st.session_state[message_key] = ("error", sentence_for(error) or str(error))
         return
     st.session_state[message_key] = ("success", drawn.sentence())
-    st.session_state[sort_key] = LABEL_NEXT
-    st.session_state[blind_key] = True
+    k = f"rv{run_id}."
+    st.session_state[k + "sort"] = LABEL_NEXT
+    st.session_state[k + "blind"] = True
+    st.session_state[k + "disagree"] = False
 
 
-def review_hook(run: dict[str, Any], sort: str, blind: bool) -> None:
+def review_hook(run: dict[str, Any], filters: dict[str, Any], blind: bool) -> None:
     """Review's audit block: "Draw an audit sample of N items" and, under the sort "Label
-    next", the queue recomputed from the labels given so far (before the table is read)."""
+    next", the queue recomputed from the labels given so far (before the table is read).
+
+    Args:
+        filters: the review table's arguments as the filter bar set them.
+        blind: whether the blind first pass is on.
+    """
     run_id = int(run["id"])
     k = f"rv{run_id}."
     message_key = k + "audit_message"
@@ -140,20 +149,27 @@ def review_hook(run: dict[str, Any], sort: str, blind: bool) -> None:
                                     key=k + "audit_count"))
         st.button(f"Draw an audit sample of {count:,} items", key=k + "audit_draw",
                   type="primary", on_click=_draw,
-                  args=(run_id, count, message_key, k + "sort", k + "blind"))
+                  args=(run_id, count, message_key))
     if message_key in st.session_state:
         kind, text = st.session_state.pop(message_key)
         (st.error if kind == "error" else st.success)(plain(text))
+    sort = filters.get("sort")
     was_queue = st.session_state.get(k + "audit_sorted") == LABEL_NEXT
     st.session_state[k + "audit_sorted"] = sort
     if sort != LABEL_NEXT:
         return
     with user_errors("No label-next queue"):
         queue = refresh_label_next(db(), run_id)
-        if not was_queue and queue.head is not None:
+        notes = []
+        listed = queue.head is not None and item_position(db(), run_id, queue.head,
+                                                          **filters) is not None
+        if queue.head is not None and not listed:
+            notes.append("The filters hide it: turn off Disagreements only and the other "
+                         "filters to follow the queue.")
+        elif not was_queue and queue.head is not None:
             # Just switched to the queue: open its head (the page keeps the open item
             # otherwise, wherever it sits in the new order).
             st.session_state[k + "item"] = queue.head
-        note = "" if blind else (" Turn on Blind first pass: only blind labels count for the "
-                                 "audit.")
-        queue_col.caption(plain(queue.sentence() + note))
+        if not blind:
+            notes.append("Turn on Blind first pass: only blind labels count for the audit.")
+        queue_col.caption(plain(" ".join([queue.sentence(), *notes])))

@@ -11,8 +11,11 @@ within each stratum the audited items' mean, weighted by the stratum's size, wit
 population correction. The corrected share of a label is prediction-powered inference for a
 mean (Angelopoulos et al., "Prediction-powered inference", Science 2023), stratified: the
 panel's share over all items, known exactly, plus a rectifier (the human's label minus the
-panel's) estimated from the sample. For the accuracy the panel "predicts" it is always right
-(1), so PPI reduces to the stratified mean itself.
+panel's) estimated from the sample. (`ppi_py.ppi_mean_ci` averages the predictions over the
+unlabelled items and adds their sampling variance; the estimand here is the share among this
+run's items, a finite population whose every prediction is known, so that term is exact.) For
+the accuracy the panel "predicts" it is always right (1), so PPI reduces to the stratified mean
+itself.
 
 Two changes from the textbook, both for strata where mistakes are rare. Each stratum's variance
 is computed with half a pseudo-item at each end of the value's range, and the interval (not the

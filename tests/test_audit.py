@@ -14,7 +14,7 @@ import pytest
 
 from judging.audit_stats import STRATA, stratified_mean, stratum_codes
 from judging.errors import StorageError
-from judging.runs.audit import draw_audit_sample, refresh_label_next, run_audit
+from judging.runs.audit import draw_audit_sample, refresh_label_next, run_audit, usable_labels
 from storage.audit import audit_items
 from storage.db import open_db
 from storage.overrides import add_override
@@ -127,6 +127,60 @@ def test_blind_labels_of_the_sample_give_the_estimate_and_contest_reviews_never_
     for name in STRATA:
         if sizes[STRATA.index(name)]:
             assert f"{after.labelled.get(name, 0)} of {sizes[STRATA.index(name)]} {name}" in text
+
+
+def test_labels_are_used_in_draw_order_within_each_stratum() -> None:
+    """A label after an unlabelled item of its stratum waits: the used items stay a prefix of
+    the random draw order, a uniform sample, however the labels came."""
+    rows = [{"item_id": name, "code": code, "human": human} for name, code, human in [
+        ("a", 0, "KEEP"), ("b", 1, None), ("c", 0, None), ("d", 1, "KEEP"), ("e", 0, "KEEP"),
+        ("f", 2, "REJECT")]]
+    usable, waiting = usable_labels(rows)
+    assert [r["item_id"] for r in usable] == ["a", "f"]
+    assert waiting == 2  # d waits for b, e for c
+
+
+def test_a_label_out_of_draw_order_waits_for_the_items_before_it(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    path, run_id = demo_db
+    db = open_db(path)
+    # An item labelled blind before the draw, in a blind pass over contested items: chosen by
+    # contest, so it must not enter the estimate ahead of the items drawn before it.
+    table = _consensus(db, run_id)
+    contested = [str(i) for i in table.index[table["disagreement"]]]
+    for item_id in contested[::2]:
+        add_override(db, run_id, item_id, "REJECT", "", "bo", blind=True)
+    draw_audit_sample(db, run_id, 40, seed=5)
+    sample = audit_items(db, run_id, CUTS)
+    early = [r for r in sample if r["human"] is not None]
+    # Usable: labelled with every item drawn before it in its stratum labelled too.
+    usable = [r for n, r in enumerate(sample) if r["human"] is not None and all(
+        o["human"] is not None for o in sample[:n] if o["code"] == r["code"])]
+    assert len(usable) < len(early), "the draw should put a pre-labelled item behind a gap"
+    audit = run_audit(db, run_id)
+    assert audit.waiting == len(early) - len(usable)
+    assert sum(audit.labelled.values()) == len(usable)
+    assert "wait for an item drawn before" in shown(audit.used_sentence())
+    # Labelled in the queue's order (which fills each stratum's gaps first), the waiting
+    # labels join.
+    gold = gold_labels(db, run_id)
+    original = {r["item_id"] for r in sample}
+    for _ in range(200):
+        rows = audit_items(db, run_id, CUTS)
+        if all(r["human"] is not None for r in rows if r["item_id"] in original):
+            break
+        head = refresh_label_next(db, run_id).head
+        assert head is not None
+        add_override(db, run_id, head, gold[head], "", "ann", blind=True)
+    audit = run_audit(db, run_id)
+    rows = audit_items(db, run_id, CUTS)
+    usable = [r["item_id"] for n, r in enumerate(rows) if r["human"] is not None and all(
+        o["human"] is not None for o in rows[:n] if o["code"] == r["code"])]
+    assert original <= set(usable)  # every drawn item's label is used now
+    assert sum(audit.labelled.values()) == len(usable)
+    # (Items the queue drew later may still wait, behind its proposals not labelled yet.)
+    assert audit.waiting == sum(r["human"] is not None for r in rows) - len(usable)
 
 
 def test_the_label_next_queue_orders_review_and_next_follows_it(

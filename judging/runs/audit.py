@@ -112,6 +112,35 @@ def draw_audit_sample(db: sqlite_utils.Database, run_id: int, n: int, *,
     return Drawn({STRATA[h]: int(take[h]) for h in range(len(STRATA))})
 
 
+def usable_labels(items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The audit items whose blind labels the estimate may use, and how many labelled ones wait.
+
+    Per stratum, the items in draw order up to the first one without a blind label. Why a
+    prefix: the draw order is random within a stratum, so its first k items are a uniform
+    sample of it whichever k; the labelled items are not, when some were labelled before the
+    draw (a blind pass over contested items) or out of order. A label after a gap waits until
+    the gap is labelled (the queue labels in draw order, so none wait when it is followed).
+
+    Args:
+        items: `storage.audit.audit_items` rows, in draw order.
+
+    Returns:
+        (the usable items, how many labelled items wait behind an unlabelled one).
+    """
+    usable: list[dict[str, Any]] = []
+    gap: set[int] = set()
+    waiting = 0
+    for item in items:
+        code = int(item["code"])
+        if item["human"] is None:
+            gap.add(code)
+        elif code in gap:
+            waiting += 1
+        else:
+            usable.append(item)
+    return usable, waiting
+
+
 @dataclass(frozen=True)
 class Queue:
     """The label-next queue after a refresh.
@@ -162,23 +191,22 @@ def refresh_label_next(db: sqlite_utils.Database, run_id: int, *, ahead: int = Q
     cuts = stratum_cuts()
     items = store.audit_items(db, run_id, cuts)
     sizes = _sizes(store.stratum_sizes(db, run_id, cuts))
-    labelled = [i for i in items if i["human"] is not None]
+    usable, _ = usable_labels(items)
     values = np.array([float(i["panel"] is not None and i["panel"] == i["human"])
-                       for i in labelled])
-    codes = np.array([i["code"] for i in labelled], dtype=np.int64)
-    rng = np.random.default_rng([run_id, len(labelled)])
+                       for i in usable])
+    codes = np.array([i["code"] for i in usable], dtype=np.int64)
+    rng = np.random.default_rng([run_id, len(usable)])
     plan = next_strata(values, codes, sizes, ahead, rng=rng, epsilon=epsilon)
     gains = label_gains(values, codes, sizes)
-    waiting: dict[int, list[str]] = {h: [] for h in range(len(STRATA))}
-    for item in items:  # already in draw order
-        if item["human"] is None:
-            waiting[int(item["code"])].append(str(item["item_id"]))
+    waiting = _unlabelled(items)
     fresh = Counter(h for h, n in Counter(plan).items()
                     for _ in range(max(0, n - len(waiting[h]))))
-    drawn = _draw_fresh(db, run_id, fresh, sizes, items, rng) if fresh else {}
-    for h, new in drawn.items():
-        waiting[h].extend(new)
+    drawn = _draw_fresh(db, run_id, fresh, sizes, items, rng) if fresh else 0
+    if drawn:  # read again: a fresh item may carry a blind label already
+        items = store.audit_items(db, run_id, cuts)
+        waiting = _unlabelled(items)
     order = [(h, waiting[h].pop(0)) for h in plan if waiting[h]]
+    labelled = [i for i in items if i["human"] is not None]
     ranks = {str(i["item_id"]): place for place, i in
              enumerate(sorted(labelled, key=lambda i: int(i["human_id"])))}
     for place, (_, item_id) in enumerate(order, start=len(ranks)):
@@ -186,33 +214,42 @@ def refresh_label_next(db: sqlite_utils.Database, run_id: int, *, ahead: int = Q
     if ranks != store.queue_ranks(db, run_id):
         store.set_queue(db, run_id, ranks)
     if not order:
-        return Queue(ranks, None, None, False, sum(len(v) for v in drawn.values()))
+        return Queue(ranks, None, None, False, drawn)
     head_stratum, head = order[0]
     return Queue(ranks, head, STRATA[head_stratum], bool(gains[head_stratum] == gains.max()),
-                 sum(len(v) for v in drawn.values()))
+                 drawn)
+
+
+def _unlabelled(items: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """Stratum code -> its sample items without a blind label, in draw order (the order to
+    label them in: see `usable_labels`)."""
+    waiting: dict[int, list[str]] = {h: [] for h in range(len(STRATA))}
+    for item in items:
+        if item["human"] is None:
+            waiting[int(item["code"])].append(str(item["item_id"]))
+    return waiting
 
 
 def _draw_fresh(db: sqlite_utils.Database, run_id: int, wanted: Counter[int], sizes: np.ndarray,
-                items: list[dict[str, Any]], rng: np.random.Generator) -> dict[int, list[str]]:
-    """Draw `wanted[h]` more items uniformly from stratum h into the sample (source "next")."""
+                items: list[dict[str, Any]], rng: np.random.Generator) -> int:
+    """Draw `wanted[h]` more items uniformly from stratum h into the sample (source "next");
+    returns how many were drawn."""
     candidates = store.unsampled_items(db, run_id, stratum_cuts())
     codes = np.array([code for _, code in candidates], dtype=np.int64)
     available = np.bincount(codes, minlength=len(STRATA))
     take = np.array([min(wanted.get(h, 0), int(available[h])) for h in range(len(STRATA))])
     picked = draw_within(codes, take, rng)
     sampled = Counter(int(i["code"]) for i in items)
-    out: dict[int, list[str]] = {h: [] for h in range(len(STRATA))}
     rows = []
     for index in picked:
         item_id, code = candidates[int(index)]
         sampled[code] += 1
-        out[code].append(item_id)
         rows.append({"item_id": item_id, "stratum": STRATA[code],
                      "stratum_size": int(sizes[code]),
                      "weight": float(sizes[code]) / float(sampled[code])})
     if rows:
         store.add_audit_items(db, run_id, rows, source="next")
-    return out
+    return len(rows)
 
 
 @dataclass(frozen=True)
@@ -222,9 +259,11 @@ class RunAudit:
     Attributes:
         estimate: the figures (None when there is nothing to estimate from: see `reason`).
         sampled: stratum name -> items in the audit sample.
-        labelled: stratum name -> sample items with a blind label (the ones used).
+        labelled: stratum name -> sample items whose blind label is used (`usable_labels`).
         stratum_sizes: stratum name -> items of the run.
         contest_reviews: items reviewed outside the sample (never used).
+        waiting: sample items labelled blind but not used yet: an item drawn before them in
+            their stratum has no blind label (`usable_labels`).
         reason: why there is no estimate.
     """
 
@@ -233,6 +272,7 @@ class RunAudit:
     labelled: dict[str, int] = field(default_factory=dict)
     stratum_sizes: dict[str, int] = field(default_factory=dict)
     contest_reviews: int = 0
+    waiting: int = 0
     reason: str | None = None
 
     def used_sentence(self) -> str:
@@ -243,6 +283,10 @@ class RunAudit:
                           f" {name}" for name in STRATA if self.stratum_sizes.get(name))
         text = (f"From {used:,} audited item{'' if used == 1 else 's'} with a blind label "
                 f"({parts}), of {sampled:,} drawn at random for the audit.")
+        if self.waiting:
+            text += (f" {self.waiting:,} more blind label{' waits' if self.waiting == 1 else 's wait'}"
+                     " for an item drawn before it in its stratum to be labelled (labels are "
+                     "used in draw order, so they stay a random sample).")
         if self.contest_reviews:
             text += (f" The {self.contest_reviews:,} item"
                      f"{'' if self.contest_reviews == 1 else 's'} reviewed outside the sample "
@@ -268,17 +312,19 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
     sizes = _sizes(population["sizes"])
     names = {STRATA[h]: int(sizes[h]) for h in range(len(STRATA))}
     sampled = Counter(STRATA[int(i["code"])] for i in items)
-    labelled_items = [i for i in items if i["human"] is not None]
+    labelled_items, waiting = usable_labels(items)
     labelled = Counter(STRATA[int(i["code"])] for i in labelled_items)
     contest = store.contest_reviews(db, run_id)
     meta: dict[str, Any] = {"sampled": dict(sampled), "labelled": dict(labelled),
-                            "stratum_sizes": names, "contest_reviews": contest}
+                            "stratum_sizes": names, "contest_reviews": contest,
+                            "waiting": waiting}
     if not items:
         return RunAudit(None, **meta, reason="no audit sample yet: draw one on the Review page "
                         "and label its items in a blind first pass")
     if not labelled_items:
         return RunAudit(None, **meta, reason=f"none of the {len(items):,} audit items has a "
-                        "blind label yet: label them on the Review page with Blind first pass on")
+                        "usable blind label yet: label them on the Review page with the sort "
+                        "\"Label next\" and Blind first pass on")
     critics = list(run["critics"])
     said = store.critic_labels(db, run_id, [str(i["item_id"]) for i in labelled_items])
     labels = list(panel.scale.labels)

@@ -71,6 +71,8 @@ def test_a_draw_is_refused_while_the_run_is_running_or_for_no_items(
     set_run_status(db, run_id, "running")
     with pytest.raises(StorageError, match="draw the audit sample once it has finished"):
         draw_audit_sample(db, run_id, 10)
+    with pytest.raises(StorageError, match="draw the audit sample once it has finished"):
+        refresh_label_next(db, run_id)  # the queue draws items too
     assert audit_items(db, run_id, CUTS) == []
 
 

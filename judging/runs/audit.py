@@ -47,14 +47,14 @@ QUEUE_AHEAD = 10
 """How many items the label-next queue proposes ahead (recomputed after every label)."""
 
 
-def _auditable(db: sqlite_utils.Database, run_id: int, *, drawing: bool) -> tuple[dict[str, Any],
-                                                                                   Panel]:
+def _auditable(db: sqlite_utils.Database, run_id: int) -> tuple[dict[str, Any], Panel]:
+    """The run and its panel, when items can be drawn from it for an audit."""
     run = get_run(db, run_id)
     panel = load_panel(run["panel_yaml"])
     if panel.scale.is_numeric:
         raise ConfigError("The audit compares the panel's labels with a reviewer's, and this "
                           "panel gives scores: it needs a panel with a label scale.")
-    if drawing and run["status"] in ("pending", "running"):
+    if run["status"] in ("pending", "running"):
         raise StorageError(f"Run #{run_id} is {run['status']}: draw the audit sample once it "
                            "has finished, so every item can be drawn.")
     return run, panel
@@ -92,7 +92,7 @@ def draw_audit_sample(db: sqlite_utils.Database, run_id: int, n: int, *,
     """
     if int(n) < 1:
         raise StorageError(f"An audit sample needs at least one item; {n} was asked for.")
-    _auditable(db, run_id, drawing=True)
+    _auditable(db, run_id)
     cuts = stratum_cuts()
     sizes = _sizes(store.stratum_sizes(db, run_id, cuts))
     candidates = store.unsampled_items(db, run_id, cuts)
@@ -185,9 +185,10 @@ def refresh_label_next(db: sqlite_utils.Database, run_id: int, *, ahead: int = Q
 
     Raises:
         NotFoundError: no such run.
+        StorageError: the run is still pending or running (the queue may draw items).
         ConfigError: the panel gives scores, not labels.
     """
-    _auditable(db, run_id, drawing=False)
+    _auditable(db, run_id)
     cuts = stratum_cuts()
     items = store.audit_items(db, run_id, cuts)
     sizes = _sizes(store.stratum_sizes(db, run_id, cuts))
@@ -295,9 +296,20 @@ class RunAudit:
         return text
 
 
-def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.95) -> RunAudit:
+def run_population(db: sqlite_utils.Database, run_id: int) -> dict[str, Any]:
+    """What is known of every item of the run per stratum (`storage.audit.audit_population`):
+    it changes with the run's verdicts only, not with reviews, so a caller may keep it."""
+    return store.audit_population(db, run_id, stratum_cuts())
+
+
+def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.95,
+              population: dict[str, Any] | None = None) -> RunAudit:
     """The panel's accuracy on every item of the run, per label and per critic, and each
     label's corrected share, from the run's audit sample (`audit_stats.audit_estimate`).
+
+    Args:
+        population: `run_population(db, run_id)` when the caller kept it (it reads every call
+            of the run: about 2 s at 100,000 items x 3 critics); read afresh when None.
 
     Raises:
         NotFoundError: no such run.
@@ -308,7 +320,8 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
         return RunAudit(None, reason="the audit compares labels, and this panel gives scores")
     cuts = stratum_cuts()
     items = store.audit_items(db, run_id, cuts)
-    population = store.audit_population(db, run_id, cuts)
+    if population is None:
+        population = store.audit_population(db, run_id, cuts)
     sizes = _sizes(population["sizes"])
     names = {STRATA[h]: int(sizes[h]) for h in range(len(STRATA))}
     sampled = Counter(STRATA[int(i["code"])] for i in items)

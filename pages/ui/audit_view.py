@@ -13,8 +13,15 @@ from typing import Any
 import streamlit as st
 
 from judging.audit_stats import Interval
-from judging.runs.audit import RunAudit, draw_audit_sample, refresh_label_next, run_audit
+from judging.runs.audit import (
+    RunAudit,
+    draw_audit_sample,
+    refresh_label_next,
+    run_audit,
+    run_population,
+)
 from judging.runs.messages import EXPECTED, sentence_for
+from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.errors import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db, db_path
@@ -26,18 +33,25 @@ from storage.review import item_position
 LABEL_NEXT = "label_next"  # the Review sort (`storage.review.SORTS`)
 
 
+# Two floors, as the agreement report: what is known of every item (a pass over every call of
+# the run) changes with the verdicts only; the estimate, cheap from it, with every review.
+@st.cache_data(max_entries=8, show_spinner=False)
+def _population(path: str, run_id: int, verdicts: Stamp) -> dict[str, Any]:
+    del path, verdicts  # part of the cache key only
+    return run_population(db(), run_id)
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def _audit(path: str, run_id: int, reviews: tuple[int, int], sample: tuple[int, int],
-           verdicts: tuple[int, int]) -> RunAudit:
-    del path, reviews, sample, verdicts  # part of the cache key only
-    return run_audit(db(), run_id)
+           verdicts: Stamp) -> RunAudit:
+    del reviews, sample  # part of the cache key only
+    return run_audit(db(), run_id, population=_population(path, run_id, verdicts))
 
 
 def _cached_audit(run: dict[str, Any]) -> RunAudit:
     run_id = int(run["id"])
     return _audit(str(db_path()), run_id, overrides_stamp(db(), run_id),
-                  audit_stamp(db(), run_id),
-                  (int(run.get("ok_calls") or 0), int(run.get("failed_calls") or 0)))
+                  audit_stamp(db(), run_id), calls_stamp(run))
 
 
 def _percent(value: float | None) -> str:

@@ -250,6 +250,14 @@ def test_agreement_shows_the_corrected_accuracy_its_interval_and_what_it_used(
     assert metrics["95% interval"] == f"{accuracy.low:.1%} – {accuracy.high:.1%}"
     assert metrics["Audited items used"] == "50"
     assert "From 50 audited items with a blind label" in shown(all_text(at))
+    # The headline: the label the panel gives most, with its corrected share.
+    keep = max(audit.estimate.labels, key=lambda f: f.panel_share)
+    corrected = keep.corrected
+    assert corrected.estimate is not None and corrected.low is not None
+    assert corrected.high is not None
+    assert (f"The panel says {keep.panel_share:.1%} {keep.label}; corrected "
+            f"{corrected.estimate:.1%} "
+            f"[{100 * corrected.low:.1f}, {100 * corrected.high:.1f}].") in shown(all_text(at))
     labels = next(d.value for d in at.dataframe if "corrected share" in d.value.columns)
     assert set(labels["label"]) == {"KEEP", "REJECT", "SPLIT", "MERGE"}
     critics = next(d.value for d in at.dataframe if "accuracy (audit)" in d.value.columns)

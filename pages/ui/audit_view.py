@@ -62,7 +62,8 @@ def interval_text(interval: Interval) -> str:
     """"71.5% [68.4, 74.6]", or "undefined (why)"."""
     if interval.estimate is None or interval.low is None or interval.high is None:
         return f"undefined ({interval.reason})" if interval.reason else "undefined"
-    return f"{interval.estimate:.1%} [{interval.low:.1%}, {interval.high:.1%}]".replace("%,", ",")
+    return (f"{interval.estimate:.1%} [{100 * interval.low:.1f}, "
+            f"{100 * interval.high:.1f}]")
 
 
 def audit_section(run: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from pages.ui.agreement_data import (
     run_stability_figures,
     run_verbosity_probe,
 )
+from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.errors import user_errors
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
@@ -107,6 +108,9 @@ with right:
         st.altair_chart(chart, width="stretch")
     else:
         st.info(f"No bootstrap distribution: {plain(boot.reason or 'alpha is undefined')}.")
+
+# The panel's accuracy on every item, from the audit sample (issue 25: pages/ui/audit_view.py).
+audit_section(run)
 
 st.subheader("Per critic")
 if notice:

@@ -14,6 +14,7 @@ import streamlit as st
 from judging.runs.decisions import decision_rule
 from judging.runs.evidence import fill_requests
 from judging.runs.messages import EXPECTED, sentence_for
+from pages.ui import audit_view
 from pages.ui import review_keys as keys
 from pages.ui import review_view as rv
 from pages.ui.decision_form import (
@@ -73,6 +74,10 @@ if only_mine:
     filters.kwargs["assigned_to"] = reviewer
     st.caption(f"This list holds only the items assigned to {plain(reviewer)} (switch off "
                "**Only the items assigned** above to see every item).")
+# -- The audit sample (issue 25): "Draw an audit sample of N items", and the "Label next"
+# queue recomputed before the table is read. Everything of it lives in pages/ui/audit_view.py.
+audit_view.review_hook(run, filters.kwargs, blind)
+# -- end of the audit block
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
 item_key, page_key, sig_key = k + "item", k + "page", k + "filters_seen"

@@ -542,6 +542,34 @@ def _review_leases(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0024_audit_sample")
+def _audit_sample(db: sqlite_utils.Database) -> None:
+    # An audit sample (`storage.audit`): items drawn at random within the panel's agreement
+    # strata and labelled blind, from which `judging.audit_stats` estimates the panel's accuracy
+    # on every item. Each row keeps its design: the stratum it was drawn from, that stratum's
+    # size and the item's weight when drawn, and whether a draw ("Draw an audit sample") or
+    # the label-next queue drew it. `draw_order` is the order to label in (random within a
+    # draw); `queue_rank` the item's place in the label-next queue (NULL: not queued).
+    _script(
+        db,
+        """
+        CREATE TABLE audit_items (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            stratum TEXT NOT NULL,
+            stratum_size INTEGER NOT NULL,
+            weight REAL NOT NULL,
+            source TEXT NOT NULL CHECK (source IN ('draw', 'next')),
+            draw_order INTEGER NOT NULL,
+            queue_rank INTEGER,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        );
+        CREATE UNIQUE INDEX audit_items_order ON audit_items (run_id, draw_order);
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import sqlite_utils
 
+from storage.audit import QUEUE_RANK_SQL
 from storage.calls import REPLY_DICTIONARY, load_steps
 from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
@@ -40,6 +41,9 @@ _SORT_KEYS: dict[str, tuple[tuple[str, bool], ...]] = {
     "item": (("c.position", False),),
     "recent_override": (("o.id IS NULL", False), ("coalesce(o.id, 0)", True),
                         ("c.position", False)),
+    # The label-next queue of the audit sample (`judging.runs.audit.refresh_label_next` keeps
+    # the ranks), then every other item in file order.
+    "label_next": ((QUEUE_RANK_SQL, False), ("c.position", False)),
 }
 
 # sort name -> ORDER BY clause.
@@ -268,7 +272,7 @@ def review_table(
             final label is the rule's (a human's score banded, a reviewer's marks rescored).
             Not a filter.
         sort: one of `SORTS`: "contested" (default), "agreement", "alpha", "failures", "item",
-            "recent_override".
+            "recent_override", "label_next" (the audit's label-next queue first).
         limit: page size; None for every matching row.
         offset: rows to skip.
 

@@ -53,7 +53,8 @@ def test_blind_mode_draws_no_filter_or_sort_that_follows_from_the_critics(
     assert not {k + name for name in CRITIC_FILTERS} & keys, keys
     assert f"{everything:,} items match" in all_text(at)
     sorts = at.selectbox(key=k + "blind_sort").options
-    assert sorts == ["file order", "recently overridden first"]
+    # The audit queue orders by strata and draw, never by a label: offered blind too.
+    assert sorts == ["file order", "recently overridden first", "label next (audit sample)"]
     assert list(at.dataframe[0].value.columns) == ["item_id", "preview", "overridden"]
     assert "Blind first pass: the filters and sorts that follow" in all_text(at)
 

@@ -34,6 +34,7 @@ SORT_LABELS = {
     "failures": "most failures first",
     "item": "file order",
     "recent_override": "recently overridden first",
+    "label_next": "label next (audit sample)",
 }
 # Query parameters the Agreement page sets to open a set of items here.
 PAIR_PARAMS = ("critic_a", "critic_b")
@@ -87,7 +88,9 @@ _FILTER_DEFAULTS: dict[str, Any] = {
 }
 # What a blind first pass may filter and sort by: nothing that follows from what the critics
 # said (their labels, the consensus, agreement, alpha, ties, failures, their reasons).
-BLIND_SORTS = ("item", "recent_override")
+# "Label next" (the audit queue, `pages.ui.audit_view`) orders by the audit's strata and draw,
+# never by a label: an audit sample is reviewed blind, so its queue must be offered here.
+BLIND_SORTS = ("item", "recent_override", "label_next")
 
 
 def _link_params(params: Any, critics: list[str]) -> tuple[str, ...]:

@@ -25,8 +25,9 @@ from tests.fixtures_storage import make_parsed, tiny_panel
 
 
 def test_a_record_s_hash_covers_its_content_and_key() -> None:
-    values = ["KEEP", None, 0.9, None, "why", None, None, None, None, b"\x28\xb5", 3,
-              12.5, 1, 10, 5, None, 0.0001, 0, "k", "simulated", "m", 1, "2026-11-26"]
+    values = ["KEEP", None, 0.9, None, "why", None, None,  # the verdict
+              None, 1, b"\x28\xb5", 3, "k", "simulated", "m", 1,  # the evidence
+              12.5, 1, 10, 5, None, 0.0001, 0, "2026-11-26"]  # the accounting
     one = seal(CALL, '["item-1","alpha"]', values)
     assert one == seal(CALL, '["item-1","alpha"]', list(values))  # deterministic
     assert one.content != seal(CALL, '["item-2","alpha"]', values).content  # key counts
@@ -36,7 +37,7 @@ def test_a_record_s_hash_covers_its_content_and_key() -> None:
     assert changed_groups(CALL, one.parts, edited) == ["verdict"]
     blob = list(values)
     blob[9] = b"\x28\xb6"  # a compressed reply is hashed as the bytes stored
-    assert changed_groups(CALL, one.parts, blob) == ["reply"]
+    assert changed_groups(CALL, one.parts, blob) == ["evidence"]
 
 
 def test_an_override_names_the_field_that_changed() -> None:
@@ -95,7 +96,8 @@ def test_an_edited_verdict_is_named(db, db_path, judged, capsys) -> None:
     assert main(["verify", str(judged), "--db", db_path]) == 2
     out = capsys.readouterr().out
     assert ('First: calls row ["item-000005","critic_1"]' in out), out
-    assert "its verdict (label, score, confidence, marks) changed" in out
+    assert "its verdict (label, score, confidence, marks, reasoning, failure, message)" \
+        " changed since it was recorded; now label=" in out
     assert f"label='{other}'" in out
 
 

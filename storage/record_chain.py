@@ -46,6 +46,7 @@ from judging.record_chain import (
     link,
     record_key,
     seal,
+    seal_many,
 )
 from storage.db import NotFoundError
 
@@ -102,19 +103,20 @@ def _select(kind: RecordKind) -> str:
     return ", ".join(columns)
 
 
-def _sealed_rows(kind: RecordKind, rows: Iterable[Sequence[Any]],
+def _sealed_rows(kind: RecordKind, rows: Sequence[Sequence[Any]],
                  probabilities: dict[str, float] | None = None) -> list[Sealed]:
     n_key = len(kind.key)
-    out = []
-    for row in rows:
-        key = record_key(kind, row[:n_key])
-        values = list(row[n_key:])
-        p = None
-        if kind is DECISION:
-            p = (probabilities or {}).get(key, FULL_RUN_PROBABILITY)
-            values[-1] = p
-        out.append(seal(kind, key, values, p))
-    return out
+    if n_key == 1:
+        keys = [str(row[0]) for row in rows]
+    else:
+        keys = [record_key(kind, row[:n_key]) for row in rows]
+    values: list[Sequence[Any]] = [row[n_key:] for row in rows]
+    chances: list[float | None] = [None] * len(rows)
+    if kind is DECISION:  # its last field is the chain's: the sampling probability
+        chances = [(probabilities or {}).get(key, FULL_RUN_PROBABILITY) for key in keys]
+        values = [(*v[:-1], p) for v, p in zip(values, chances, strict=True)]
+    return [Sealed(kind.name, key, content, parts, p) for key, (content, parts), p
+            in zip(keys, seal_many(kind, keys, values), chances, strict=True)]
 
 
 def seal_calls(db: sqlite_utils.Database, run_id: int, pairs: Iterable[tuple[str, str]]) -> int:
@@ -285,6 +287,11 @@ def verify_run(db: sqlite_utils.Database, run_id: int, *, head: str | None = Non
     if db.execute("SELECT 1 FROM runs WHERE id = ?", [run_id]).fetchone() is None:
         raise NotFoundError(f"There is no run with id {run_id}.")
     result = Verification(run_id)
+    if not db["record_chain"].exists():  # a read-only file from before migration 0022
+        result.mismatches.append(Mismatch(None, "record_chain", "(none)",
+                                          "this database was written before Jurybox kept a "
+                                          "record (migration 0022_record_chain)"))
+        return result
     previous = genesis(run_id)
     broken = False
     head_found = head is None

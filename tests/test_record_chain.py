@@ -183,3 +183,22 @@ def test_decision_content_holds_the_sampling_probability() -> None:
     sampled = seal(DECISION, "item-1", [*values, 0.1], 0.1)
     assert full.content != sampled.content
     assert changed_groups(DECISION, full.parts, [*values, 0.1]) == ["sample"]
+
+
+def test_a_cancelled_resumed_and_rejudged_run_stays_verifiable(db, db_path, simulator_factory):
+    """Rows rewritten on purpose (a resume decides again, a re-judge replaces an item's calls)
+    get new entries: the latest one per row is what the row must match."""
+    sim = simulator_factory(latency_ms=20)
+    dataset_id = save_dataset(db, make_parsed(40, salt="record-resume")).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
+    registry = JobRegistry()
+    job = registry.start_run(db_path, run_id, concurrency=2)
+    while job.progress().written < 12:
+        job.wait(0.05)
+    assert registry.cancel(run_id) and job.wait(30)
+    assert verify_run(db, run_id).intact  # a cancelled run's record holds what it stored
+    assert registry.resume(db_path, run_id, concurrency=8).wait(60)
+    assert registry.rejudge_item(db_path, run_id, "item-000004").wait(60)
+    result = verify_run(db, run_id)
+    assert result.intact, [m.sentence() for m in result.mismatches]
+    assert result.by_kind["decision"] >= 41  # item-000004 decided twice

@@ -96,9 +96,17 @@ class VotingConfig(BaseModel):
     use_confidence: bool = False  # weighted: weight x confidence
     target_label: str | None = None  # strategy "any": at least one critic says this
     # Score strategies: recommendation -> lowest score for it, e.g. {"uphold": 0.7,
-    # "borderline": 0.4, "escalate": 0.0}.
-    thresholds: dict[str, float] = Field(default_factory=dict)
-    max_spread: float | None = Field(default=None, ge=0.0)  # scores agree when max - min <= this
+    # "borderline": 0.4}; below every band: "escalate".
+    thresholds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Score bands: recommendation -> lowest score (e.g. uphold: 0.7, "
+        "borderline: 0.4). The aggregated score gets the band it reaches; below every band "
+        "it is 'escalate'.")
+    # Scores agree when max - min <= this (Glacis' consensus_threshold), bands or not.
+    max_spread: float | None = Field(
+        default=None, ge=0.0,
+        description="Scores further apart than this (max - min) are a disagreement, whatever "
+        "band their aggregate falls in.")
 
 
 @dataclass(frozen=True, slots=True)

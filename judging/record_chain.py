@@ -18,7 +18,7 @@ Why groups: the chain keeps a CRC-32 of each group text (`parts`, 4 bytes a grou
 that finds a record changed can name what changed (a call's "verdict", its "evidence", its
 "accounting"), and the content hash, over everything, is what proves it. Groups rather than one
 CRC per field because sealing runs in the writer's hot path: each group is one call into
-json's C encoder (measured side by side: 7 groups a call cost about 1.4x what 3 do). An
+json's C encoder (measured side by side: 7 groups a call cost 1.26x what 3 do). An
 override, written at human speed, has one group per field.
 
 Why an explicit field list: a migration that adds a column must not change the hash of every

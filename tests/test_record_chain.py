@@ -202,3 +202,14 @@ def test_a_cancelled_resumed_and_rejudged_run_stays_verifiable(db, db_path, simu
     result = verify_run(db, run_id)
     assert result.intact, [m.sentence() for m in result.mismatches]
     assert result.by_kind["decision"] >= 41  # item-000004 decided twice
+
+
+def test_a_call_deleted_on_purpose_is_recorded_as_deleted(db, judged) -> None:
+    from storage.calls import delete_item_calls
+    from storage.record_chain import seal_deleted_calls, sealing
+
+    # What a re-judge does when a critic is not called again (a later cascade tier).
+    with sealing(db):
+        delete_item_calls(db, judged, "item-000006", critic="critic_2")
+        seal_deleted_calls(db, judged, [("item-000006", "critic_2")])
+    assert verify_run(db, judged).intact

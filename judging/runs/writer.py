@@ -15,7 +15,7 @@ from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
 from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
-from storage.record_chain import seal_calls, seal_decisions, sealing
+from storage.record_chain import seal_decisions, sealing
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
 
 # The stored totals (`refresh_run_totals`) are recounted at least this often during a run...
@@ -185,17 +185,15 @@ class Writer:
                 if not batch and not decided:
                     continue
                 if batch:
+                    for critic, url, template in self._templates_taken:
+                        save_request_template(db, self.run_id, critic, url, template.prefix,
+                                              template.content)
                     # The batch and its place in the run's record (`storage.record_chain`)
                     # commit together.
-                    with sealing(db):
-                        for critic, url, template in self._templates_taken:
-                            save_request_template(db, self.run_id, critic, url,
-                                                  template.prefix, template.content)
-                        write_verdicts(
-                            db, self.run_id, batch, replace_success=self.replace_success,
-                            refresh_totals=False, rebuilt=self._rebuilt_taken,
-                        )
-                        seal_calls(db, self.run_id, ((str(v.item_id), v.critic) for v in batch))
+                    write_verdicts(
+                        db, self.run_id, batch, replace_success=self.replace_success,
+                        refresh_totals=False, rebuilt=self._rebuilt_taken, record=True,
+                    )
                     self.written += len(batch)
                 if decided and self.decisions_error is None:
                     try:

@@ -39,10 +39,23 @@ Policies:
                   abstain: any failure makes the panel abstain (-> `fallback`);
                   count_as: each failure is a vote for `error_label` (label scales only).
 
-For scores, `thresholds` map the consensus to a recommendation (the band with the highest lower
-bound not above the score), and a critic "backs" the consensus when its own score falls in the
-same band; without thresholds, when it lies within `max_spread` of the consensus (exactly equal
-when `max_spread` is unset).
+Scores: spread and thresholds together, as Glacis' judges do (its `JudgeRunner`: the
+`consensus` flag from `max(scores) - min(scores) <= consensus_threshold`, the recommendation from
+the mean by `uphold_threshold` / `borderline_threshold`, "escalate" below both). Two answers,
+each from its own setting, both kept on the outcome:
+    disagreement    with `max_spread`: the valid scores spread more than it apart (or a critic
+                    failed, or the vote abstained). Without it: the scores fall in different
+                    bands (with thresholds), else they are not all equal.
+    recommendation  with `thresholds`: the band of the aggregated score (the band with the
+                    highest lower bound not above it); a score below every band is
+                    `ESCALATE` ("escalate"), whatever the bands are called. It is the score
+                    panel's consensus label, so filters, the export and the final-label rule
+                    read it where they read a label.
+A critic "backs" the consensus (its share is `agreement`) when its score lies within
+`max_spread` of the consensus; without `max_spread`, when it falls in the consensus's band;
+without either, when it equals the consensus. When the spread flags a disagreement, or a score
+is below every band, the vote's note says so (Review's consensus line and the export's
+`consensus_note` show it).
 """
 
 from __future__ import annotations
@@ -65,6 +78,9 @@ TiePolicy = Literal["pessimistic", "optimistic", "abstain"]
 ErrorPolicy = Literal["ignore", "abstain", "count_as"]
 StrategyKind = Literal["label", "score", "both"]
 
+# The recommendation of a score below every threshold: it met no band, so a human looks at it.
+ESCALATE = "escalate"
+
 
 class VotingConfig(BaseModel):
     """How a panel turns verdicts into a consensus. Saved in the panel file."""
@@ -80,9 +96,17 @@ class VotingConfig(BaseModel):
     use_confidence: bool = False  # weighted: weight x confidence
     target_label: str | None = None  # strategy "any": at least one critic says this
     # Score strategies: recommendation -> lowest score for it, e.g. {"uphold": 0.7,
-    # "borderline": 0.4, "escalate": 0.0}.
-    thresholds: dict[str, float] = Field(default_factory=dict)
-    max_spread: float | None = Field(default=None, ge=0.0)  # scores agree when max - min <= this
+    # "borderline": 0.4}; below every band: "escalate".
+    thresholds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Score bands: recommendation -> lowest score (e.g. uphold: 0.7, "
+        "borderline: 0.4). The aggregated score gets the band it reaches; below every band "
+        "it is 'escalate'.")
+    # Scores agree when max - min <= this (Glacis' consensus_threshold), bands or not.
+    max_spread: float | None = Field(
+        default=None, ge=0.0,
+        description="Scores further apart than this (max - min) are a disagreement, whatever "
+        "band their aggregate falls in.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -487,12 +511,20 @@ def _usable_value(verdict: Verdict, scale: Scale) -> str | float | None:
 
 
 def band(score: float, thresholds: dict[str, float]) -> str | None:
-    """The recommendation with the highest lower bound not above `score` (None: below all)."""
+    """The recommendation for `score`: the band with the highest lower bound not above it;
+    `ESCALATE` when it is below every band (Glacis: "below this means escalate"). None only
+    when there are no thresholds."""
     best: tuple[float, str] | None = None
     for name, lower in thresholds.items():
         if score >= lower - 1e-12 and (best is None or lower > best[0]):
             best = (lower, name)
-    return best[1] if best else None
+    if best is not None:
+        return best[1]
+    return ESCALATE if thresholds else None
+
+
+def _below_every_band(score: float, thresholds: dict[str, float]) -> bool:
+    return bool(thresholds) and all(score < lower - 1e-12 for lower in thresholds.values())
 
 
 def _resolve(strategy: str | Strategy) -> tuple[str, Strategy, StrategyKind]:
@@ -598,7 +630,7 @@ def vote(
         notes.append(decision.note)
 
     if scale.is_numeric:
-        outcome = _score_outcome(decision, real, failed, total, config)
+        outcome = _score_outcome(decision, real, failed, total, config, notes)
     else:
         outcome = _label_outcome(decision, real, failed, total, config, scale, notes)
     outcome.note = "; ".join(notes) or None
@@ -664,28 +696,45 @@ def _score_outcome(
     failed: list[Verdict],
     total: int,
     config: VotingConfig,
+    notes: list[str],
 ) -> VoteOutcome:
+    """Spread and thresholds, each with its own job (see the module's doc)."""
     scores = [float(vote.value) for vote in real]
     consensus = decision.consensus
     width = max(scores) - min(scores) if scores else None
     thresholds = config.thresholds
+    max_spread = config.max_spread
     recommendation: str | None = None
+    if consensus is not None and thresholds:
+        recommendation = band(float(consensus), thresholds)
+        if _below_every_band(float(consensus), thresholds):
+            lowest = min(thresholds.items(), key=lambda kv: kv[1])
+            notes.append(f"score {float(consensus):g} is below every threshold (the lowest: "
+                         f"{lowest[0]} from {lowest[1]:g}): {ESCALATE}")
+    bands: list[str] = []
     if thresholds:
-        bands = [band(score, thresholds) or "below every threshold" for score in scores]
+        bands = [band(score, thresholds) or ESCALATE for score in scores]
         counts = dict(Counter(bands))
-        if consensus is not None:
-            recommendation = band(float(consensus), thresholds)
+    else:
+        counts = dict(Counter(f"{score:g}" for score in scores))
+    if max_spread is not None:
+        # The spread decides agreement, whatever band the mean falls in: .71 and .99 with
+        # max_spread .05 are both "uphold" but do not agree.
+        split = width is not None and width > max_spread + 1e-9
+        backing = (sum(1 for s in scores if abs(s - float(consensus)) <= max_spread + 1e-9)
+                   if consensus is not None else 0)
+        if split and width is not None and consensus is not None:  # (an abstention says why)
+            said = f" (the recommendation, {recommendation}, is the aggregate's band)" \
+                if recommendation is not None else ""
+            notes.append(f"scores spread {width:g} apart, more than max_spread "
+                         f"{max_spread:g}: the critics disagree{said}")
+    elif thresholds:
         backing = sum(1 for b in bands if recommendation is not None and b == recommendation)
         split = len(set(bands)) > 1
     else:
-        counts = dict(Counter(f"{score:g}" for score in scores))
-        tolerance = config.max_spread if config.max_spread is not None else 0.0
-        backing = (
-            sum(1 for s in scores if abs(s - float(consensus)) <= tolerance + 1e-9)
-            if consensus is not None
-            else 0
-        )
-        split = width is not None and width > tolerance + 1e-9
+        backing = (sum(1 for s in scores if abs(s - float(consensus)) <= 1e-9)
+                   if consensus is not None else 0)
+        split = width is not None and width > 1e-9
     agreement = backing / total if consensus is not None and total else None
     return VoteOutcome(
         consensus=consensus,

@@ -20,6 +20,7 @@ import sqlite_utils
 from judging.verdicts import FailureKind, Verdict
 from storage.db import DbPath, connect, dumps, loads, now
 from storage.keys import cache_hash
+from storage.record_chain import seal_calls
 from storage.replies import RunPacker, packer_for, unpack
 from storage.runs import refresh_run_totals
 
@@ -174,6 +175,7 @@ def write_verdicts(
     replace_success: bool = False,
     refresh_totals: bool = True,
     rebuilt: Sequence[bool] | None = None,
+    record: bool = False,
 ) -> int:
     """Write a batch of verdicts in ONE transaction and refresh the run's totals.
 
@@ -191,6 +193,10 @@ def write_verdicts(
             turns this off and refreshes every few seconds: it costs a scan of the run).
         rebuilt: per verdict, True when its request is left to the run's request template
             (`save_request_template`; the writer checked the rebuild gives the bytes sent).
+        record: also seal the rows as stored into the run's verifiable record
+            (`storage.record_chain`), in the same transaction (the job's writer does). Here
+            and not around this call: inside a caller's transaction replies are stored
+            uncompressed (`storage.replies.packer_for`).
 
     Returns:
         How many verdicts were written (or offered to the upsert: a failure that met a stored
@@ -228,6 +234,8 @@ def write_verdicts(
             [before],
         )
         _merge_cache_index_if_due(db)
+        if record:
+            seal_calls(db, run_id, ((row[1], row[2]) for row in rows))
         if refresh_totals:
             refresh_run_totals(db, run_id)
     return len(rows)

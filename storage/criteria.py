@@ -15,6 +15,7 @@ import sqlite_utils
 
 from storage.db import StorageError, loads, now
 from storage.overrides import check_item
+from storage.record_chain import seal_criterion_overrides, sealing
 
 
 def add_criterion_override(db: sqlite_utils.Database, run_id: int, item_id: str,
@@ -35,12 +36,15 @@ def add_criterion_override(db: sqlite_utils.Database, run_id: int, item_id: str,
     if not reviewer:
         raise StorageError("A mark needs the reviewer's name, so the history says who decided.")
     check_item(db, run_id, item_id)
-    cursor = db.execute(
-        "INSERT INTO criterion_overrides (run_id, item_id, criterion, mark, note, reviewer,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [run_id, item_id, criterion, mark, (note or "").strip(), reviewer, now()],
-    )
-    return int(cursor.lastrowid or 0)
+    with sealing(db):  # the mark and its place in the run's record (`storage.record_chain`)
+        cursor = db.execute(
+            "INSERT INTO criterion_overrides (run_id, item_id, criterion, mark, note, reviewer,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [run_id, item_id, criterion, mark, (note or "").strip(), reviewer, now()],
+        )
+        mark_id = int(cursor.lastrowid or 0)
+        seal_criterion_overrides(db, run_id, [mark_id])
+    return mark_id
 
 
 def criterion_override_history(db: sqlite_utils.Database, run_id: int,

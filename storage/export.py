@@ -11,7 +11,12 @@ decision's new child classes (`children`) and the class it merges into (`merge_i
 rubric run adds, per criterion, each critic's mark (`<criterion>: <critic>`), the panel's
 (`<criterion>: consensus`) and the final one, a reviewer's else the panel's (`<criterion>:
 final`), and `final_score`. `override_history_bytes` gives the run's whole override history as
-JSONL, one decision per line.
+JSONL, one decision per line, each with the run's `chain_head`.
+
+The export carries the head of the run's verifiable record (`storage.record_chain`): Parquet
+in its schema metadata (`jurybox_chain_head`), the override history on each line
+(`chain_head`). CSV and JSONL rows do not: a constant column would change their shape, and they
+have no header to put it in; `jurybox verify RUN` prints the head.
 
 Lists stay lists where the format has them (JSONL, Parquet: `children` is a list of strings,
 `override_history` a list of records). A CSV cell holds text: a list of names reads
@@ -47,6 +52,7 @@ from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.decisions import DecisionRule, final_decisions
 from storage.overrides import latest_overrides
+from storage.record_chain import chain_head
 from storage.review import _run_meta
 
 # 2: a failed call's kind moved from `<critic>: label` ("failed: truncated") to its own
@@ -65,6 +71,8 @@ _FORMULA_AFTER_BREAK = re.compile(r"(?<=[\r\n])(?=[=+\-@\t])")
 # A CSV cell holding one of these must be quoted to stay one cell of one row.
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 HISTORY_COLUMN = "override_history"
+# Parquet schema metadata: the head of the run's verifiable record when it was exported.
+CHAIN_HEAD_KEY = "jurybox_chain_head"
 FIELD_PREFIX = "field: "
 CHILDREN_COLUMN = "children"
 MERGE_COLUMN = "merge_into"
@@ -354,7 +362,7 @@ def _arrow_table(frame: pd.DataFrame) -> Any:
     return table
 
 
-def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes]) -> None:
+def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes], head: str | None = None) -> None:
     if fmt == "csv":
         sink.write(csv_bytes(frame))
     elif fmt == "jsonl":
@@ -368,6 +376,8 @@ def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes]) -> None:
         table = _arrow_table(frame)
         meta = dict(table.schema.metadata or {})
         meta[b"jurybox_export_version"] = str(EXPORT_SCHEMA_VERSION).encode()
+        if head is not None:  # the run's record as exported (`jurybox verify RUN --head`)
+            meta[CHAIN_HEAD_KEY.encode()] = head.encode()
         pq.write_table(table.replace_schema_metadata(meta), sink)
     else:
         raise StorageError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
@@ -386,7 +396,8 @@ def export_run(
         db: this thread's connection.
         run_id: the run.
         fmt: "csv" (cells starting with = + - @ tab or CR get a leading single quote), "jsonl"
-            or "parquet" (schema metadata `jurybox_export_version`).
+            or "parquet" (schema metadata `jurybox_export_version`, and `jurybox_chain_head`:
+            the head of the run's verifiable record when exported, `storage.record_chain`).
         out: a path, or a binary file object (e.g. `io.BytesIO` for a download button).
         options: extra columns for curation (see `ExportOptions`).
 
@@ -401,13 +412,15 @@ def export_run(
     if fmt not in FORMATS:
         raise StorageError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
     frame = export_frame(db, run_id, options)
+    sealed = chain_head(db, run_id)
+    head = sealed[1] if sealed else None
     if isinstance(out, (str, os.PathLike)):
         path = pathlib.Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as sink:
-            _write(frame, fmt, sink)
+            _write(frame, fmt, sink, head)
     else:
-        _write(frame, fmt, out)
+        _write(frame, fmt, out, head)
     return len(frame)
 
 
@@ -428,14 +441,18 @@ def rows_csv_bytes(rows: list[dict[str, Any]]) -> bytes:
 def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:
     """Every override of the run as JSONL, in the order they were made: one line per decision
     with override_id, item_id, label, note, reviewer, at, blind (given in a blind first pass,
-    before the critics were shown), children (a list: the new classes of a split) and
-    merge_into (the class a merge goes into).
+    before the critics were shown), children (a list: the new classes of a split),
+    merge_into (the class a merge goes into) and chain_head (the head of the run's verifiable
+    record when exported, the same on every line: JSONL has no header, and one shape for every
+    line is what a reader of records expects; `jurybox verify RUN --head` checks it).
 
     Raises:
         NotFoundError: no such run.
     """
     _run_meta(db, run_id)  # a missing run is an error, not an empty file
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n"
+    sealed = chain_head(db, run_id)
+    head = sealed[1] if sealed else None
+    return "".join(json.dumps({**row, "chain_head": head}, ensure_ascii=False) + "\n"
                    for row in _history_rows(db, run_id)).encode("utf-8")
 
 

@@ -570,6 +570,34 @@ def _audit_sample(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0025_record_chain")
+def _record_chain(db: sqlite_utils.Database) -> None:
+    # The verifiable review record (`judging.record_chain`, `storage.record_chain`): one hash
+    # chain per run over every stored verdict, decision and override, in commit order. One
+    # append-only table rather than a `chain_hash` column on each table: calls and decisions
+    # are rewritten in place (a resume, a re-judge), and a column would lose the history that
+    # the chain must keep. Digests are BLOBs (32 bytes, not 64 hex characters): about 110
+    # bytes a record. No index beyond the key: `verify` reads a run's chain in order.
+    _script(
+        db,
+        """
+        CREATE TABLE record_chain (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            key TEXT NOT NULL,
+            content BLOB NOT NULL,
+            parts BLOB NOT NULL,
+            sample_probability REAL,
+            hash BLOB NOT NULL,
+            PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+        CREATE TRIGGER record_chain_no_update BEFORE UPDATE ON record_chain
+        BEGIN SELECT RAISE(ABORT, 'the record chain is append-only'); END;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

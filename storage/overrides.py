@@ -5,7 +5,9 @@ or reason, is the item's human label for judge-versus-human agreement: a label g
 reading every critic is anchored by them. Revisions after the reveal are ordinary overrides.
 
 The table refuses UPDATE and DELETE (triggers), so a decision cannot be lost by a later edit;
-"latest" is the highest id, which two concurrent writers cannot tie on.
+"latest" is the highest id, which two concurrent writers cannot tie on. Each override is sealed
+into the run's verifiable record as it is added (`storage.record_chain`): an edit made behind
+the app's back (the triggers dropped) is named by `jurybox verify`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sqlite_utils
 
 from storage.db import NotFoundError, StorageError, now
 from storage.decisions import DecisionRule, final_decisions
+from storage.record_chain import seal_overrides, sealing
 
 _LATEST = (
     "SELECT o.* FROM overrides o JOIN (SELECT item_id, max(id) AS id FROM overrides"
@@ -71,14 +74,17 @@ def add_override(
     """
     label, reviewer = _clean(label, reviewer)
     check_item(db, run_id, item_id)
-    cursor = db.execute(
-        "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind,"
-        " children, merge_into, adjudication) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind),
-         json.dumps(children, ensure_ascii=False) if children else None, merge_into or None,
-         int(adjudication)],
-    )
-    return int(cursor.lastrowid or 0)
+    with sealing(db):  # the override and its place in the run's record, together
+        cursor = db.execute(
+            "INSERT INTO overrides (run_id, item_id, label, note, reviewer, created_at, blind,"
+            " children, merge_into, adjudication) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, item_id, label, (note or "").strip(), reviewer, now(), int(blind),
+             json.dumps(children, ensure_ascii=False) if children else None, merge_into or None,
+             int(adjudication)],
+        )
+        override_id = int(cursor.lastrowid or 0)
+        seal_overrides(db, run_id, [override_id])
+    return override_id
 
 
 def override_history(db: sqlite_utils.Database, run_id: int, item_id: str) -> list[dict[str, Any]]:
@@ -235,7 +241,9 @@ def accept_consensus(
     stamp = now()
     added = 0
     skipped: dict[str, int] = {}
-    with db.atomic():
+    with sealing(db):
+        # Under the write lock: every override after this id is one of ours (sealed below).
+        before = db.execute("SELECT coalesce(max(id), 0) FROM overrides").fetchone()[0]
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
@@ -256,4 +264,6 @@ def accept_consensus(
             ):
                 why = dict(unactionable).get(label, "no consensus (the vote abstained)")
                 skipped[why] = skipped.get(why, 0) + int(n)
+        seal_overrides(db, run_id, [row[0] for row in db.execute(
+            "SELECT id FROM overrides WHERE run_id = ? AND id > ?", [run_id, before])])
     return Accepted(added, skipped)

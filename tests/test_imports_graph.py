@@ -15,7 +15,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPS = ("app.py", "pages", "judging", "storage")
-LEAVES = {"judging.verdicts", "judging.errors"}  # what storage may take from judging
+# What storage may take from judging: plain types, the error tree, and the pure hashing of
+# the review record (stdlib only: storage seals rows with it in their own transaction).
+LEAVES = {"judging.verdicts", "judging.errors", "judging.record_chain"}
 ORCHESTRATION = "judging.runs"
 
 

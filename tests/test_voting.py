@@ -372,8 +372,10 @@ def test_band(score: float, expected: str) -> None:
     assert band(score, THRESHOLDS) == expected
 
 
-def test_band_below_every_threshold() -> None:
-    assert band(0.1, {"high": 0.5}) is None
+def test_band_below_every_threshold_is_escalate() -> None:
+    # Glacis: below the lowest threshold "means escalate", whatever the bands are called.
+    assert band(0.1, {"high": 0.5}) == "escalate"
+    assert band(0.1, {}) is None
 
 
 def test_thresholds_give_a_recommendation_and_counts_per_recommendation() -> None:

@@ -8,6 +8,8 @@
     jurybox stats RUN [--resamples N] [--seed S]                 a run's agreement report
     jurybox check PANEL.yaml [--dataset FILE_OR_ID] [--item ID] [--max-cost USD]
                                                    can each critic answer? one sentence each
+    jurybox verify RUN [--head HEX]              was any verdict, decision or override
+                                                   changed since it was stored?
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
 ./jurybox.db), the same one the app uses; `judging/cli_runs.py` holds those commands.
@@ -49,6 +51,7 @@ from judging.runs.cli_runs import (
     read_for_cli,
     run_stored,
 )
+from judging.runs.cli_verify import add_verify
 from judging.runs.critic_check import (
     check_budget,
     check_critics,
@@ -184,6 +187,8 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_pairs,
     # Version against version: two runs over one dataset (judging/runs/cli_compare.py).
     add_compare,
+    # -- the verifiable review record
+    add_verify,
 ]
 
 

@@ -45,6 +45,7 @@ from storage.calls import (
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.datasets import DatasetItems, get_item
 from storage.db import open_db
+from storage.record_chain import seal_deleted_calls, sealing
 from storage.runs import (
     STOP_NO_VERDICT,
     critics_without_verdict,
@@ -218,7 +219,9 @@ class Worker:
             called = {v.critic for pv in result.verdicts for v in pv.verdicts
                       if v.failure != FailureKind.CANCELLED}
             for old in set(stored_critics(db, job.run_id, self.item_id or "")) - called:
-                delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
+                with sealing(db):  # the deletion is part of the run's record
+                    delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
+                    seal_deleted_calls(db, job.run_id, [(self.item_id or "", old)])
             refresh_run_totals(db, job.run_id)
         unfinished = len(items) - decided.complete  # cancelled part way, or never started
         if answers is not None and not unfinished:

@@ -1,5 +1,6 @@
-"""The writer thread of a job: stores verdicts and decisions in short group commits, adds the
-job's share to the run ledger, and beats the run's heartbeat (its lease)."""
+"""The writer thread of a job: stores verdicts and decisions in short group commits (each
+sealed into the run's verifiable record in the same transaction, `storage.record_chain`), adds
+the job's share to the run ledger, and beats the run's heartbeat (its lease)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
 from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
 from storage.db import open_db
+from storage.record_chain import seal_decisions, sealing
 from storage.runs import add_to_ledger, heartbeat, refresh_run_totals
 
 # The stored totals (`refresh_run_totals`) are recounted at least this often during a run...
@@ -192,14 +194,18 @@ class Writer:
                     for critic, url, template in self._templates_taken:
                         save_request_template(db, self.run_id, critic, url, template.prefix,
                                               template.content)
+                    # The batch and its place in the run's record (`storage.record_chain`)
+                    # commit together.
                     write_verdicts(
                         db, self.run_id, batch, replace_success=self.replace_success,
-                        refresh_totals=False, rebuilt=self._rebuilt_taken,
+                        refresh_totals=False, rebuilt=self._rebuilt_taken, record=True,
                     )
                     self.written += len(batch)
                 if decided and self.decisions_error is None:
                     try:
-                        write_consensus(db, self.run_id, decided)
+                        with sealing(db):
+                            write_consensus(db, self.run_id, decided)
+                            seal_decisions(db, self.run_id, (str(pv.item_id) for pv in decided))
                     except Exception as error:  # noqa: BLE001 - reported by close()
                         # Decisions can be recomputed from verdicts; verdicts are paid for.
                         # So the verdicts still arriving keep being stored; the job fails at

@@ -316,7 +316,14 @@ CRITIC_TEXTS: dict[str, tuple[str, str | None]] = {
                           "for this model, if it knows one."),
     "price_out_per_mtok": ("Price per million output tokens (USD)", "Empty: the preset's price "
                            "for this model, if it knows one."),
-    "extra": ("Extra request parameters", "Sent as they are, e.g. seed: 7 or top_p: 0.9."),
+    "price_cached_in_per_mtok": ("Price per million cached input tokens (USD)", "Input tokens "
+                                 "the vendor read from its prompt cache. Empty: the input price "
+                                 "times the vendor's discount (Anthropic 0.1; OpenAI 0.1 to "
+                                 "0.5 by model)."),
+    "api": ("API", "How live calls are sent: chat (OpenAI chat completions) or messages "
+            "(Anthropic's Messages API). Empty: the vendor's own (Anthropic: messages)."),
+    "extra": ("Extra request parameters", "Sent as they are, e.g. seed: 7 or top_p: 0.9; a "
+              "null value leaves that parameter out (temperature: null)."),
     "logprobs": ("Read label probabilities (logprobs)", "Ask for token log-probabilities and "
                  "take the verdict's confidence from them (vendors that support it)."),
     "top_logprobs": ("Alternatives per token", "How many likely tokens the vendor returns per "

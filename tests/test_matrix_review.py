@@ -284,9 +284,6 @@ def test_a_criterion_mark_rescores_the_item_everywhere(kind: str, matrix_db: Mat
         assert row["answers: final"] == new and row["answers: consensus"] == marks["answers"]
 
 
-@pytest.mark.xfail(strict=True, reason="after a criterion mark, Review's decision form keeps "
-                   "offering the item's old score (its widget keeps its state), so saving the "
-                   "form as it stands records the old score over the reviewer's mark")
 @pytest.mark.parametrize("kind", ["rubric"])
 def test_after_a_criterion_mark_the_decision_form_offers_the_new_score(
         kind: str, matrix_db: MatrixRun) -> None:

@@ -107,11 +107,20 @@ def open_item(following: str | None, kwargs: dict[str, Any], done: str) -> None:
     st.session_state[flash_key] = f"{done}."
 
 
-def _decision_values(draft: str) -> tuple[str | None, str, str, str | None]:
+def _score_key(draft: str, detail: dict[str, Any]) -> str:
+    """The score widget's key: the draft's, and the rule's score it starts from. A criterion
+    mark saved below rescores the item: a widget keyed by the item only kept offering the old
+    score, and Save as it stood recorded it over the reviewer's mark."""
+    rule_score = (detail.get("decision") or {}).get("final_score")
+    return f"{k}score.{draft}.{rule_score}"
+
+
+def _decision_values(draft: str, detail: dict[str, Any]
+                     ) -> tuple[str | None, str, str, str | None]:
     """The decision form's label, note, children text and merge target, as submitted."""
     state = st.session_state
     if panel.scale.is_numeric:
-        score = state.get(f"{k}score.{draft}")
+        score = state.get(_score_key(draft, detail))
         label = None if score is None else str(score)
     else:
         label = state.get(f"{k}label.{draft}")
@@ -124,7 +133,7 @@ def save_decision(item_id: str, hidden: bool, kwargs: dict[str, Any], who: str,
     """The decision form's Save (a callback: it runs before the fragment reruns, so the rerun
     draws the next item at once, in one run). A refusal is kept for the rerun to show."""
     draft = f"{item_id}.blind" if hidden else item_id
-    label, note, children_text, merge_into = _decision_values(draft)
+    label, note, children_text, merge_into = _decision_values(draft, detail)
     try:
         if label is None:
             raise StorageError("Pick a label first: the decision is what gets saved.")
@@ -378,7 +387,7 @@ def decision_form(detail: dict[str, Any], item_id: str, filters: rv.Filters, rev
             if default_score is None and not hidden:
                 default_score = panel.scale.min
             st.number_input("Score", panel.scale.min, panel.scale.max, default_score,
-                            key=f"{k}score.{draft}")
+                            key=_score_key(draft, detail))
         else:
             options = list(panel.scale.labels)
             # No hint in a blind pass; never a label that Save would then refuse.

@@ -1,17 +1,21 @@
 """Export a run's final labels: CSV (safe to open in a spreadsheet), JSONL, Parquet.
 
-One row per item: item_id, final_label, consensus, tie, consensus_note, agreement,
-disagreement, failed, gold, overridden, override_label, override_note, reviewer, overridden_at,
-then for each critic `<critic>: label` (its label or score; empty when the call failed),
-`<critic>: confidence` and `<critic>: failure` (the failure kind: error, parse_fail, refusal,
-truncated; empty on success). A curation run adds, after the override columns, the final
-decision's new child classes (`children`) and the class it merges into (`merge_into`).
-`ExportOptions` adds, for curation, the item's fields (`field: <name>`), each critic's reasoning
-(`<critic>: reasoning`) and every override of the item, oldest first (`override_history`). A
-rubric run adds, per criterion, each critic's mark (`<criterion>: <critic>`), the panel's
-(`<criterion>: consensus`) and the final one, a reviewer's else the panel's (`<criterion>:
-final`), and `final_score`. `override_history_bytes` gives the run's whole override history as
-JSONL, one decision per line, each with the run's `chain_head`.
+One row per item: item_id, final_label, needs_decision (why the final decision cannot be acted
+on, by the final-decision rule of `storage.decisions`: no consensus, a split without its
+children, a merge without its target, a score panel's item without a score; empty when decided),
+consensus, tie, consensus_note, agreement, disagreement, failed, gold, overridden,
+override_label, override_note, reviewer, overridden_at, then for each critic `<critic>: label`
+(its label or score; empty when the call failed), `<critic>: confidence` and `<critic>: failure`
+(the failure kind: error, parse_fail, refusal, truncated; empty on success). A curation run
+adds, after the override columns, the final decision's new child classes (`children`) and the
+class it merges into (`merge_into`). `ExportOptions` adds, for curation, the item's fields
+(`field: <name>`), each critic's reasoning (`<critic>: reasoning`) and every override of the
+item, oldest first (`override_history`). A rubric run adds, per criterion, each critic's mark
+(`<criterion>: <critic>`), the panel's (`<criterion>: consensus`) and the final one, a
+reviewer's else the panel's (`<criterion>: final`), and `final_score`; a score run adds
+`final_score` too (a reviewer's score, else the panel's; both with `ExportOptions.rule`).
+`override_history_bytes` gives the run's whole override history as JSONL, one decision per line,
+each with the run's `chain_head`.
 
 The export carries the head of the run's verifiable record (`storage.record_chain`): Parquet
 in its schema metadata (`jurybox_chain_head`), the override history on each line
@@ -76,6 +80,9 @@ CHAIN_HEAD_KEY = "jurybox_chain_head"
 FIELD_PREFIX = "field: "
 CHILDREN_COLUMN = "children"
 MERGE_COLUMN = "merge_into"
+# Why the item's final decision cannot be acted on (`storage.decisions`' reason), empty when
+# it is decided: a SPLIT consensus without children is not a decided SPLIT.
+NEEDS_COLUMN = "needs_decision"
 # How a CSV cell joins a list of names (a split's children).
 LIST_SEPARATOR = "; "
 
@@ -266,8 +273,13 @@ def export_frame(
         "reviewer", "overridden_at"]].merge(
         _consensus_extra(db, run_id, dataset_id), on="item_id", how="left"
     )
+    # Text, missing when decided (the reason is NaN there, or None on a score panel): one
+    # dtype whatever the panel, so a Parquet file reads back as the frame.
+    why = decisions["why"]
+    frame[NEEDS_COLUMN] = pd.Series(why.astype(object).where(why.notna(), None).tolist(),
+                                    dtype="str", index=frame.index)
     ordered = [
-        "item_id", "final_label", "consensus", "tie", "consensus_note", "agreement",
+        "item_id", "final_label", NEEDS_COLUMN, "consensus", "tie", "consensus_note", "agreement",
         "disagreement", "failed", "gold", "overridden", "override_label", "override_note",
         "reviewer", "overridden_at",
     ]
@@ -280,8 +292,8 @@ def export_frame(
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
     extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))
-    if options.rule is not None and options.rule.rubric:  # the rule's score: a later override
-        # of the item's score wins over the marks, as final_label says
+    if options.rule is not None and options.rule.numeric:  # the rule's score: a human's,
+        # else the panel's (a rubric: a later override wins over the marks), as final_label says
         scores = dict(zip(decisions["item_id"], decisions["final_score"], strict=True))
         extra["final_score"] = frame["item_id"].map(scores)
     # One concat, not a column at a time: a wide panel would fragment the frame.
@@ -328,11 +340,14 @@ def _json_safe(value: Any) -> Any:
 
 
 def _arrow_type(column: str) -> Any:
-    """The Parquet type of a nested column, or None for a column Arrow may infer. Declared,
-    not inferred: a run where no split has children yet would get a list of nulls."""
+    """The Parquet type of a nested or always-text column, or None for a column Arrow may
+    infer. Declared, not inferred: a run where no split has children yet would get a list of
+    nulls (and a run where nothing needs a decision a column of nulls)."""
     import pyarrow as pa  # heavy: only when a Parquet file is asked for
 
     names = pa.list_(pa.string())
+    if column == NEEDS_COLUMN:  # text even in a run where nothing needs a decision
+        return pa.string()
     if column == CHILDREN_COLUMN:
         return names
     if column == HISTORY_COLUMN:
@@ -357,7 +372,8 @@ def _arrow_table(frame: pd.DataFrame) -> Any:
             lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, (list, dict)) else v)
     table = pa.Table.from_pandas(flat, preserve_index=False)
     for column, kind in nested.items():
-        values = pa.array(frame[column].tolist(), type=kind)
+        # from_pandas: a missing cell pandas holds as NaN is a null, not a float
+        values = pa.array(frame[column].tolist(), type=kind, from_pandas=True)
         table = table.add_column(list(frame.columns).index(column), column, values)
     return table
 

@@ -370,12 +370,13 @@ class UI:
     BLIND = "Blind first pass"
     CONSENSUS = "Consensus"
     CRITIC = "Critic"
-    CRITIC_SAID = "…said"
+    CRITIC_SAID = "That critic's verdict"
     OVERRIDDEN = "Overridden"
     NEEDS = "Needs a decision"
     DISPUTED = "Criterion in dispute"
     UNSTABLE = "Unstable items only"
     SEARCH = "Search items and reasons"
+    BLIND_SEARCH = "Search items"  # a blind pass searches the items, not the critics' reasons
     CRITERION = "Criterion"
     MARK = "Mark"
     SCORE = "Score"
@@ -406,8 +407,8 @@ def all_text(at: Any) -> str:
 def open_review(run: MatrixRun, *, item: str | None = None, blind: bool = False,
                 reviewer: str | None = "ana", everything: bool = True,
                 query: dict[str, str] | None = None) -> Any:
-    """Review on the run, with every item listed (`everything`: Disagreements only off), the
-    reviewer's name typed and, given `item`, that item open (`query`: more of the URL)."""
+    """Review on the run, with every item listed (`everything`: Disagreements only off; a blind
+    pass has no such filter), the reviewer's name typed and, given `item`, that item open (`query`: more of the URL)."""
     query = {"run": str(run.run_id), **(query or {})}
     if item is not None:
         query["item"] = item
@@ -416,10 +417,14 @@ def open_review(run: MatrixRun, *, item: str | None = None, blind: bool = False,
     at = open_app_page("review", query)
     no_exception(at)
     if everything:
-        toggle = widget(at, "toggle", UI.DISAGREEMENTS)
-        if toggle.value:
-            toggle.set_value(False).run()
-            no_exception(at)
+        toggle = maybe_widget(at, "toggle", UI.DISAGREEMENTS)
+        if blind:  # a blind pass has no critic-dependent filter: every item is listed
+            assert toggle is None, f"{UI.DISAGREEMENTS} is offered in a blind pass"
+        else:
+            assert toggle is not None, f"Review offers no {UI.DISAGREEMENTS!r} toggle"
+            if toggle.value:
+                toggle.set_value(False).run()
+                no_exception(at)
     if reviewer is not None:
         widget(at, "text_input", UI.REVIEWER).set_value(reviewer).run()
         no_exception(at)

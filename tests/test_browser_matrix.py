@@ -149,8 +149,10 @@ def test_a_decision_made_on_review_is_in_the_csv_export(
     assert (row["overridden"], row["reviewer"]) == ("True", decision.reviewer)
     if run.kind.numeric:
         assert float(row["override_label"]) == pytest.approx(decision.score)
+        assert float(row["final_score"]) == pytest.approx(decision.score)
     else:
         assert row["override_label"] == decision.label
+    assert row["needs_decision"] == ""  # decided
     if run.kind.curation:
         assert as_list(row["children"]) == list(decision.children)
     assert (watch.dialogs, watch.elsewhere) == ([], [])

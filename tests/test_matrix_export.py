@@ -32,14 +32,6 @@ from tests.fixtures_matrix import (
     record,
 )
 
-SCORE_NOT_EXPORTED = pytest.mark.xfail(
-    strict=True, reason="a score panel's export has no final_score column: the final score "
-    "(a human's, or the panel's mean) is in no export format, only its band in final_label")
-STATUS_NOT_EXPORTED = pytest.mark.xfail(
-    strict=True, reason="the export does not say which items need a decision: a SPLIT "
-    "consensus without children is exported as final_label SPLIT like a decided one, with no "
-    "status column")
-
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("kind", KIND_NAMES)
@@ -68,7 +60,7 @@ def test_the_export_holds_each_item_s_final_decision(kind: str, fmt: str,
         assert as_number(undecided["final_score"]) == pytest.approx(panel_row["final_score"])
 
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, marks=SCORE_NOT_EXPORTED) for f in FORMATS])
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("kind", ["score"])
 def test_a_score_panel_s_export_holds_the_final_score(kind: str, fmt: str,
                                                       matrix_db: MatrixRun) -> None:
@@ -82,7 +74,7 @@ def test_a_score_panel_s_export_holds_the_final_score(kind: str, fmt: str,
     assert as_number(rows[items[1]].get("final_score")) == pytest.approx(panel_score)
 
 
-@pytest.mark.parametrize("fmt", [pytest.param(f, marks=STATUS_NOT_EXPORTED) for f in FORMATS])
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("kind", ["curation"])
 def test_the_export_says_which_items_need_a_decision(kind: str, fmt: str,
                                                     matrix_db: MatrixRun) -> None:
@@ -91,7 +83,15 @@ def test_the_export_says_which_items_need_a_decision(kind: str, fmt: str,
     needs = [i for i, row in decided.items() if row["status"] == NEEDS_DECISION]
     assert needs
     rows = exported_rows(run, fmt)
-    assert [i for i, row in rows.items() if row.get("status") == NEEDS_DECISION] == needs
+    # The reason, as the rule gives it; empty for a decided item.
+    assert {i: row.get("needs_decision") for i, row in rows.items()} == {
+        i: row["why"] for i, row in decided.items()}
+    assert [i for i, row in rows.items() if row["needs_decision"]] == needs
+    # Decided by a reviewer (the split's children given): no longer needs a decision.
+    item = needs[0]
+    record(run, a_different_decision(run, item) if decided[item]["consensus"] != "SPLIT"
+           else Decision(item, "SPLIT", "SPLIT", children=("Part one", "Part two")))
+    assert exported_rows(run, fmt)[item]["needs_decision"] is None
 
 
 @pytest.mark.parametrize("kind", KIND_NAMES)

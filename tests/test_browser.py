@@ -148,9 +148,11 @@ def test_kappa_heatmap_click_opens_those_items_in_review(
     heatmap.scroll_into_view_if_needed()
     # Click only once the chart is drawn: its box is not final before.
     expect(heatmap.locator("canvas, svg").first).to_be_visible()
-    box = heatmap.bounding_box()
-    # Four critics, 70 px per cell after the axis labels: this point is an off-diagonal cell.
-    app_page.mouse.click(box["x"] + 200, box["y"] + 100)
+    # A cell off the diagonal (the first row's second cell), found by the chart's own marks
+    # (sized to their content since issue 23: no fixed pixel offset holds).
+    cells = heatmap.locator("g.mark-rect path")
+    expect(cells.nth(1)).to_be_visible()
+    cells.nth(1).click()
     app_page.wait_for_url(re.compile(r"/review\?.*critic_a=.*critic_b="))
     expect(main(app_page).get_by_text("opened from the Agreement heatmap")).to_be_visible()
 

@@ -95,6 +95,7 @@ def open_item(following: str | None, kwargs: dict[str, Any], done: str) -> None:
     """Open `following` (None: there is none: say so and stay), with a one-time line saying
     what was `done`. Called from the loop's buttons (before the fragment reruns)."""
     st.session_state[move_key] = int(st.session_state.get(move_key) or 0) + 1
+    st.session_state[k + "queue_moved"] = True
     if following is None:
         st.session_state[flash_key] = f"{done}: that was the last item of this list."
         return
@@ -144,6 +145,7 @@ def save_decision(item_id: str, hidden: bool, kwargs: dict[str, Any], who: str,
             st.session_state[flash_key] = (f"Saved your blind label {plain(label)} for "
                                            f"{plain(item_id)}. The critics are shown now.")
             st.session_state[move_key] = int(st.session_state.get(move_key) or 0) + 1
+            st.session_state[k + "queue_moved"] = True
             return
         following = rv.next_item(run_id, item_id, kwargs, who)
         add_override(db(), run_id, item_id, label, note, who, **decided)
@@ -178,6 +180,11 @@ def keep_blind_label(item_id: str, kwargs: dict[str, Any], who: str) -> None:
 @st.fragment
 def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
     """The list (one page), the open item, its decision and the ways to move on."""
+    # The audit queue's line ("Next to label") is drawn outside this fragment: once a label
+    # moves the queue, the whole page is drawn again, or the line would name a done item.
+    moved = st.session_state.pop(k + "queue_moved", False)
+    if moved and filters.kwargs.get("sort") == audit_view.LABEL_NEXT:
+        st.rerun()
     size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
     page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
     # Only one page of rows is read: a 100,000-item run costs what a 300-item one does.

@@ -8,11 +8,13 @@ Every check waits for what it checks (Playwright's `expect`).
 from __future__ import annotations
 
 import pathlib
+import re
 from typing import Any
 
 import pytest
 
-from judging.runs.audit import refresh_label_next, run_audit
+from judging.runs.audit import run_audit
+from storage.audit import queue_ranks
 from storage.db import open_db
 from storage.overrides import blind_labels
 from tests.fixtures_app import (
@@ -44,8 +46,15 @@ def test_label_next_walks_the_queue_in_a_real_browser(
         expect(main.get_by_text(as_shown("Drew 100 items for the audit"))).to_be_visible()
         settled(app_page)
         for step in range(3):
-            head = refresh_label_next(db, run_id).head  # what the page computed, as it is now
-            assert head is not None
+            # The head as the page names it (refreshing the queue again from here could draw
+            # more items than the page did): the open item and the ticked row must be it, and
+            # it must be an audit item still waiting for its blind label.
+            caption = main.get_by_text(re.compile(r"Next to label:"))
+            expect(caption).to_be_visible()
+            found = re.search(r"item\W*(TX\W*-\W*\d+)", caption.inner_text())
+            assert found is not None, caption.inner_text()
+            head = re.sub(r"[^\w-]", "", found.group(1))
+            assert head in queue_ranks(db, run_id) and head not in blind_labels(db, run_id)
             expect(main.get_by_text(as_shown(f"Next to label: item {head},"))).to_be_visible()
             expect(main.get_by_role("heading", name=f"Item {head}", exact=True)).to_be_visible()
             ticked = main.get_by_test_id("stDataFrame").locator("tr[aria-selected='true'] td")

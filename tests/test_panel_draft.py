@@ -82,6 +82,8 @@ def test_an_edit_survives_a_reload_and_a_typed_url(app_page: Any,
 
     # Discard: a fresh panel, and nothing comes back on the next reload.
     app_page.get_by_role("button", name="Discard").click()
+    # A fresh panel's field replaces the draft's: wait until the old one has left the page.
+    expect(field).to_have_count(1)
     expect(field).to_have_value("my panel")
     expect(app_page.get_by_text(RESTORED)).to_have_count(0)
     settled(app_page)

@@ -169,13 +169,15 @@ def live_progress(run_id: int) -> None:
     if job is None:
         return
     progress = job.progress()
+    if progress.finished:
+        # Never drawn once the job has ended: the stored line replaces it on the full rerun
+        # (a finished live line left beside it read as a second, disagreeing status).
+        st.rerun()
     if progress.vendor:  # batch critics: the vendor is still working on the run's batches
         st.info(progress.vendor, icon=":material/schedule:")
     ledger = Ledger.from_mapping(get_run(db(), run_id)["ledger"])
     st.progress(progress.fraction, text=progress_text(progress, ledger))
     st.dataframe(critic_rows(progress), hide_index=True)
-    if progress.finished:
-        st.rerun()
 
 
 def stored_progress(run: dict[str, Any]) -> None:

@@ -72,7 +72,8 @@ def _walk_demo(page: Any, app: dict[str, Any]) -> int:
     expect(page.get_by_role("button", name="Cancel")).to_have_count(0)  # finished: no Cancel
     # One line for the run, the stored one (the job's last progress is not drawn beside it).
     expect(main.get_by_text("1,200 / 1,200 calls stored")).to_be_visible()
-    expect(main.get_by_text(re.compile(r"^done · "))).to_have_count(0)
+    # (The live line reads "done · N / M calls"; the runs table says "done · simulated".)
+    expect(main.get_by_text(re.compile(r"^done · [\d,]+ / [\d,]+ calls"))).to_have_count(0)
     expect(main).not_to_contain_text(re.compile(r"(^|[^\d,])0 / 1,200"))  # "0 / 1,200 stored"
     run = get_run(open_db(app["db"]), run_id)
     assert run["status"] == "done" and run["ok_calls"] + run["failed_calls"] == 1200
@@ -193,7 +194,7 @@ def _walk_panel(page: Any) -> None:
     settled(page)
     expect(main.get_by_text("does not fit")).to_have_count(0)
     prompt = _critic_editor(page, "critic-1 · simulated · sim-careful").get_by_label(
-        re.compile("^Prompt template"))
+        re.compile("^Prompt$"))
     expect(prompt).to_have_value(re.compile(r"\{product\}[\s\S]*\{review_text\}"))
     for n, (copied, model) in enumerate((("sim-careful", "sim-lenient"),
                                         ("sim-lenient", "sim-strict")), start=2):
@@ -201,7 +202,7 @@ def _walk_panel(page: Any) -> None:
         # The new critic starts from the last one's settings, its editor open, its prompt
         # the one already written for this dataset.
         editor = _critic_editor(page, f"critic-{n} · simulated · {copied}")
-        expect(editor.get_by_label(re.compile("^Prompt template"))).to_have_value(
+        expect(editor.get_by_label(re.compile("^Prompt$"))).to_have_value(
             re.compile(r"\{review_text\}"))
         settled(page)
         editor.get_by_label("Model", exact=True).fill(model)

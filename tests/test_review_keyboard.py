@@ -154,10 +154,15 @@ def test_in_blind_mode_no_text_reveals_the_gold_or_the_consensus_of_an_unreviewe
 
         # Every text of the page (the table's hidden cells included), but the labels offered
         # to choose from (the decision and its keys): no label of the scale anywhere.
+        decision = main.locator('[class*="st-key-rv"][class*="-decision"]')
+        expect(decision.get_by_test_id("stRadio")).to_be_visible()  # drawn before it is read
+        settled(page)
         everything = main.text_content() or ""
-        offered = main.locator('[class*="st-key-rv"][class*="-decision"]').text_content() or ""
+        offered = decision.text_content() or ""
         shown = everything.replace(offered, "")
-        assert [label for label in LABELS if label in shown] == []
+        assert [label for label in LABELS if label in shown] == [], [
+            shown[max(0, shown.find(label) - 80):shown.find(label) + 40] for label in LABELS
+            if label in shown]
         expect(main.get_by_text("gold label", exact=True)).to_have_count(0)
         # The filters that would tell what the critics said are not there at all.
         for name in ("Consensus", "Critic", "That critic's verdict", "Failures",

@@ -71,6 +71,12 @@ def wire_body(critic: Critic, body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def encode_body(body: dict[str, Any]) -> bytes:
+    """A request body as the bytes sent. Sorted keys make the bytes (and so the cache key)
+    independent of dict order."""
+    return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
+
+
 def prepare_call(
     critic: Critic,
     item: Item,
@@ -111,7 +117,7 @@ def prepare_call(
     body = wire_body(critic, _request_body(critic, messages, free_text=free_text))
     # Sorted keys make the bytes (and so the key) independent of dict order; the model,
     # messages and every parameter are in the body, the API key never is.
-    content = json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
+    content = encode_body(body)
     digest = hashlib.sha256(f"{critic.vendor}\n{url_key}\n".encode())
     if sample:
         digest.update(f"sample {sample}\n".encode())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import logging
 import os
 import random
@@ -30,7 +29,7 @@ from judging.calls.cache import CallCache
 from judging.calls.deadline import Watchdog
 from judging.calls.gate import CriticGate
 from judging.calls.limits import Pace, VendorLimiter
-from judging.calls.prepare import PreparedCall, prepare_call
+from judging.calls.prepare import PreparedCall, encode_body, prepare_call
 from judging.calls.retry import GiveUp, RetryPolicy, decide_retry
 from judging.calls.scrub import Scrubber
 from judging.calls.single_flight import SingleFlight
@@ -500,7 +499,7 @@ class CallRunner:
         last: CallFailure | None = None
         api = api_of(critic)
         body = adjusted_body(prepared.body, gate.adjusted(critic.name))
-        content = prepared.content if body is prepared.body else _encode(body)
+        content = prepared.content if body is prepared.body else encode_body(body)
         self._show_request(verdict, route, body, gate, critic)
         failures = 0  # failed attempts that count against the retry budget
         adjusted_here: set[str] = set()
@@ -562,7 +561,7 @@ class CallRunner:
                     if gate.adjust(critic.name, name, replacement, note):
                         log.warning("critic %r: %s", critic.name, note)  # the run log
                     body = adjusted_body(body, {name: replacement})
-                    content = _encode(body)
+                    content = encode_body(body)
                     self._show_request(verdict, route, body, gate, critic)
                     last = outcome.failure
                     continue
@@ -659,11 +658,6 @@ class CallRunner:
                         cached=usage.cached, cache_write=usage.cache_write, reported=usage.cost)
         if cost is not None:
             verdict.cost_usd = (verdict.cost_usd or 0.0) + cost
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    """A body as `prepare_call` serialises it (the bytes sent)."""
-    return json.dumps(body, sort_keys=True, ensure_ascii=False, default=str).encode()
 
 
 # --------------------------------------------------------------------------------------------

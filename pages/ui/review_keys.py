@@ -89,7 +89,7 @@ _SCRIPT = """<script data-move="%(move)s">
       const box = decision();
       if (!box) return;
       const t = event.target;
-      const typing = t && (t.isContentEditable || t.tagName === "TEXTAREA" || t.tagName === "SELECT"
+      const typing = t && (t.isContentEditable || t.matches("textarea, select")
         || (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)));
       if (typing) {
         if (event.key === "Escape" && box.contains(t)) { t.blur(); state.focusDecision(box); }

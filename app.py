@@ -12,7 +12,7 @@ import pathlib
 import streamlit as st
 
 from pages.ui.sidebar import render_sidebar
-from pages.ui.team import barrier_screen, visitor
+from pages.ui.team_view import barrier_screen, visitor
 
 # Served by this app (a media URL on its own host): a `:material/...:` page icon makes the
 # browser fetch the icon from fonts.gstatic.com on every page load.

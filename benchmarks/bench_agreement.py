@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from benchmarks.report import bench_line, median_seconds
+from benchmarks.figures import bench_line, median_seconds
 from judging.agreement import (
     alpha_with_reason,
     bootstrap_alpha,
@@ -32,8 +32,8 @@ from judging.agreement import (
     pairwise_kappa,
     per_item_alpha,
 )
-from judging.dawid_skene import dawid_skene
-from judging.report import agreement_report
+from judging.analysis.agreement_report import agreement_report
+from judging.voting.dawid_skene import dawid_skene
 
 N_ITEMS = 100_000
 N_CRITICS = 5

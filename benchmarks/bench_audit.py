@@ -13,7 +13,7 @@ panels:
   (a three-way split goes to the first critic). Its unanimous stratum is half the items at
   99.9% accuracy, which leaves the queue less to gain (see `label_next_saving_3critics`).
 
-Everything after the panel's labels is the app's code: `judging.audit_stats.stratum_codes`
+Everything after the panel's labels is the app's code: `judging.analysis.audit_stats.stratum_codes`
 stratifies by agreement, the audit sample is drawn by `proportional_allocation` +
 `draw_within`, the label-next queue picks a stratum by `next_strata` (epsilon 0.2) and an item
 in it by `draw_within`, and every interval is `stratified_mean`'s or `corrected_share`'s.
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.report import bench_line
-from judging.audit_stats import (
+from benchmarks.figures import bench_line
+from judging.analysis.audit_stats import (
     EPSILON,
     STRATA,
     corrected_share,
@@ -85,7 +85,7 @@ def demo_panel() -> SimPanel:
     import pandas as pd
 
     from judging.demo import demo_dataset_path, demo_panel_path, demo_profiles
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
 
     panel = load_panel(demo_panel_path())
     labels = list(panel.scale.labels)

@@ -28,7 +28,7 @@ import tempfile
 import textwrap
 import time
 
-from benchmarks.report import bench_line
+from benchmarks.figures import bench_line
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KILLS = 8
@@ -62,8 +62,8 @@ def _stored(db_path: str, run_id: int) -> int:
 
 def _one_setting(flush_s: float, rng: random.Random) -> tuple[list[int], list[int], int]:
     from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-    from judging.simulator import Profile, SimulatorServer
-    from storage.datasets import save_dataset
+    from judging.simulator.sim_server import Profile, SimulatorServer
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from tests.fixtures_storage import make_parsed, tiny_panel
 

@@ -5,7 +5,7 @@ OpenAI does: a repeated prefix of 1,024 tokens or more, in 128-token steps):
 
 - the demo panel as shipped: its system prompt is about 100 tokens, under every vendor's
   caching minimum, so nothing is cached;
-- the demo panel taught from 8 reviewed examples (`judging.few_shot.with_examples`, as the
+- the demo panel taught from 8 reviewed examples (`judging.analysis.few_shot.with_examples`, as the
   Review page's "teach" does): a shared system prompt of well over 1,024 tokens.
 
 For each: input tokens, cached input tokens and the cost in the ledger, and the cost the same
@@ -18,14 +18,15 @@ from __future__ import annotations
 import csv
 import os
 
-from benchmarks.report import bench_line
-from judging.calls import CallRunner, RetryPolicy
+from benchmarks.figures import bench_line
+from judging.analysis.few_shot import Example, with_examples
 from judging.demo import demo_dataset_path, demo_panel_path
-from judging.few_shot import Example, with_examples
-from judging.ledger import Ledger
-from judging.panel import Panel
-from judging.panel_files import load_panel
-from judging.vendors import cached_price_factor
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import judge_many
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
+from judging.panel.vendors import cached_price_factor
 from judging.verdicts import Item, Verdict
 
 N_ITEMS = int(os.environ.get("JURYBOX_BENCH_CACHE_ITEMS", "300"))
@@ -69,7 +70,7 @@ def _uncached_cost(panel: Panel, verdicts: list[Verdict]) -> float:
 
 def _measure(name: str, panel: Panel, items: list[Item]) -> None:
     with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
-        results = panel.judge_many(items, runner=runner, concurrency=16)
+        results = judge_many(panel, items, runner=runner, concurrency=16)
     verdicts = [v for result in results for v in result.verdicts]
     ledger = Ledger().add_all(verdicts)
     bench_line(f"prompt_cache_{name}_tokens_in", ledger.tokens_in, "tokens")

@@ -34,6 +34,7 @@ import tempfile
 import time
 from typing import Any
 
+from benchmarks.figures import bench_line
 from benchmarks.pages_browser import (
     CHROMIUM,
     build_run,
@@ -43,7 +44,6 @@ from benchmarks.pages_browser import (
     open_review,
     warm_median,
 )
-from benchmarks.report import bench_line
 
 N_ITEMS = 100_000
 SMALL_ITEMS = 300  # the reference size: the demo's

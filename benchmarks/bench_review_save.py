@@ -34,8 +34,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from benchmarks.figures import bench_line
 from benchmarks.pages_browser import CHROMIUM, LABELS, build_run, launch, new_tab
-from benchmarks.report import bench_line
 
 N_ITEMS = 100_000
 SAVES = 20
@@ -128,7 +128,7 @@ def run() -> None:
         print(f"# bench_review_save skipped: {CHROMIUM} is missing (apt-get install -y chromium)")
         return
     from storage.db import open_db
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     before = os.environ.get("JURYBOX_BENCH_BEFORE")
     with tempfile.TemporaryDirectory(prefix="jurybox-bench-save-") as tmp:

@@ -44,9 +44,9 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from benchmarks.report import bench_line, median_seconds
+from benchmarks.figures import bench_line, median_seconds
 from judging.agreement import encode_answer_frame, leave_one_out_alpha, pairwise_kappa
-from judging.dawid_skene import dawid_skene
+from judging.voting.dawid_skene import dawid_skene
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 N_ITEMS = 20_000
@@ -81,7 +81,7 @@ _RSS_SCRIPT = """
 import sys
 import numpy as np, pandas as pd
 from judging.agreement import encode_answer_frame
-from judging.dawid_skene import dawid_skene
+from judging.voting.dawid_skene import dawid_skene
 def high_water():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):

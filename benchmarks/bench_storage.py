@@ -8,7 +8,7 @@ Figures:
                                     time and the MB handed to write() (WAL + checkpoints: a
                                     figure the machine's load does not move)
     storage_write_100k_verdicts_template_s  the same verdicts with their requests left to the
-                                    run's request template (`judging.calls.template`), side by
+                                    run's request template (`judging.engine.calls.template`), side by
                                     side; storage_write_template_speedup is the ratio
     storage_write_floor_100k_s      the floor under those figures: the very rows the template write
                                     stored, read back and inserted into a copy of `calls` with no
@@ -44,7 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import bench_line, median_seconds
+from benchmarks.figures import bench_line, median_seconds
+from judging.engine.panel_runner import judge_many
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 
 N_VERDICTS = 100_000
@@ -93,7 +94,7 @@ def _verdict(rng: random.Random, item_id: str, critic: str) -> Verdict:
 
 
 def _seed_run(db: Any, n_items: int, tag: str) -> tuple[int, list[Item]]:
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.panels import save_panel
     from storage.runs import create_run
 
@@ -183,9 +184,9 @@ def bench_footprint(workdir: Path) -> None:
     request templates and reply dictionaries, after VACUUM, over the number of calls (SQLite's
     dbstat table)."""
     from judging.demo import demo_dataset_path, demo_panel_path
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
 
@@ -210,7 +211,7 @@ def bench_review(workdir: Path) -> None:
     from storage.calls import write_verdicts
     from storage.consensus import set_item_alpha, write_consensus
     from storage.db import open_db
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     db = open_db(workdir / "review.db")
     run_id, items = _seed_run(db, N_REVIEW_ITEMS, "review")
@@ -256,7 +257,7 @@ def bench_throughput(workdir: Path, repeats: int = 3) -> None:
         make_panel,
     )
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
 
     calls = ITEMS * 3
@@ -266,7 +267,7 @@ def bench_throughput(workdir: Path, repeats: int = 3) -> None:
         panel = make_panel(sim.base_url)
         raw = make_items()
         items = [Item(id=r["id"], fields={k: v for k, v in r.items() if k != "id"}) for r in raw]
-        panel.judge_many(raw[:100], concurrency=CONCURRENCY)  # warm-up
+        judge_many(panel, raw[:100], concurrency=CONCURRENCY)  # warm-up
         walls, engine_walls, cpus, engine_cpus = [], [], [], []
         for n in range(repeats):
             # A fresh database each time: otherwise every call would be a cache hit.
@@ -289,7 +290,7 @@ def bench_throughput(workdir: Path, repeats: int = 3) -> None:
             db.close()
             sim.reset()
             start, cpu = time.perf_counter(), time.process_time()
-            panel.judge_many(raw, concurrency=CONCURRENCY)
+            judge_many(panel, raw, concurrency=CONCURRENCY)
             engine_walls.append(time.perf_counter() - start)
             engine_cpus.append(time.process_time() - cpu)
         wall = statistics.median(walls)

@@ -34,8 +34,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from benchmarks.report import bench_line
-from judging.panel import Panel
+from benchmarks.figures import bench_line
+from judging.engine.panel_runner import judge_many
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
 
 ITEMS = 1000
@@ -109,7 +110,7 @@ def make_items() -> list[dict[str, Any]]:
 def run_engine(panel: Panel, items: list[dict[str, Any]]) -> tuple[float, float, int]:
     """One run through the engine: (wall s, client CPU s, failed verdicts)."""
     wall0, cpu0 = time.perf_counter(), time.process_time()
-    verdicts = panel.judge_many(items, concurrency=CONCURRENCY)
+    verdicts = judge_many(panel, items, concurrency=CONCURRENCY)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     failed = sum(1 for pv in verdicts for v in pv.verdicts if not v.ok)
     return wall, cpu, failed
@@ -156,7 +157,7 @@ def run() -> None:
         calls = ITEMS * CRITICS
         ideal = calls * LATENCY_MS / 1000.0 / CONCURRENCY
         # Warm-up: imports, first connections, the simulator's threads.
-        panel.judge_many(items[:100], concurrency=CONCURRENCY)
+        judge_many(panel, items[:100], concurrency=CONCURRENCY)
         walls, cpus, peaks, floor_walls, floor_cpus = [], [], [], [], []
         for _ in range(REPEATS):
             sim.reset()

@@ -24,9 +24,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.bench_throughput import SimulatorProcess
-from benchmarks.report import bench_line
-from judging.calls import CallRunner, VendorTransport
-from judging.critics import Critic
+from benchmarks.figures import bench_line
+from judging.engine.calls import CallRunner, VendorTransport
+from judging.panel.critics import Critic
 from judging.scales import Scale
 from judging.verdicts import Item
 

@@ -20,13 +20,13 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.report import bench_line, large_import_env, size_tag
+from benchmarks.figures import bench_line, large_import_env, size_tag
 
 # Run in a child, so each import's peak memory is its own.
 # Peak memory from VmHWM: ru_maxrss would carry over the parent's size from before the exec.
 _IMPORT = """
 import sys, time
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 start = time.perf_counter()

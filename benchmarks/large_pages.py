@@ -31,6 +31,7 @@ import pathlib
 import tempfile
 import time
 
+from benchmarks.figures import bench_line, size_tag
 from benchmarks.pages_browser import (
     CHROMIUM,
     build_run,
@@ -42,7 +43,6 @@ from benchmarks.pages_browser import (
     settle,
     warm_median,
 )
-from benchmarks.report import bench_line, size_tag
 
 
 def _seeded(path: pathlib.Path, n: int) -> tuple[int, float | None]:
@@ -64,7 +64,7 @@ def _override(path: pathlib.Path, run_id: int) -> None:
     """A reviewer's decision on the run's first item, written as the Review page writes it."""
     from storage.db import open_db
     from storage.overrides import add_override
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     db = open_db(path)
     try:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.report import bench_line, large_import_env, size_tag
+from benchmarks.figures import bench_line, large_import_env, size_tag
 
 CRITICS = ("careful", "lenient", "strict")
 

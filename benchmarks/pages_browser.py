@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.report import size_tag
-from judging.critics import Critic
-from judging.panel import Panel
+from benchmarks.figures import size_tag
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 
@@ -34,7 +34,7 @@ TIMEOUT_MS = 180_000
 
 
 class _Parsed:
-    """What `storage.datasets.save_dataset` reads from an import, built in memory."""
+    """What `storage.dataset_store.save_dataset` reads from an import, built in memory."""
 
     def __init__(self, items: list[Item]) -> None:
         self.items = items
@@ -99,7 +99,7 @@ def build_run(path: pathlib.Path, n_items: int) -> tuple[int, int]:
     from judging.runs.jobs import prepare_run
     from storage.calls import write_verdicts
     from storage.consensus import set_item_alpha, write_consensus
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.runs import refresh_run_totals, set_run_status
 

@@ -80,13 +80,13 @@ class Verdict:
     model: str | None = None
     simulated: bool = False
     cached: bool = False  # served from the cache of an earlier successful call
-    # The calls behind a critic that makes more than one per item (`judging.compound`): in the
+    # The calls behind a critic that makes more than one per item (`judging.panel.compound`): in the
     # order they were made. Empty for a single call, which is its own evidence.
     steps: list[Verdict] = field(default_factory=list)
     role: str | None = None  # a step's part in the chain: "reason", "judge", "verify", ...
     sample: int = 0  # which repeat a step belongs to (0 = the first)
     swapped: bool = False  # a pairwise step asked with the two responses swapped
-    # A rubric critic's mark and reason per criterion (`judging.rubric`); its score is theirs.
+    # A rubric critic's mark and reason per criterion (`judging.panel.rubric`); its score is theirs.
     marks: dict[str, tuple[str, str | None]] = field(default_factory=dict)
 
     @property

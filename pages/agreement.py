@@ -5,8 +5,8 @@ import math
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from judging.panel_files import load_panel
-from judging.voting import tie_rule_text
+from judging.panel.panel_files import load_panel
+from judging.voting.strategies import tie_rule_text
 from pages.ui import charts
 from pages.ui.agreement_data import (
     run_pairwise_report,
@@ -17,16 +17,16 @@ from pages.ui.agreement_data import (
 )
 from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
-from pages.ui.text import plain
-from storage.datasets import get_dataset
+from pages.ui.text_format import plain
+from storage.dataset_store import get_dataset
 from storage.overrides import blind_labels
-from storage.review import tie_breaks
+from storage.review_queue import tie_breaks
 from storage.runs import get_run
 
 ensure_app_shell()

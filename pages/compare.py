@@ -3,9 +3,9 @@ accuracy with intervals and McNemar's test, cost side by side)."""
 
 import streamlit as st
 
-from judging.runs.compare import compare_runs
+from judging.runs.compare_runs import compare_runs
 from pages.ui.compare_view import pick_other_run, render_comparison
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db

@@ -4,13 +4,13 @@ import pandas as pd
 import streamlit as st
 
 from judging.runs.pairs import pairs_dataset
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
-from pages.ui.team import visitor
-from pages.ui.text import plain
+from pages.ui.team_view import visitor
+from pages.ui.text_format import plain
 from storage.column_guess import GUESS_ROWS, guess_columns
-from storage.datasets import delete_dataset, items_frame, list_datasets, save_dataset
+from storage.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
 from storage.importing import (
     SUPPORTED_EXTENSIONS,
     preview_dataset,

@@ -6,15 +6,15 @@ from functools import partial
 
 import streamlit as st
 
-from judging.panel_files import load_panel
-from judging.runs.export import export_options
+from judging.panel.panel_files import load_panel
+from judging.runs.export_run import export_options
 from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db
-from storage.export import (
+from storage.export_files import (
     FORMATS,
     ExportOptions,
     export_bytes,

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice

@@ -6,17 +6,17 @@ import streamlit as st
 
 from judging.demo import demo_panel_path
 from judging.errors import PlaceholderError
-from judging.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
-from judging.vendors import PRESETS
+from judging.panel.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
+from judging.panel.vendors import PRESETS
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.critic_check_view import check_button
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.judge import STAND_IN, judge_one, request_preview
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
-from pages.ui.text import plain
-from storage.datasets import list_datasets, load_items
+from pages.ui.text_format import plain
+from storage.dataset_store import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
 SAVED_KEY = "panel_page.saved_version"

@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from judging.runs.decisions import decision_rule
 from judging.runs.evidence import fill_requests
+from judging.runs.final_decisions import decision_rule
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui import audit_view
 from pages.ui import review_keys as keys
@@ -23,18 +23,18 @@ from pages.ui.decision_form import (
     preselected_label,
     unactionable_hint,
 )
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.rubric_view import criterion_mark_form, rubric_grid
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from pages.ui.team import reviewer_field, visitor
-from pages.ui.text import plain
+from pages.ui.team_view import reviewer_field, visitor
+from pages.ui.text_format import plain
 from storage.db import StorageError
 from storage.leases import held_by_others, release_lease, take_lease
 from storage.overrides import accept_consensus, add_override, blind_label
-from storage.review import item_detail, item_position, review_table
+from storage.review_queue import item_detail, item_position, review_table
 from storage.runs import get_run
 
 ensure_app_shell()

@@ -5,15 +5,15 @@ from typing import Any
 import pydantic
 import streamlit as st
 
+from judging.engine.estimate import estimate_run
+from judging.engine.ledger import Ledger, format_usd
 from judging.errors import JuryboxError
-from judging.estimate import estimate_run
-from judging.ledger import Ledger, format_usd
-from judging.panel_files import load_panel, panel_hash
+from judging.panel.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
-from pages.ui.budget import budget_inputs
+from pages.ui.budget_view import budget_inputs
 from pages.ui.critic_check_view import check_button, start_warning
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.progress import (
     batch_rows,
     critic_rows,
@@ -27,7 +27,7 @@ from pages.ui.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.calls import call_counts
-from storage.datasets import list_datasets, load_items
+from storage.dataset_store import list_datasets, load_items
 from storage.panels import list_panels
 from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches

@@ -4,16 +4,16 @@ far they agree with each other, and adjudicate where they conflict."""
 import pandas as pd
 import streamlit as st
 
+from judging.analysis.team_review import plan_assignment, reviewer_agreement
 from judging.errors import DataError
-from judging.team_review import plan_assignment, reviewer_agreement
 from pages.ui import review_view as rv
 from pages.ui.decision_form import checked_decision, curation_fields, unactionable_hint
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
-from pages.ui.team import reviewer_field, visitor
-from pages.ui.text import plain
+from pages.ui.team_view import reviewer_field, visitor
+from pages.ui.text_format import plain
 from storage.assignments import (
     PACE_BREAK_SECONDS,
     adjudicated_items,
@@ -25,7 +25,7 @@ from storage.assignments import (
     save_assignment,
 )
 from storage.overrides import add_override
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
 ensure_app_shell()

@@ -22,7 +22,7 @@ from storage.consensus import (
     set_item_alpha,
     write_consensus,
 )
-from storage.datasets import (
+from storage.dataset_store import (
     SavedDataset,
     delete_dataset,
     find_dataset_by_hash,
@@ -35,7 +35,7 @@ from storage.datasets import (
 )
 from storage.db import NotFoundError, StorageError, default_db_path, open_db
 from storage.decisions import DecisionRule, final_decisions
-from storage.export import export_bytes, export_frame, export_run
+from storage.export_files import export_bytes, export_frame, export_run
 from storage.overrides import (
     accept_consensus,
     add_override,
@@ -45,7 +45,7 @@ from storage.overrides import (
     override_history,
 )
 from storage.panels import get_panel, list_panels, save_panel
-from storage.review import (
+from storage.review_queue import (
     gold_labels,
     item_detail,
     item_position,

@@ -1,13 +1,13 @@
 """A run's audit sample: the items drawn at random for a blind review, with their design.
 
-Why a table of its own: the estimate of the panel's accuracy (`judging.audit_stats`) may only
+Why a table of its own: the estimate of the panel's accuracy (`judging.analysis.audit_stats`) may only
 use items chosen at random, never the ones a human looked at because the critics disagreed.
 An item is in the audit by being drawn here; its human label is its first blind label
 (`storage.overrides`, `blind`). Overrides of items outside the sample, and non-blind ones, never
 reach the estimate.
 
 Strata are the panel's agreement levels. Their cut points belong to the domain
-(`judging.audit_stats.stratum_cuts()`) and arrive here as parameters, bound like any value, so
+(`judging.analysis.audit_stats.stratum_cuts()`) and arrive here as parameters, bound like any value, so
 the SQL below and the Python there put an item in the same stratum.
 """
 
@@ -26,7 +26,7 @@ from storage.db import NotFoundError, StorageError, now
 _STRATUM = ("CASE WHEN c.agreement >= :unanimous THEN 0 WHEN c.agreement > :majority THEN 1"
             " ELSE 2 END")
 
-# The label-next sort of the Review table (`storage.review.SORTS["label_next"]`): the queue's
+# The label-next sort of the Review table (`storage.review_queue.SORTS["label_next"]`): the queue's
 # items by rank, then every other item.
 QUEUE_RANK_SQL = ("coalesce((SELECT a.queue_rank FROM audit_items a WHERE a.run_id = c.run_id"
                   " AND a.item_id = c.item_id), 9000000000000000)")

@@ -195,7 +195,7 @@ def decided_call_counts(db: sqlite_utils.Database, run_id: int) -> list[tuple[An
         the calls not answered from the cache, cached calls, calls without a price, any
         simulated): one per distinct combination. A call "without a price" was sent
         (attempts > 0), has no cost, and either succeeded or reported tokens
-        (`judging.ledger.Ledger` decides the same for a verdict in memory).
+        (`judging.engine.ledger.Ledger` decides the same for a verdict in memory).
     """
     return [tuple(row) for row in db.execute(
         "SELECT k.critic, k.failure, k.label, k.score, i.gold, count(*),"

@@ -229,7 +229,7 @@ def _two_level_cache(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0005_run_ledger")
 def _run_ledger(db: sqlite_utils.Database) -> None:
-    # The run ledger (`judging.ledger.Ledger`): what a run sent and paid, accumulated by its jobs
+    # The run ledger (`judging.engine.ledger.Ledger`): what a run sent and paid, accumulated by its jobs
     # as JSON, so a re-run failure's first attempts stay paid and a cache hit never is. Runs made
     # before it get their ledger rebuilt from their calls, counting as `Ledger.add` does (cached
     # rows carry the tokens and cost of the call that first made them: not paid again).
@@ -387,7 +387,7 @@ def _rubric_marks(db: sqlite_utils.Database) -> None:
 @migrations(name="0017_request_templates")
 def _request_templates(db: sqlite_utils.Database) -> None:
     # A critic's request for any item, with each field marked, stored once per run
-    # (`judging.calls.template`): a plain call's request is then rebuilt from it and the item
+    # (`judging.engine.calls.template`): a plain call's request is then rebuilt from it and the item
     # instead of being stored whole (about 1.5 KB a verdict). `request_rebuilt` marks the rows
     # whose request was left to the template because the rebuild was checked to give exactly
     # the bytes sent; rows from before keep their request as they were.
@@ -409,7 +409,7 @@ def _request_templates(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0018_vendor_batches")
 def _vendor_batches(db: sqlite_utils.Database) -> None:
-    # Batch mode (`judging.batches`): the batches a run handed to a vendor, so polling
+    # Batch mode (`judging.engine.batches`): the batches a run handed to a vendor, so polling
     # survives any restart (`jurybox resume`, the app's Resume), and each result line as the
     # vendor wrote it until the run has read it into its calls (then it is deleted: the call
     # row keeps the reply). A result's key is its call's cache key (the line's custom_id).
@@ -473,7 +473,7 @@ def _reply_dictionaries(db: sqlite_utils.Database) -> None:
 def _review_order_indexes(db: sqlite_utils.Database) -> None:
     # Review's first page at 1,000,000 items: the default "most contested first" order sorted
     # every matching row in a temporary B-tree (0.26 s, and 1.7 s to reach the last page). An
-    # index on exactly the expressions of `storage.review.SORTS["contested"]` hands the rows
+    # index on exactly the expressions of `storage.review_queue.SORTS["contested"]` hands the rows
     # over in that order, so LIMIT stops after one page. Its first two columns are those of
     # consensus_contested (the count of disagreements), which it replaces. "File order" gets
     # its own index, and tied votes a partial one (the Agreement page counts them every rerun).
@@ -545,7 +545,7 @@ def _review_leases(db: sqlite_utils.Database) -> None:
 @migrations(name="0024_audit_sample")
 def _audit_sample(db: sqlite_utils.Database) -> None:
     # An audit sample (`storage.audit`): items drawn at random within the panel's agreement
-    # strata and labelled blind, from which `judging.audit_stats` estimates the panel's accuracy
+    # strata and labelled blind, from which `judging.analysis.audit_stats` estimates the panel's accuracy
     # on every item. Each row keeps its design: the stratum it was drawn from, that stratum's
     # size and the item's weight when drawn, and whether a draw ("Draw an audit sample") or
     # the label-next queue drew it. `draw_order` is the order to label in (random within a
@@ -572,7 +572,7 @@ def _audit_sample(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0025_record_chain")
 def _record_chain(db: sqlite_utils.Database) -> None:
-    # The verifiable review record (`judging.record_chain`, `storage.record_chain`): one hash
+    # The verifiable review record (`judging.analysis.hash_chain`, `storage.record_chain`): one hash
     # chain per run over every stored verdict, decision and override, in commit order. One
     # append-only table rather than a `chain_hash` column on each table: calls and decisions
     # are rewritten in place (a resume, a re-judge), and a column would lose the history that

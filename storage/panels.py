@@ -13,9 +13,9 @@ def save_panel(db: sqlite_utils.Database, *, panel_hash: str, name: str, yaml_te
     """Save a panel version; saving the same hash again is a no-op.
 
     Args:
-        panel_hash: `judging.panel_files.panel_hash(panel)`, the version's identity.
+        panel_hash: `judging.panel.panel_files.panel_hash(panel)`, the version's identity.
         name: the panel's name, for lists.
-        yaml_text: `judging.panel_files.dump_panel(panel)`; it never holds a key (critics name
+        yaml_text: `judging.panel.panel_files.dump_panel(panel)`; it never holds a key (critics name
             the variable that holds theirs).
 
     Returns:

@@ -1,6 +1,6 @@
 """The verifiable review record in SQLite: the chain table, sealing rows into it, checking it.
 
-What is hashed, and how, is `judging.record_chain` (pure). Here: `record_chain(run_id, seq,
+What is hashed, and how, is `judging.analysis.hash_chain` (pure). Here: `record_chain(run_id, seq,
 kind, key, content, parts, sample_probability, hash)`, one row per record version, appended in
 commit order (migration 0025_record_chain says why a table and not a column per row).
 
@@ -34,7 +34,7 @@ from typing import Any
 
 import sqlite_utils
 
-from judging.record_chain import (
+from judging.analysis.hash_chain import (
     CALL,
     CRITERION_OVERRIDE,
     DECISION,

@@ -88,7 +88,7 @@ def list_runs(db: sqlite_utils.Database, *, dataset_id: int | None = None) -> li
 
     Each row: id, name, dataset_id, dataset_name, panel_hash, panel_name, status, created_at,
     started_at, finished_at, n_items, critics (list), total_calls, ok_calls, failed_calls,
-    cached_calls (stored rows of each kind), ledger (dict: the run's `judging.ledger.Ledger`
+    cached_calls (stored rows of each kind), ledger (dict: the run's `judging.engine.ledger.Ledger`
     totals — what it sent and paid), simulated, error.
     """
     if dataset_id is None:

@@ -33,7 +33,7 @@ CHROMIUM_ARGS = [
 
 
 def shown(markdown: str) -> str:
-    """The text a reader sees for markdown made with `pages.ui.text.plain` (AppTest gives an
+    """The text a reader sees for markdown made with `pages.ui.text_format.plain` (AppTest gives an
     alert's or caption's raw markdown): backslash escapes resolved, invisible joiners dropped."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
@@ -73,9 +73,9 @@ def make_demo_db(path: pathlib.Path) -> int:
         The run id.
     """
     from judging.demo import demo_dataset_path, demo_panel_path
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
     from storage.runs import get_run

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from judging.calls import CallRunner, RetryPolicy
-from judging.critics import Critic
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.panel.critics import Critic
 from judging.scales import Scale
 
 SECRET_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"

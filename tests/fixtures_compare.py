@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from judging.demo import demo_panel_v2_path
-from judging.panel import Panel
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from judging.runs.jobs import JobRegistry, prepare_run
 from storage.db import open_db
 from storage.runs import get_run

@@ -39,15 +39,15 @@ REVIEWER = f"[admin]({EVIL}/reviewer)"
 def make_hostile_db(path: pathlib.Path) -> int:
     """Fill `path` with the hostile dataset, panel, a FINISHED run (on the simulated vendor)
     and two overrides. Returns the run id."""
-    from judging.panel import Panel
-    from judging.panel_files import dump_panel, panel_hash
+    from judging.panel.panel_files import dump_panel, panel_hash
+    from judging.panel.panel_model import Panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
     from storage.overrides import add_override
     from storage.panels import save_panel
-    from storage.review import review_table
+    from storage.review_queue import review_table
     from storage.runs import get_run
 
     buffer = io.StringIO()

@@ -142,10 +142,10 @@ def make_matrix_run(kind: Kind, path: pathlib.Path) -> int:
     Returns:
         The run id.
     """
-    from judging.panel_files import panel_from_dict
+    from judging.panel.panel_files import panel_from_dict
     from judging.runs.jobs import JobRegistry, prepare_run
-    from judging.simulated_vendor import shared_simulator
-    from storage.datasets import save_dataset
+    from judging.simulator.sim_vendor import shared_simulator
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
     from storage.runs import get_run
@@ -251,15 +251,15 @@ class Decision:
 
 
 def band_of(score: float) -> str:
-    """The matrix's thresholds applied to a score (as `judging.voting.band` does)."""
-    from judging.voting import band
+    """The matrix's thresholds applied to a score (as `judging.voting.strategies.band` does)."""
+    from judging.voting.strategies import band
 
     return band(score, THRESHOLDS) or f"{score:g}"
 
 
 def decisions_by_item(run: MatrixRun) -> dict[str, dict[str, Any]]:
     """item id -> its row of the final-decision rule, read fresh."""
-    from judging.runs.decisions import run_decisions
+    from judging.runs.final_decisions import run_decisions
     from storage.decisions import decision_records
 
     run.close()
@@ -267,7 +267,7 @@ def decisions_by_item(run: MatrixRun) -> dict[str, dict[str, Any]]:
 
 
 def class_name(run: MatrixRun, item_id: str) -> str:
-    from storage.review import item_detail
+    from storage.review_queue import item_detail
 
     return str(item_detail(run.db, run.run_id, item_id)["fields"]["candidate_class"])
 
@@ -533,8 +533,8 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 def export_payload(run: MatrixRun, fmt: str) -> bytes:
     """The export as the Export page builds it, with the full override history and fields."""
-    from judging.runs.export import export_options
-    from storage.export import ExportOptions, export_bytes
+    from judging.runs.export_run import export_options
+    from storage.export_files import ExportOptions, export_bytes
 
     run.close()
     options = export_options(run.db, run.run_id, ExportOptions(history=True, fields=True))
@@ -583,7 +583,7 @@ def as_number(value: Any) -> float | None:
 
 def history_lines(run: MatrixRun) -> list[dict[str, Any]]:
     """The run's override history as the Export page's "override history (JSONL)" gives it."""
-    from storage.export import override_history_bytes
+    from storage.export_files import override_history_bytes
 
     run.close()
     return [json.loads(line) for line in

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from judging.demo import demo_gold, demo_profiles
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
 
 SimulatorFactory = Callable[..., SimulatorServer]
 

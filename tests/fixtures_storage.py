@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from judging.critics import Critic
-from judging.panel import Panel
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from storage.calls import write_verdicts
 from storage.consensus import write_consensus
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.panels import save_panel
 from storage.runs import create_run

@@ -762,7 +762,7 @@ def _child_growth(content: bytes, limits: ImportLimits) -> int:
 
 
 def _stored(outcome: Outcome, db: Any) -> list[str]:
-    from storage.datasets import load_items, save_dataset
+    from storage.dataset_store import load_items, save_dataset
 
     if outcome.parsed is not None:
         try:

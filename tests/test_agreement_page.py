@@ -17,12 +17,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import pages.ui.agreement_data as agreement_data
-from judging.runs.report import run_agreement_report
+from judging.runs.run_report import run_agreement_report
 from pages.ui import charts
 from storage.calls import write_verdicts
 from storage.db import open_db
 from storage.overrides import add_override, human_labels
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from storage.runs import add_to_ledger
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -204,7 +204,7 @@ def test_the_run_page_opens_with_the_panel_a_link_names(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
     from judging.demo import demo_panel_path
-    from judging.panel_files import dump_panel, load_panel, panel_hash
+    from judging.panel.panel_files import dump_panel, load_panel, panel_hash
     from pages.ui.panel_form import RUN_PANEL_PARAM
     from storage.panels import save_panel
 

@@ -13,7 +13,7 @@ import tomllib
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.db import open_db
 from tests.fixtures_app import ROOT, running_app, shown
 
@@ -150,7 +150,7 @@ def test_an_id_column_named_review_id_is_guessed(app_db: pathlib.Path) -> None:
 
 
 def test_after_an_import_the_page_points_to_panel_and_run(app_db: pathlib.Path) -> None:
-    from storage.datasets import list_datasets
+    from storage.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -208,7 +208,7 @@ def test_home_can_still_start_a_new_demo_run(demo_db: tuple[pathlib.Path, int]) 
 def _own_data_run(path: pathlib.Path, *, dataset_name: str = "my data") -> int:
     """A pending run of simulated critics over a dataset that is not the demo's."""
     from judging.runs.jobs import prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from tests.fixtures_storage import make_parsed, tiny_panel
 
     db = open_db(path)
@@ -241,10 +241,10 @@ def test_the_demo_run_needs_no_such_notice(demo_db: tuple[pathlib.Path, int], pa
 
 
 def test_simulated_notice_names_only_the_simulated_critics(app_db: pathlib.Path) -> None:
-    from judging.critics import Critic
+    from judging.panel.critics import Critic
     from judging.runs.jobs import prepare_run
     from pages.ui.simulated import simulated_notice
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.runs import get_run
     from tests.fixtures_storage import make_parsed, tiny_panel
 
@@ -284,9 +284,9 @@ def test_agreement_and_review_say_simulated_critics_do_not_read_the_users_items(
 ) -> None:
     """Simulated critics on an uploaded CSV: the gold figures sit beside the warning."""
     from judging.demo import demo_panel_path
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.importing import read_dataset
 
     data = app_db.parent / "mine.csv"

@@ -113,7 +113,7 @@ def test_demo_click_starts_the_run_then_cancel_and_resume(app_db: pathlib.Path) 
 
 
 def test_datasets_bad_upload_shows_the_error_and_writes_nothing(app_db: pathlib.Path) -> None:
-    from storage.datasets import list_datasets
+    from storage.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -129,7 +129,7 @@ def test_datasets_bad_upload_shows_the_error_and_writes_nothing(app_db: pathlib.
 
 
 def test_datasets_good_upload_imports_with_the_chosen_mapping(app_db: pathlib.Path) -> None:
-    from storage.datasets import list_datasets
+    from storage.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -146,7 +146,7 @@ def test_datasets_good_upload_imports_with_the_chosen_mapping(app_db: pathlib.Pa
 
 
 def test_panel_page_builds_and_saves_a_panel(app_db: pathlib.Path) -> None:
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from storage.panels import list_panels
 
     at = open_page("panel")
@@ -256,7 +256,7 @@ def test_export_offers_every_format_and_the_panel(demo_db: tuple[pathlib.Path, i
 
 
 def test_review_opens_the_items_two_critics_disagree_on(demo_db: tuple[pathlib.Path, int]) -> None:
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id), "critic_a": "careful",
@@ -294,7 +294,7 @@ def test_panel_page_tests_one_critic_on_one_item_and_shows_the_raw_exchange(
 def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     path, run_id = demo_db
     k = f"rv{run_id}."
@@ -393,7 +393,7 @@ def test_a_run_left_running_by_a_dead_process_shows_interrupted_and_resumes(
 
 
 def test_datasets_page_deletes_an_unused_dataset_after_confirmation(app_db: pathlib.Path) -> None:
-    from storage.datasets import list_datasets
+    from storage.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -432,7 +432,7 @@ def test_run_page_shows_an_unknown_price_as_unknown_never_zero(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
     from judging import Critic, Panel, Scale
-    from judging.panel_files import dump_panel, panel_hash
+    from judging.panel.panel_files import dump_panel, panel_hash
     from storage.panels import save_panel
 
     path, _ = demo_db

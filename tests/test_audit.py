@@ -12,13 +12,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from judging.audit_stats import STRATA, stratified_mean, stratum_codes
+from judging.analysis.audit_stats import STRATA, stratified_mean, stratum_codes
 from judging.errors import StorageError
-from judging.runs.audit import draw_audit_sample, refresh_label_next, run_audit, usable_labels
+from judging.runs.audit_run import draw_audit_sample, refresh_label_next, run_audit, usable_labels
 from storage.audit import audit_items
 from storage.db import open_db
 from storage.overrides import add_override
-from storage.review import gold_labels, item_position, review_table
+from storage.review_queue import gold_labels, item_position, review_table
 from storage.runs import set_run_status
 from tests.fixtures_app import shown
 from tests.test_app_smoke import all_text, no_exception, open_page

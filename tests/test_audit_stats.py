@@ -1,4 +1,4 @@
-"""The audit's statistics (`judging.audit_stats`): the stratified estimator against a worked
+"""The audit's statistics (`judging.analysis.audit_stats`): the stratified estimator against a worked
 example and an independent numpy reference, PPI's label shares against the published formula,
 the sampling helpers, the label-next allocation, and the intervals' coverage on a small seeded
 simulation (the 200-run figures are `benchmarks/bench_audit.py`'s)."""
@@ -11,7 +11,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from judging.audit_stats import (
+from judging.analysis.audit_stats import (
     STRATA,
     AuditPopulation,
     AuditSample,

@@ -17,25 +17,25 @@ from typing import Any
 
 import pytest
 
-from judging.anthropic_messages import messages_params
-from judging.batches import lines as batch_lines
-from judging.batches.lines import batch_line, chunked
-from judging.batches.results import parse_results
-from judging.calls.prepare import prepare_call
-from judging.critics import Critic
+from judging.engine.anthropic_messages import messages_params
+from judging.engine.batches import lines as batch_lines
+from judging.engine.batches.batch_results import parse_results
+from judging.engine.batches.lines import batch_line, chunked
+from judging.engine.calls.prepare import prepare_call
+from judging.engine.estimate import estimate_run
+from judging.engine.parsing import parse_reply
 from judging.errors import ConfigError
-from judging.estimate import estimate_run
-from judging.panel import Panel
-from judging.panel_checks import check_panel
-from judging.panel_files import save_panel
-from judging.parsing import parse_reply
+from judging.panel.critics import Critic
+from judging.panel.panel_checks import check_panel
+from judging.panel.panel_files import save_panel
+from judging.panel.panel_model import Panel
+from judging.panel.vendors import cost_usd
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
-from judging.simulator import SimulatorServer
-from judging.vendors import cost_usd
+from judging.simulator.sim_server import SimulatorServer
 from judging.verdicts import Item
 from storage.calls import load_verdicts
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
 from storage.vendor_batches import run_batches

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pathlib
 
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.simulator import SimulatorServer
-from storage.datasets import save_dataset
+from judging.simulator.sim_server import SimulatorServer
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
 from storage.vendor_batches import run_batches

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 DEMO_TIMEOUT_MS = 90_000
 CRITICS = ("careful", "lenient", "strict", "flaky")
-# `pages.ui.text.plain` puts this invisible joiner into text from data (it breaks autolinks).
+# `pages.ui.text_format.plain` puts this invisible joiner into text from data (it breaks autolinks).
 JOINER = "\u2060"
 
 
@@ -84,7 +84,7 @@ def test_home_offers_the_demo_run_it_already_has(app_page: Any, app_server: dict
 
 
 def test_review_shows_the_contested_items(app_page: Any, app_server: dict[str, Any]) -> None:
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/review?run={run_id}")
@@ -181,7 +181,7 @@ def test_export_downloads_the_rows_of_the_database(
 def test_malformed_upload_shows_its_error_and_adds_nothing(
     app_page: Any, app_server: dict[str, Any]
 ) -> None:
-    from storage.datasets import list_datasets
+    from storage.dataset_store import list_datasets
 
     before = len(list_datasets(open_db(app_server["db"])))
     goto(app_page, app_server, "/datasets")

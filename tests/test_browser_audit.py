@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from judging.runs.audit import run_audit
+from judging.runs.audit_run import run_audit
 from storage.audit import queue_ranks
 from storage.db import open_db
 from storage.overrides import blind_labels

@@ -18,7 +18,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
-from storage.review import review_table
+from storage.review_queue import review_table
 from tests.fixtures_app import (
     BROWSER_TIMEOUT_MS,
     Watch,

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from judging.demo import demo_dataset_path
-from judging.panel_files import dump_panel, load_panel, panel_hash
-from judging.simulator import Profile
-from storage.datasets import save_dataset
+from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+from judging.simulator.sim_server import Profile
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.overrides import override_history
@@ -73,7 +73,7 @@ def test_start_then_cancel_at_once_cancels_that_run(app_page: Any, slow_vendor_a
 
 
 def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) -> None:
-    from storage.review import review_table
+    from storage.review_queue import review_table
 
     expect = _expect()
     path, run_id = demo_db

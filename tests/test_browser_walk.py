@@ -20,7 +20,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
-from storage.review import review_table
+from storage.review_queue import review_table
 from storage.runs import get_run, list_runs
 from tests.fixtures_app import Watch, name_the_reviewer, running_app, script_run, settled
 

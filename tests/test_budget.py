@@ -9,14 +9,14 @@ import pathlib
 import pydantic
 import pytest
 
-from judging.budget import BudgetCap, BudgetGuard
+from judging.engine.budget import BudgetCap, BudgetGuard
+from judging.engine.ledger import Ledger
 from judging.errors import ConfigError
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from storage.calls import successful_pairs
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.runs import get_run
@@ -122,7 +122,7 @@ def test_the_cli_stops_at_the_cap_says_how_to_go_on_and_resumes(tmp_path, simula
 
     server = simulator_factory(profiles={"a": Profile(), "b": Profile()}, gold=None)
     _, _, panel = _setup(tmp_path, server, priced=True)
-    from judging.panel_files import save_panel
+    from judging.panel.panel_files import save_panel
 
     panel_file = tmp_path / "p.yaml"
     save_panel(panel, panel_file)

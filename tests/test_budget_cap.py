@@ -21,12 +21,12 @@ import threading
 
 import pytest
 
-from judging.budget import TYPICAL_REPLY_TOKENS, BudgetCap, BudgetGuard
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
+from judging.engine.budget import TYPICAL_REPLY_TOKENS, BudgetCap, BudgetGuard
+from judging.engine.ledger import Ledger
+from judging.panel.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.runs import get_run

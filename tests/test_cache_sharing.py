@@ -3,7 +3,7 @@
 A self-verify critic's first step sends exactly the request of a single critic with the same
 model and prompt. Both were paid in one run: the two calls of an item go out together, both
 miss the cache, and both are sent. Now a request identical to one in flight waits for its
-answer (`judging.calls.single_flight`) and is served from the cache.
+answer (`judging.engine.calls.single_flight`) and is served from the cache.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ import httpx
 import pytest
 import yaml
 
-from judging.calls import CallRunner, MemoryCache
-from judging.calls.single_flight import SingleFlight
-from judging.critics import Critic
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
+from judging.engine.calls import CallRunner, MemoryCache
+from judging.engine.calls.single_flight import SingleFlight
+from judging.engine.ledger import Ledger
+from judging.panel.critics import Critic
+from judging.panel.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from judging.verdicts import Item
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.runs import get_run

@@ -9,20 +9,26 @@ import pathlib
 
 import pytest
 
-from judging.calibration import calibrate, suggested_weight
-from judging.critics import Critic
-from judging.few_shot import EXAMPLES_HEADER, Example, choose_examples, render_examples, with_examples
-from judging.panel_files import load_panel, panel_hash
+from judging.analysis.calibration import calibrate, suggested_weight
+from judging.analysis.few_shot import (
+    EXAMPLES_HEADER,
+    Example,
+    choose_examples,
+    render_examples,
+    with_examples,
+)
+from judging.panel.critics import Critic
+from judging.panel.panel_files import load_panel, panel_hash
 from judging.runs.calibrate import few_shot_panel, run_calibration, save_panel_version
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from storage.consensus import load_panel_verdicts
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.overrides import add_override, human_labels
 from storage.panels import list_panels
-from storage.review import review_table
+from storage.review_queue import review_table
 from storage.runs import get_run
 
 LABELS = ["KEEP", "REJECT", "SPLIT"]
@@ -159,7 +165,7 @@ def test_a_few_shot_panel_is_a_new_version_of_the_run_panel(calibration_run):
     assert panel_hash(panel) != panel_hash(original)
     # Only the reviewed items are read; the examples are the ones the whole run gives.
     from storage.calls import load_verdicts
-    from storage.datasets import load_items
+    from storage.dataset_store import load_items
     from storage.overrides import latest_overrides
     from storage.runs import get_run
 
@@ -213,7 +219,7 @@ def test_the_taught_critic_is_tried_on_the_items_it_got_wrong_and_nothing_is_sto
     assert all(r.human == humans[r.item_id] and r.before != r.human for r in rows)
     # Read item by item for the reviewed items only: the first 5 it got wrong, in file order.
     from storage.calls import load_verdicts
-    from storage.datasets import load_items
+    from storage.dataset_store import load_items
     from storage.runs import get_run
 
     said = {v.item_id: (v.label if v.failure is None else None)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
-from judging.critics import Critic
-from judging.panel import Panel, VendorLimits
+from judging.engine.panel_runner import judge_many
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel, VendorLimits
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from tests.fixtures_network import LocalVendor, Reply, SeenRequest
@@ -43,7 +44,7 @@ def test_calls_queued_behind_a_vendor_limit_are_not_sent_after_cancel(
                   limits={"custom": VendorLimits(max_concurrency=LIMIT)})
     cancel = threading.Event()
     results: list[PanelVerdict] = []
-    run = threading.Thread(target=lambda: results.extend(panel.judge_many(
+    run = threading.Thread(target=lambda: results.extend(judge_many(panel,
         [Item(f"i{k}", {"text": f"x{k}"}) for k in range(CALLS)], concurrency=CALLS,
         cancel=cancel,
     )))

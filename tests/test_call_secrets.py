@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from judging.calls import CallRunner, RetryPolicy
-from judging.calls.scrub import Scrubber
-from judging.critics import Critic
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.engine.calls.scrub import Scrubber
+from judging.panel.critics import Critic
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
 from tests.fixtures_calls import chat_body

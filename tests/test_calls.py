@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from judging.calls import (
+from judging.engine.calls import (
     CallRunner,
     MemoryCache,
     RetryPolicy,
@@ -21,8 +21,8 @@ from judging.calls import (
     cache_key_for,
     retry_after_seconds,
 )
-from judging.critics import Critic
 from judging.errors import ConfigError
+from judging.panel.critics import Critic
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
 from tests.fixtures_calls import KEY_VAR, SECRET_KEY, Script, chat_body, error, ok

@@ -12,28 +12,28 @@ import pathlib
 
 import pytest
 
-from judging.budget import BudgetCap
-from judging.calls import MemoryCache, prepare_call
-from judging.chains import vote_samples
-from judging.compound import Argument, delimited, transcript
+from judging.analysis.stability import critic_stability, expected_flip_rate
+from judging.engine.budget import BudgetCap
+from judging.engine.calls import MemoryCache, prepare_call
+from judging.engine.chains import vote_samples
+from judging.engine.estimate import estimate_run
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import run_panel
 from judging.errors import ConfigError
-from judging.estimate import estimate_run
-from judging.ledger import Ledger
-from judging.panel import Panel
-from judging.panel_files import load_panel
-from judging.runner import run_panel
+from judging.panel.compound import Argument, delimited, transcript
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.report import run_stability
+from judging.runs.run_report import run_stability
 from judging.scales import Scale
-from judging.simulator import Profile
-from judging.stability import critic_stability, expected_flip_rate
+from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
 from storage.calls import CallCacheStore, successful_pairs, write_verdicts
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
 LABELS = "{kind: nominal, labels: [KEEP, REJECT, SPLIT]}"

@@ -27,7 +27,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import add_override
-from storage.review import review_table
+from storage.review_queue import review_table
 from tests.fixtures_app import Watch, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]

@@ -12,12 +12,12 @@ import httpx
 import pytest
 import yaml
 
-from judging.panel import Panel
+from judging.panel.panel_model import Panel
 from judging.runs.cli import main
 from judging.runs.summary import format_summary, summarize
 from judging.scales import Scale
-from judging.simulated_vendor import shared_simulator
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
+from judging.simulator.sim_vendor import shared_simulator
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from tests.fixtures_simulator import SimulatorFactory
 
@@ -245,7 +245,7 @@ def test_demo_content_is_consistent() -> None:
 
     from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
     from judging.demo.make_dataset import build_rows
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
 
     with demo_dataset_path().open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

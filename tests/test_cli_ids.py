@@ -16,7 +16,7 @@ from judging.demo import demo_panel_path
 from judging.errors import DataError
 from judging.runs.cli import main as cli_main
 from judging.runs.cli_runs import read_for_cli
-from storage.datasets import list_datasets, load_items
+from storage.dataset_store import list_datasets, load_items
 from storage.db import open_db
 from storage.runs import get_run
 

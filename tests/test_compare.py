@@ -1,6 +1,6 @@
 """Version against version on two real runs: the demo panel (A) and its second version (B, one
 critic changed) over the demo dataset, judged over HTTP by the simulator on 127.0.0.1 and stored
-in a real SQLite file. `judging.runs.compare.compare_runs` and `jurybox compare`."""
+in a real SQLite file. `judging.runs.compare_runs.compare_runs` and `jurybox compare`."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import pathlib
 
 import pytest
 
-from judging.budget import BudgetCap
-from judging.compare_stats import mcnemar_exact
+from judging.analysis.compare_stats import mcnemar_exact
 from judging.demo import demo_dataset_path, demo_panel_path, demo_panel_v2_path
+from judging.engine.budget import BudgetCap
+from judging.engine.ledger import Ledger
 from judging.errors import DataError
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
 from judging.runs.cli import main
-from judging.runs.compare import changes_text, compare_runs
+from judging.runs.compare_runs import changes_text, compare_runs
 from judging.runs.jobs import prepare_run
 from storage.consensus import load_consensus
-from storage.datasets import load_items, save_dataset
+from storage.dataset_store import load_items, save_dataset
 from storage.db import NotFoundError, open_db
 from storage.importing import read_dataset
 from storage.overrides import add_override, final_labels

@@ -7,9 +7,9 @@ import pathlib
 
 import pytest
 
-from judging.runs.compare import compare_runs
+from judging.runs.compare_runs import compare_runs
 from judging.runs.jobs import prepare_run
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.overrides import add_override

@@ -1,4 +1,4 @@
-"""Exact McNemar and the paired bootstrap (`judging.compare_stats`) against references.
+"""Exact McNemar and the paired bootstrap (`judging.analysis.compare_stats`) against references.
 
 References:
 - exact fractions, hand-computed: p = 2 * sum_{i<=k} C(n, i) / 2^n, capped at 1;
@@ -18,7 +18,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from judging.compare_stats import (
+from judging.analysis.compare_stats import (
     mcnemar_exact,
     paired_accuracy,
     paired_bootstrap_difference,

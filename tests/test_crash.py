@@ -15,7 +15,7 @@ import time
 import httpx
 
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.runs import get_run
 from tests.fixtures_storage import assert_secret_stored_nowhere, make_parsed, tiny_panel

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from judging.calls import CallRunner, CriticGate, MemoryCache, RetryPolicy
-from judging.critics import Critic
-from judging.panel import Panel
+from judging.engine.calls import CallRunner, CriticGate, MemoryCache, RetryPolicy
+from judging.engine.panel_runner import judge_many
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.runs.cli import main
 from judging.runs.critic_check import (
     CriticCheck,
@@ -23,7 +24,7 @@ from judging.runs.critic_check import (
     check_sentence,
     failed_checks,
 )
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
 from tests.fixtures_calls import KEY_VAR, SECRET_KEY
 from tests.fixtures_network import LocalVendor, Reply, SeenRequest
@@ -261,7 +262,7 @@ def test_check_reads_the_vendors_documented_errors(
 
 class _AdjustingRunner(CallRunner):
     """The real runner, plus what the call layer does when a vendor refuses a parameter of a
-    model it did not know (`CriticGate.adjust`, filled by `judging.calls.runner`)."""
+    model it did not know (`CriticGate.adjust`, filled by `judging.engine.calls.call_runner`)."""
 
     def call(self, critic: Critic, item: Item, scale: Any, **kwargs: Any) -> Verdict:
         gate: CriticGate = kwargs["gate"]
@@ -301,7 +302,7 @@ def test_a_second_check_sends_nothing_and_a_run_reuses_the_answers(
         assert server.stats()["total"] == sent, "the second check is answered from the cache"
         assert all("from the cache: nothing sent or paid" in c.sentence for c in again)
         # A run over the same item with the same cache pays only for the samples not checked.
-        panel.judge_many([ITEM], runner=runner)
+        judge_many(panel, [ITEM], runner=runner)
     assert server.stats()["total"] == sent + 2 * 2  # verify's samples 2 and 3, two calls each
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judging.panel import Panel
-from judging.panel_files import dump_panel, panel_hash
-from judging.simulator import Profile, SimulatorServer
+from judging.panel.panel_files import dump_panel, panel_hash
+from judging.panel.panel_model import Panel
+from judging.simulator.sim_server import Profile, SimulatorServer
 from storage.db import open_db
 from storage.panels import save_panel
 from storage.runs import list_runs

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from judging.critics import (
+from judging.errors import ConfigError, PlaceholderError
+from judging.panel.critics import (
     DATA_PREAMBLE,
     Critic,
     answer_instructions,
     render_template,
     template_placeholders,
 )
-from judging.errors import ConfigError, PlaceholderError
 from judging.scales import Scale
 
 YESNO = Scale(kind="yesno")
@@ -111,7 +111,7 @@ def test_api_key_env_refuses_anything_but_a_variable_name(value: str) -> None:
 
 def test_api_key_env_error_does_not_echo_a_pasted_key() -> None:
     # pydantic echoes input_value in str(error); Jurybox's own messages (panel_files) must not.
-    from judging.panel_files import validation_message
+    from judging.panel.panel_files import validation_message
 
     key = "sk-proj-abcdefghijklmnop1234567890"
     with pytest.raises(ValidationError) as caught:

@@ -18,7 +18,7 @@ import pytest
 
 from judging.runs.cli import main as cli_main
 from storage.db import open_db
-from storage.export import ExportOptions, csv_cell, export_bytes
+from storage.export_files import ExportOptions, csv_cell, export_bytes
 from storage.overrides import add_override
 
 N = 10

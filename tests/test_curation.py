@@ -11,15 +11,15 @@ import pathlib
 
 import pytest
 
-from judging.curation import CurationConfig, check_decision, curate, parse_children
 from judging.demo import demo_panel_path
 from judging.errors import ConfigError, DataError
-from judging.panel_files import load_panel
+from judging.panel.curation import CurationConfig, check_decision, curate, parse_children
+from judging.panel.panel_files import load_panel
 from judging.runs.cli import main
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from storage.db import open_db
 from storage.overrides import add_override, final_labels
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from tests.test_app_smoke import no_exception, open_page
 
 DEMO = CurationConfig(class_field="candidate_class", parent_field="parent", keep_label="KEEP",
@@ -64,7 +64,7 @@ def test_a_complete_decision_passes_and_keeps_only_what_it_needs():
 def test_a_curation_that_does_not_fit_the_scale_is_refused(curation, message):
     text = load_panel(demo_panel_path()).model_dump(mode="json")
     text["curation"] = curation
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
 
     with pytest.raises((ConfigError, ValueError), match=message):
         Panel.model_validate(text)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judging.dawid_skene import dawid_skene, dawid_skene_vote
 from judging.errors import ConfigError
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Verdict
-from judging.voting import VotingConfig
+from judging.voting.dawid_skene import dawid_skene, dawid_skene_vote
+from judging.voting.strategies import VotingConfig
 
 SCALE = Scale(kind="nominal", labels=["KEEP", "REJECT", "SPLIT", "MERGE"])
 
@@ -148,7 +148,7 @@ def test_score_scale_is_a_config_error():
 
 
 def test_registered_as_dataset_strategy(synthetic_panel):
-    from judging.voting import vote_dataset
+    from judging.voting.strategies import vote_dataset
 
     ratings = synthetic_panel.ratings()[:300]
     items = [

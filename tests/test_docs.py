@@ -24,7 +24,7 @@ import pytest
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 # Modules whose public functions are the agreement metrics (see `_metrics`).
-METRIC_MODULES = ("judging.agreement", "judging.report", "judging.dawid_skene")
+METRIC_MODULES = ("judging.agreement", "judging.analysis.agreement_report", "judging.voting.dawid_skene")
 
 
 def _readme() -> str:
@@ -44,13 +44,13 @@ def _optional(module: str) -> ModuleType | None:
         return None
 
 
-# Inline code may qualify a name by its module: `judging.report.agreement_report(...)`.
+# Inline code may qualify a name by its module: `judging.analysis.agreement_report.agreement_report(...)`.
 _CODE_PREFIX = r"`(?:[A-Za-z_][\w.]*\.)?"
 
 
 def mentions_code(text: str, name: str) -> bool:
     """True when `name` appears as inline code: `name`, `name(...)`, `name: ...`, `name=...`,
-    optionally qualified by its module (`judging.report.agreement_report(...)`)."""
+    optionally qualified by its module (`judging.analysis.agreement_report.agreement_report(...)`)."""
     return re.search(_CODE_PREFIX + re.escape(name) + r"(?=[`(:=\s])", text) is not None
 
 
@@ -68,12 +68,12 @@ def mentions_flag(text: str, flag: str) -> bool:
 
 
 def _strategies() -> list[str]:
-    voting = _optional("judging.voting")
+    voting = _optional("judging.voting.strategies")
     return list(voting.strategy_names()) if voting else []
 
 
 def _presets() -> list[str]:
-    vendors = _optional("judging.vendors")
+    vendors = _optional("judging.panel.vendors")
     return sorted(vendors.PRESETS) if vendors else []
 
 
@@ -85,7 +85,7 @@ def _public_api() -> list[str]:
 
 def _key_variables() -> list[tuple[str, str]]:
     """(preset, its default key variable) for the presets that have one."""
-    vendors = _optional("judging.vendors")
+    vendors = _optional("judging.panel.vendors")
     if vendors is None:
         return []
     return [(name, p.key_env) for name, p in sorted(vendors.PRESETS.items()) if p.key_env]
@@ -177,7 +177,7 @@ def test_the_readme_opens_with_make_run_and_make_test() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["judging.voting", "judging.vendors", "judging.runs.cli", *METRIC_MODULES]
+    "module", ["judging.voting.strategies", "judging.panel.vendors", "judging.runs.cli", *METRIC_MODULES]
 )
 def test_every_source_of_names_exists(module: str) -> None:
     assert _optional(module) is not None, (
@@ -188,8 +188,8 @@ def test_every_source_of_names_exists(module: str) -> None:
 def test_the_names_were_found_in_the_code() -> None:
     """Guards the parametrised tests below against passing vacuously on an empty list."""
     assert PUBLIC_API, "judging/__init__.py exports nothing (no __all__)"
-    assert STRATEGIES, "no voting strategies read from judging.voting.strategy_names()"
-    assert PRESETS, "no vendor presets read from judging.vendors.PRESETS"
+    assert STRATEGIES, "no voting strategies read from judging.voting.strategies.strategy_names()"
+    assert PRESETS, "no vendor presets read from judging.panel.vendors.PRESETS"
     assert FAILURE_KINDS, "no FailureKind values"
     assert COMMANDS, "no subcommands read from judging.runs.cli.build_parser()"
     assert FLAGS, "no flags read from judging.runs.cli.build_parser()"
@@ -223,7 +223,7 @@ def test_vendor_preset_key_variable_is_documented(name: str, variable: str) -> N
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_vendor_preset_base_url_is_documented(name: str) -> None:
-    from judging.vendors import PRESETS as presets
+    from judging.panel.vendors import PRESETS as presets
 
     url = presets[name].base_url
     if url is not None:  # custom and simulated have none: the README says where theirs comes from
@@ -267,8 +267,8 @@ def test_agreement_function_is_documented(name: str) -> None:
         (mentions_code, "plurality voting, unquoted", "plurality", False),
         (mentions_code, "`weighted-mean` only", "weighted", False),
         (mentions_code, "`mean-variance` only", "mean", False),
-        (mentions_code, "see `judging.report.agreement_report(...)`", "agreement_report", True),
-        (mentions_code, "see `judging.report.agreement_reports`", "agreement_report", False),
+        (mentions_code, "see `judging.analysis.agreement_report.agreement_report(...)`", "agreement_report", True),
+        (mentions_code, "see `judging.analysis.agreement_report.agreement_reports`", "agreement_report", False),
         (mentions_command, "run `jurybox demo --limit 5`", "demo", True),
         (mentions_command, "run `jurybox demos`", "demo", False),
         (mentions_flag, "use --out FILE", "--out", True),
@@ -325,7 +325,7 @@ def _panel_yaml_blocks(text: str) -> list[str]:
 @pytest.mark.parametrize("index", range(len(_panel_yaml_blocks(_readme()))))
 def test_readme_panel_yaml_loads(index: int) -> None:
     """Each complete panel file shown in the README is a valid panel."""
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
 
     panel = load_panel(_panel_yaml_blocks(_readme())[index])
     assert panel.critics

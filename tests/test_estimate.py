@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from judging.critics import Critic
+from judging.engine.estimate import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS, estimate_run
 from judging.errors import ConfigError, PlaceholderError
-from judging.estimate import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS, estimate_run
-from judging.panel import Panel
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
 from judging.verdicts import Item
 

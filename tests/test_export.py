@@ -13,7 +13,7 @@ import pytest
 from judging.verdicts import Verdict
 from storage.calls import write_verdicts
 from storage.db import StorageError
-from storage.export import (
+from storage.export_files import (
     EXPORT_SCHEMA_VERSION,
     ExportOptions,
     escape_cell,

@@ -18,7 +18,7 @@ import pytest
 
 from judging.runs.cli import main as cli_main
 from storage.db import open_db
-from storage.export import ExportOptions, export_bytes, override_history_bytes
+from storage.export_files import ExportOptions, export_bytes, override_history_bytes
 from storage.overrides import add_override
 from tests.fixtures_app import running_app, settled
 

@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 import sqlite_utils
 
-from judging.panel import Panel
-from judging.rubric import MET, UNMET
-from judging.runs.decisions import decision_rule
+from judging.panel.panel_model import Panel
+from judging.panel.rubric import MET, UNMET
+from judging.runs.final_decisions import decision_rule
 from judging.verdicts import PanelVerdict, VoteOutcome
 from storage.consensus import write_consensus
 from storage.criteria import add_criterion_override
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.decisions import DECIDED, NEEDS_DECISION, decision_counts, final_decisions
 from storage.overrides import accept_consensus, add_override, human_labels
 from storage.panels import save_panel
-from storage.review import item_position, review_table
+from storage.review_queue import item_position, review_table
 from storage.runs import create_run
 from tests.fixtures_storage import make_parsed
 
@@ -118,8 +118,8 @@ def test_a_score_decision_takes_its_label_from_the_thresholds(db):
 
 
 def _rubric_outcome(**marks: str) -> VoteOutcome:
-    from judging.rubric import RubricConfig, rubric_score
-    from judging.voting import band
+    from judging.panel.rubric import RubricConfig, rubric_score
+    from judging.voting.strategies import band
 
     score = rubric_score(marks, RubricConfig.model_validate(RUBRIC))
     assert score is not None
@@ -188,9 +188,9 @@ def test_bulk_accept_on_a_score_panel_records_the_score_and_its_band(db):
 
 
 def test_a_rubric_vote_labels_the_score_by_the_thresholds():
-    from judging.rubric import RubricConfig, rubric_vote
+    from judging.panel.rubric import RubricConfig, rubric_vote
     from judging.verdicts import Verdict
-    from judging.voting import VotingConfig
+    from judging.voting.strategies import VotingConfig
 
     rubric = RubricConfig.model_validate(RUBRIC)
     verdict = Verdict("c", "i", score=0.5, marks={"accurate": (MET, None),

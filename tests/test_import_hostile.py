@@ -20,7 +20,7 @@ import sqlite_utils
 
 from judging.errors import DataError
 from judging.verdicts import Item
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.importing import read_dataset
 from tests.fixtures_import import write_dataset_file
 from tests.fixtures_storage import make_parsed

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-import storage.datasets
+import storage.dataset_store
 import storage.importing
 from judging.errors import DataError
 from judging.verdicts import Item
-from storage.datasets import list_datasets, load_items, save_dataset
+from storage.dataset_store import list_datasets, load_items, save_dataset
 from storage.import_limits import Budget
 from storage.importing import ImportLimits, StreamedItems, dataset_columns, read_dataset
 from storage.readers import iter_records, parquet_arrow
@@ -70,7 +70,7 @@ def test_a_duplicate_id_in_a_later_chunk_leaves_no_dataset_and_names_it(
     db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(storage.importing, "ID_CHUNK", 5)
-    monkeypatch.setattr(storage.datasets, "SAVE_CHUNK", 5)
+    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 5)
     lines = [f"c{n:03d},class {n}" for n in range(23)] + ["c004,again"]
     path = tmp_path / "items.csv"
     path.write_text("id,text\n" + "\n".join(lines) + "\n", encoding="utf-8")
@@ -105,7 +105,7 @@ class _Parsed:
 def test_an_error_part_way_through_saving_rolls_the_whole_dataset_back(
     db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.datasets, "SAVE_CHUNK", 5)
+    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 5)
     with pytest.raises(DataError, match="changed while it was read"):
         save_dataset(db, _Parsed())
     assert list_datasets(db) == []
@@ -115,7 +115,7 @@ def test_an_error_part_way_through_saving_rolls_the_whole_dataset_back(
 def test_a_streamed_dataset_is_saved_in_chunks_whole(
     db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.datasets, "SAVE_CHUNK", 4)
+    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 4)
     path = tmp_path / "items.csv"
     path.write_text("id,text\n" + "".join(f"i{n},t{n}\n" for n in range(11)), encoding="utf-8")
     saved = save_dataset(db, read_dataset(path, id_column="id", stream=True))

@@ -2,8 +2,9 @@
 leaf types of judging, the domain never reaches up to orchestration or storage, and imports
 inside functions do not hide any of it.
 
-Walks every module of app.py, pages/, judging/ and storage/ with `ast` (imports under
-`if TYPE_CHECKING:` are types only and skipped).
+Walks every module of app.py, pages/, judging/ and storage/ with `ast`. Imports under
+`if TYPE_CHECKING:` count like any other: a circle hidden from the interpreter is still one a
+reader has to untangle.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPS = ("app.py", "pages", "judging", "storage")
 # What storage may take from judging: plain types, the error tree, and the pure hashing of
 # the review record (stdlib only: storage seals rows with it in their own transaction).
-LEAVES = {"judging.verdicts", "judging.errors", "judging.record_chain"}
+LEAVES = {"judging.verdicts", "judging.errors", "judging.analysis.hash_chain"}
 ORCHESTRATION = "judging.runs"
 
 
@@ -48,13 +49,6 @@ class _Imports(ast.NodeVisitor):
         self.targets: set[str] = set()
         self.inside_functions: list[str] = []
         self._depth = 0
-
-    def visit_If(self, node: ast.If) -> None:
-        if "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                self.visit(child)
-            return
-        self.generic_visit(node)
 
     def _function(self, node: ast.AST) -> None:
         self._depth += 1
@@ -209,12 +203,75 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path: pathlib.Path) -> No
     (tmp_path / "storage" / "__init__.py").write_text("")
     (tmp_path / "judging" / "a.py").write_text("from judging.b import x\n")
     (tmp_path / "judging" / "b.py").write_text("def f():\n    from judging.a import y\n")
-    (tmp_path / "storage" / "s.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from judging.a import z\n")
+    (tmp_path / "judging" / "c.py").write_text("from judging.d import x\n")
+    (tmp_path / "judging" / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from judging.c import z\n")
     graph, inner = import_graph(tmp_path)
-    assert cycles(graph) == [["judging.a", "judging.b"]]
+    # A circle through a type-only import is a circle: a reader still has to untangle it.
+    assert cycles(graph) == [["judging.a", "judging.b"], ["judging.c", "judging.d"]]
     assert inner == {"judging.b": ["judging.a"]}
-    assert graph["storage.s"] == set()  # type-only imports are not arrows
+
+
+# Which capability package may import which (besides itself and the leaves): the docstring of
+# each package says the same. A new arrow upward is a design change, made here on purpose.
+LEAF_MODULES = {"judging.errors", "judging.verdicts", "judging.scales"}
+MAY_IMPORT = {
+    "judging.agreement": set(),
+    "judging.voting": {"judging.agreement"},
+    "judging.panel": {"judging.voting"},
+    "judging.simulator": {"judging.demo"},
+    "judging.demo": {"judging.simulator"},
+    "judging.engine": {"judging.panel", "judging.voting", "judging.simulator"},
+    "judging.analysis": {"judging.agreement", "judging.voting", "judging.panel"},
+}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+@pytest.mark.parametrize("package", sorted(MAY_IMPORT))
+def test_each_capability_imports_only_what_its_docstring_allows(package: str) -> None:
+    allowed = MAY_IMPORT[package] | {package}
+    wrong = {m: sorted(t for t in GRAPH[m] if t.startswith("judging.")
+                       and t not in LEAF_MODULES and _package(t) not in allowed)
+             for m in GRAPH if _package(m) == package}
+    assert not {m: t for m, t in wrong.items() if t}
+
+
+def test_the_leaves_import_no_other_part_of_judging() -> None:
+    wrong = {m: sorted(t for t in GRAPH[m] if t.startswith("judging.") and t not in LEAF_MODULES)
+             for m in LEAF_MODULES}
+    assert not {m: t for m, t in wrong.items() if t}
+
+
+def test_judging_holds_only_leaves_and_capability_packages() -> None:
+    top = {_package(m) for m in GRAPH if m.startswith("judging.")}
+    assert top <= LEAF_MODULES | set(MAY_IMPORT) | {"judging.runs"}, top - LEAF_MODULES - set(
+        MAY_IMPORT)
+
+
+def test_module_names_are_unique_across_the_tree() -> None:
+    names = [path.stem for path in _modules(ROOT).values() if path.stem != "__init__"]
+    names += [path.stem for path in (ROOT / "benchmarks").glob("*.py")
+              if path.stem != "__init__"]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_importing_judging_loads_neither_the_simulator_nor_pandas_nor_the_engine() -> None:
+    import subprocess
+    import sys
+
+    # `import judging` alone loads no part of it; the panel model, as a notebook would use it,
+    # loads no engine, no HTTP client and no simulator (pandas comes with the statistics).
+    code = ("import sys, judging; first = set(sys.modules); "
+            "assert not [m for m in first if m.startswith(('judging.', 'pandas', 'pyarrow', "
+            "'httpx', 'http.server', 'pydantic'))], sorted(first); "
+            "from judging import Panel, Critic, Scale, load_panel; "
+            "assert not [m for m in sys.modules if m.startswith(('judging.simulator', "
+            "'judging.engine', 'httpx', 'http.server'))], sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 
 
 @pytest.mark.parametrize("module", ["judging", "storage"])

@@ -14,9 +14,9 @@ import judging.runs.writer
 from judging.errors import JobConflict
 from judging.runs.evidence import fill_requests
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import NotFoundError
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from storage.runs import get_run, set_run_status
 from tests.fixtures_storage import assert_secret_stored_nowhere, make_parsed, tiny_panel
 
@@ -273,7 +273,7 @@ def test_the_writer_stores_verdicts_queued_just_before_it_closes(db, db_path, si
 
     from judging.runs.writer import Writer
     from judging.verdicts import Verdict
-    from storage.datasets import load_items
+    from storage.dataset_store import load_items
     from storage.runs import get_run
 
     sim = simulator_factory(latency_ms=1)

@@ -11,8 +11,8 @@ import pytest
 
 import judging.runs.worker
 from judging.agreement import per_item_alpha
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
+from judging.engine.ledger import Ledger
+from judging.panel.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.summary import format_summary, summarize, summarize_counts
 from storage.consensus import (
@@ -23,8 +23,8 @@ from storage.consensus import (
     load_panel_verdicts,
     run_gold_labels,
 )
-from storage.datasets import DatasetItems, load_items, save_dataset
-from storage.review import ratings_frame
+from storage.dataset_store import DatasetItems, load_items, save_dataset
+from storage.review_queue import ratings_frame
 from storage.runs import get_run
 from tests.fixtures_storage import make_parsed, tiny_panel
 

@@ -13,7 +13,7 @@ from storage.assignments import PACE_BREAK_SECONDS, reviewer_pace
 from storage.db import StorageError, open_db
 from storage.leases import LEASE_SECONDS, held_by_others, release_lease, take_lease
 from storage.overrides import add_override, override_history
-from storage.review import review_table
+from storage.review_queue import review_table
 from tests.test_app_smoke import APP, all_text, no_exception, open_page
 
 T0 = "2026-11-26T10:00:00.000000+00:00"

@@ -6,9 +6,9 @@ import pathlib
 
 import pytest
 
-from judging.ledger import Ledger
+from judging.engine.ledger import Ledger
 from judging.runs.cli import main
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.progress import run_summary_line
 from storage.db import open_db

@@ -9,11 +9,12 @@ import math
 
 import pytest
 
+from judging.engine.panel_runner import judge_many
 from judging.errors import ConfigError
-from judging.logprobs import label_probabilities, verdict_probabilities
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
 from judging.scales import Scale
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
+from judging.voting.logprobs import label_probabilities, verdict_probabilities
 
 LIKERT = Scale(kind="likert", min=1, max=5)
 TAXONOMY = Scale(kind="nominal", labels=["KEEP", "REJECT", "SPLIT", "MERGE"])
@@ -86,7 +87,7 @@ def test_vendors_without_logprobs_and_score_scales_are_refused_at_panel_time():
 def test_a_run_against_the_simulator_stores_replies_that_carry_the_probabilities(
     simulator_factory,
 ):
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
 
     server = simulator_factory(profiles={"m": Profile(accuracy=0.8)}, gold=None)
     panel = Panel.model_validate({
@@ -94,7 +95,7 @@ def test_a_run_against_the_simulator_stores_replies_that_carry_the_probabilities
         "critics": [{"name": "c", "vendor": "custom", "base_url": server.base_url, "model": "m",
                      "prompt_template": "Rate {text}", "logprobs": True, "top_logprobs": 3}],
     })
-    result = panel.judge_many([{"id": f"i{n}", "text": f"answer {n}"} for n in range(8)])
+    result = judge_many(panel, [{"id": f"i{n}", "text": f"answer {n}"} for n in range(8)])
     seen = 0
     for pv in result:
         verdict = pv.verdicts[0]
@@ -112,7 +113,7 @@ def test_a_run_against_the_simulator_stores_replies_that_carry_the_probabilities
 
 def test_review_cards_show_the_label_probabilities(app_db, tmp_path):
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.db import open_db
     from storage.importing import read_dataset
     from tests.test_app_smoke import no_exception, open_page

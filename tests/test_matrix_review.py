@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from judging.panel_files import load_panel
-from judging.rubric import rubric_score
+from judging.panel.panel_files import load_panel
+from judging.panel.rubric import rubric_score
 from storage.decisions import NEEDS_DECISION
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from storage.runs import get_run
 from tests.fixtures_matrix import (
     FORMATS,

@@ -14,7 +14,7 @@ import pytest
 
 from judging.runs.calibrate import run_calibration
 from storage.assignments import assigned_count, assignment, reviewer_labels
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from tests.fixtures_matrix import (
     KIND_NAMES,
     LABEL_KINDS,

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import (
     accept_consensus,

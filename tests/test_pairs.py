@@ -13,15 +13,15 @@ import pathlib
 import pytest
 
 from judging.errors import DataError
-from judging.pairwise import compared_in_pairs
-from judging.panel import Panel
+from judging.panel.pairwise import compared_in_pairs
+from judging.panel.panel_model import Panel
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.pairs import pairs_dataset
-from judging.runs.report import run_pairwise
-from judging.simulator import Profile
+from judging.runs.run_report import run_pairwise
+from judging.simulator.sim_server import Profile
 from judging.verdicts import Item
-from storage.datasets import list_datasets, save_dataset
+from storage.dataset_store import list_datasets, save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from tests.test_app_smoke import no_exception, open_page

@@ -9,20 +9,20 @@ import pathlib
 import numpy as np
 import pytest
 
-from judging.chains import both_orders
-from judging.critics import Critic
+from judging.analysis.pairwise_stats import bradley_terry, position_bias, win_rates
 from judging.demo import demo_gold, pairwise_dataset_path, pairwise_panel_path
+from judging.engine.chains import both_orders
 from judging.errors import ConfigError
-from judging.pairwise import PairwiseConfig
-from judging.pairwise_stats import bradley_terry, position_bias, win_rates
-from judging.panel import Panel
-from judging.panel_files import load_panel
+from judging.panel.critics import Critic
+from judging.panel.pairwise import PairwiseConfig
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.report import run_pairwise
-from judging.simulator import Profile
+from judging.runs.run_report import run_pairwise
+from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
 from storage.calls import order_answers
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.runs import get_run

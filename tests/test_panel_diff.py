@@ -1,11 +1,11 @@
-"""`judging.panel_diff.panel_changes`: what a second panel version changed, in words."""
+"""`judging.panel.panel_diff.panel_changes`: what a second panel version changed, in words."""
 
 from __future__ import annotations
 
 from judging.demo import demo_panel_path
-from judging.panel import Panel
-from judging.panel_diff import panel_changes
-from judging.panel_files import load_panel
+from judging.panel.panel_diff import panel_changes
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from tests.fixtures_compare import demo_panel_v2
 
 

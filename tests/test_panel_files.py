@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.panel import PANEL_SCHEMA_VERSION, CascadeConfig, Panel
-from judging.panel_checks import check_panel
-from judging.panel_files import (
+from judging.panel.critics import Critic
+from judging.panel.panel_checks import check_panel
+from judging.panel.panel_files import (
     convert_jinja_template,
     dump_panel,
     find_secret,
@@ -23,8 +22,9 @@ from judging.panel_files import (
     panel_hash,
     save_panel,
 )
+from judging.panel.panel_model import PANEL_SCHEMA_VERSION, CascadeConfig, Panel
 from judging.scales import Scale
-from judging.voting import VotingConfig
+from judging.voting.strategies import VotingConfig
 
 PROMPT = 'Judge the candidate class {name}: {description}\nReply like {{"label": "KEEP"}}.'
 

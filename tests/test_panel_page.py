@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from judging.demo import demo_panel_path, pairwise_panel_path
-from judging.panel import Panel
-from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_model import Panel
 from pages.ui.model_form import field_paths
 from pages.ui.panel_form import DRAFT_KEY, NOT_EDITABLE, widget_key
 from storage.db import open_db
@@ -193,7 +193,7 @@ def test_every_field_of_the_model_has_a_widget(app_db: pathlib.Path) -> None:
         if path in NOT_EDITABLE:
             continue
         if path == "critics":
-            from judging.critics import Critic
+            from judging.panel.critics import Critic
 
             for field in Critic.model_fields:
                 if widget_key(draft, f"critics.0.{field}") not in keys:
@@ -241,7 +241,7 @@ def test_a_panel_without_a_tie_priority_says_what_a_tie_does(app_db: pathlib.Pat
 def test_the_critic_editor_opens_the_basics_and_folds_the_rest(app_db: pathlib.Path) -> None:
     """About 27 fields per critic were all open, labelled by their names ("Timeout s", "Price
     in per mtok"): the basics stay open, the rest folds, every label is written for people."""
-    from judging.critics import Critic
+    from judging.panel.critics import Critic
     from pages.ui.panel_form import CRITIC_BASIC, CRITIC_TEXTS
 
     assert set(CRITIC_TEXTS) == set(Critic.model_fields)  # a new field needs its words too

@@ -18,14 +18,14 @@ from collections.abc import Iterator
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judging.calls import CallRunner
-from judging.chains import judge_with
 from judging.demo import demo_dataset_path, demo_panel_path, pairwise_dataset_path
-from judging.panel import Panel
-from judging.panel_files import load_panel
+from judging.engine.calls import CallRunner
+from judging.engine.chains import judge_with
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from judging.verdicts import Item
 from pages.ui.panel_form import DRAFT_KEY, draft_from_panel, key_prefix
-from storage.datasets import load_items, save_dataset
+from storage.dataset_store import load_items, save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from tests.test_app_smoke import no_exception, open_page

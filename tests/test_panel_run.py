@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from judging.calls import CallRunner, MemoryCache, RetryPolicy
-from judging.critics import Critic
+from judging.engine.calls import CallRunner, MemoryCache, RetryPolicy
+from judging.engine.panel_runner import RunProgress, judge, judge_many, panel_limiter, run_panel
 from judging.errors import PlaceholderError
-from judging.panel import CascadeConfig, Panel
-from judging.runner import RunProgress, run_panel
+from judging.panel.critics import Critic
+from judging.panel.panel_model import CascadeConfig, Panel
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, Verdict
-from judging.voting import VotingConfig
+from judging.voting.strategies import VotingConfig
 from tests.fixtures_calls import KEY_VAR, Script, error, ok
 
 MakeRunner = Callable[..., CallRunner]
@@ -76,7 +76,7 @@ def test_judge_one_item(make_runner: MakeRunner) -> None:
     vendor = Vendor({"a": always("KEEP"), "b": always("KEEP"), "c": always("REJECT")})
     panel = panel_of(critic("a"), critic("b"), critic("c"))
     runner = make_runner(Script(vendor))
-    result = panel.judge({"id": "x", "text": "Birds > Penguins"}, runner=runner)
+    result = judge(panel, {"id": "x", "text": "Birds > Penguins"}, runner=runner)
     assert result.item_id == "x"
     assert [v.critic for v in result.verdicts] == ["a", "b", "c"]
     assert result.consensus == "KEEP" and result.disagreement
@@ -100,7 +100,7 @@ def test_judge_many_keeps_input_order_and_reports(make_runner: MakeRunner) -> No
         with seen_lock:
             seen.append((verdict.critic, item.id))
 
-    results = panel.judge_many(
+    results = judge_many(panel,
         data, concurrency=8, runner=make_runner(Script(vendor)),
         on_verdict=on_verdict, on_progress=snapshots.append,
     )
@@ -122,7 +122,7 @@ def test_failed_critic_is_counted_and_stopped_once(make_runner: MakeRunner) -> N
                      "bad": lambda text: error(401, "invalid key")})
     panel = panel_of(critic("a"), critic("b"), critic("bad"))
     snapshots: list[RunProgress] = []
-    results = panel.judge_many(dataset(20), concurrency=4, runner=make_runner(Script(vendor)),
+    results = judge_many(panel, dataset(20), concurrency=4, runner=make_runner(Script(vendor)),
                                on_progress=snapshots.append)
     assert vendor.calls["bad"] == 1
     for result in results:
@@ -144,7 +144,7 @@ def test_cascade_calls_the_next_tier_only_when_unsettled(make_runner: MakeRunner
     panel = panel_of(critic("cheap1"), critic("cheap2"), critic("strong", tier=1),
                      cascade=CascadeConfig(settle="unanimous"))
     snapshots: list[RunProgress] = []
-    results = panel.judge_many(dataset(10), concurrency=4, runner=make_runner(Script(vendor)),
+    results = judge_many(panel, dataset(10), concurrency=4, runner=make_runner(Script(vendor)),
                                on_progress=snapshots.append)
     assert vendor.calls == Counter({"cheap1": 10, "cheap2": 10, "strong": 5})
     assert snapshots[-1].calls_saved == 5 and snapshots[-1].total == 30
@@ -164,7 +164,7 @@ def test_cascade_last_tier_only_vote(make_runner: MakeRunner) -> None:
                      "strong": always("MERGE")})
     panel = panel_of(critic("cheap1"), critic("cheap2"), critic("strong", tier=1),
                      cascade=CascadeConfig(final_vote="last_tier"))
-    result = panel.judge({"text": "x"}, runner=make_runner(Script(vendor)))
+    result = judge(panel, {"text": "x"}, runner=make_runner(Script(vendor)))
     assert result.consensus == "MERGE" and not result.disagreement and len(result.verdicts) == 3
 
 
@@ -177,7 +177,7 @@ def test_guard_tier_failure_rejects_at_once(make_runner: MakeRunner) -> None:
     })
     panel = panel_of(critic("guard"), critic("guard2"), critic("judge", tier=1),
                      cascade=CascadeConfig(guard_tiers=[0], reject_label="REJECT"))
-    results = panel.judge_many(dataset(6), concurrency=3, runner=make_runner(Script(vendor)))
+    results = judge_many(panel, dataset(6), concurrency=3, runner=make_runner(Script(vendor)))
     assert vendor.calls == Counter({"guard": 6, "guard2": 6, "judge": 3})
     for k, result in enumerate(results):
         if k % 2:
@@ -199,7 +199,7 @@ def test_cancel_stops_new_requests_and_keeps_everything(make_runner: MakeRunner)
             sent_at_cancel.append(sum(vendor.calls.values()))
             cancel.set()
 
-    results = panel.judge_many(dataset(50), concurrency=2, runner=make_runner(Script(vendor)),
+    results = judge_many(panel, dataset(50), concurrency=2, runner=make_runner(Script(vendor)),
                                cancel=cancel, on_verdict=on_verdict)
     assert len(results) == 50 and all(len(r.verdicts) == 2 for r in results)
     sent = sum(vendor.calls.values())
@@ -213,9 +213,9 @@ def test_cache_makes_a_rerun_free(make_runner: MakeRunner) -> None:
     panel = panel_of(critic("a"), critic("b"))
     cache = MemoryCache()
     runner = make_runner(Script(vendor), cache=cache)
-    first = panel.judge_many(dataset(10), runner=runner)
+    first = judge_many(panel, dataset(10), runner=runner)
     snapshots: list[RunProgress] = []
-    again = panel.judge_many(dataset(10), runner=runner, on_progress=snapshots.append)
+    again = judge_many(panel, dataset(10), runner=runner, on_progress=snapshots.append)
     assert sum(vendor.calls.values()) == 20
     assert all(v.cached for r in again for v in r.verdicts)
     assert [r.consensus for r in again] == [r.consensus for r in first]
@@ -228,9 +228,9 @@ def test_dataset_strategy_applied_after_the_run(make_runner: MakeRunner) -> None
     panel = panel_of(critic("a"), critic("b"), critic("c"),
                      voting=VotingConfig(strategy="dawid-skene"))
     runner = make_runner(Script(vendor))
-    results = panel.judge_many(dataset(12), runner=runner)
+    results = judge_many(panel, dataset(12), runner=runner)
     assert all(r.strategy == "dawid-skene" and r.consensus == "KEEP" for r in results)
-    single = panel.judge({"text": "class 1 odd"}, runner=runner)
+    single = judge(panel, {"text": "class 1 odd"}, runner=runner)
     assert single.consensus == "KEEP"
     assert single.outcome.note and "plurality" in single.outcome.note
 
@@ -243,7 +243,7 @@ def test_callback_errors_stop_the_run_and_surface(make_runner: MakeRunner) -> No
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError, match="disk full"):
-        panel.judge_many(dataset(30), concurrency=2, runner=make_runner(Script(vendor)),
+        judge_many(panel, dataset(30), concurrency=2, runner=make_runner(Script(vendor)),
                          on_verdict=broken)
     assert sum(vendor.calls.values()) <= 3
 
@@ -252,7 +252,7 @@ def test_unknown_placeholder_is_reported_before_any_call(make_runner: MakeRunner
     vendor = Vendor({"a": always("KEEP")})
     panel = panel_of(critic("a"))
     with pytest.raises(PlaceholderError, match="title"):
-        panel.judge_many([{"title": "no text field"}], runner=make_runner(Script(vendor)))
+        judge_many(panel, [{"title": "no text field"}], runner=make_runner(Script(vendor)))
     assert sum(vendor.calls.values()) == 0
     with pytest.raises(PlaceholderError, match="text"):
         panel.check_fields(["title"])
@@ -261,7 +261,7 @@ def test_unknown_placeholder_is_reported_before_any_call(make_runner: MakeRunner
 
 def test_item_missing_a_field_later_is_an_item_error(make_runner: MakeRunner) -> None:
     vendor = Vendor({"a": always("KEEP")})
-    results = panel_of(critic("a")).judge_many(
+    results = judge_many(panel_of(critic("a")),
         [{"text": "ok"}, {"title": "no text"}], runner=make_runner(Script(vendor))
     )
     assert results[0].verdicts[0].ok
@@ -278,13 +278,13 @@ def test_run_panel_reports_stopped_critics(make_runner: MakeRunner) -> None:
 
 
 def test_empty_input_gives_empty_output(make_runner: MakeRunner) -> None:
-    assert panel_of(critic("a")).judge_many([], runner=make_runner(Script(ok()))) == []
+    assert judge_many(panel_of(critic("a")), [], runner=make_runner(Script(ok()))) == []
 
 
 @pytest.mark.timeout(60)
 def test_against_the_simulator_every_outcome_is_a_verdict() -> None:
     """Real HTTP: flaky simulated critics; nothing raises, nothing is dropped, retries help."""
-    from judging.simulator import SimulatorServer
+    from judging.simulator.sim_server import SimulatorServer
 
     flaky = {"rate_429": 0.1, "retry_after_ms": 20, "rate_500": 0.05, "rate_error_in_200": 0.05,
              "rate_malformed": 0.05, "rate_truncated": 0.05, "rate_refusal": 0.05,
@@ -298,7 +298,7 @@ def test_against_the_simulator_every_outcome_is_a_verdict() -> None:
         ]
         runner = CallRunner(retry=RetryPolicy(time_scale=0.01))
         with runner:
-            results = panel_of(*critics).judge_many(dataset(40), concurrency=8, runner=runner)
+            results = judge_many(panel_of(*critics), dataset(40), concurrency=8, runner=runner)
         stats = sim.stats()
     verdicts = [v for r in results for v in r.verdicts]
     assert len(verdicts) == 120 and all(v.simulated for v in verdicts)
@@ -331,13 +331,13 @@ def test_panel_limit_caps_requests_in_flight_over_http(simulator_factory: Any) -
     the same run piles far more requests on the server (so the cap is what held it)."""
     sim = simulator_factory(latency_ms=20)
     limited = sim_panel(sim.base_url, limits={"simulated": {"max_concurrency": 2}})
-    results = limited.judge_many(dataset(30), concurrency=64)
+    results = judge_many(limited, dataset(30), concurrency=64)
     stats = sim.stats()
     assert stats["total"] == 60 and all(v.ok for r in results for v in r.verdicts)
     assert stats["peak_in_flight"] == 2
 
     sim.reset_stats()
-    sim_panel(sim.base_url).judge_many(dataset(30), concurrency=64)
+    judge_many(sim_panel(sim.base_url), dataset(30), concurrency=64)
     assert sim.stats()["peak_in_flight"] > 2
 
 
@@ -347,12 +347,12 @@ def test_preset_default_cap_holds_and_a_panel_can_raise_it(simulator_factory: An
     # Replies slow enough (150 ms) that the queued calls always pile up to the cap, even on a
     # loaded machine where threads start late (at 20 ms the peak was sometimes 3).
     sim = simulator_factory(latency_ms=150)
-    sim_panel(sim.base_url, vendor="ollama").judge_many(dataset(12), concurrency=64)
+    judge_many(sim_panel(sim.base_url, vendor="ollama"), dataset(12), concurrency=64)
     assert sim.stats()["peak_in_flight"] == 4
 
     sim.reset_stats()
     raised = sim_panel(sim.base_url, vendor="ollama", limits={"ollama": {"max_concurrency": 6}})
-    raised.judge_many(dataset(12), concurrency=64)
+    judge_many(raised, dataset(12), concurrency=64)
     assert sim.stats()["peak_in_flight"] == 6
 
 
@@ -392,7 +392,7 @@ def test_panel_limits_hold_with_a_runner_you_pass(
                          vendor_limits={"openai": runner_cap} if runner_cap else None)
     limits = {"openai": {"max_concurrency": panel_cap}} if panel_cap else {}
     panel = panel_of(critic("a"), critic("b"), limits=limits)
-    results = panel.judge_many(dataset(4), concurrency=8, runner=runner)
+    results = judge_many(panel, dataset(4), concurrency=8, runner=runner)
     assert all(v.ok for r in results for v in r.verdicts)
     assert vendor.peak == peak
 
@@ -406,12 +406,12 @@ def test_panel_requests_per_minute_spaces_requests(make_runner: MakeRunner) -> N
     runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 1000.0)
     panel = panel_of(critic("a"), critic("b"),
                      limits={"openai": {"requests_per_minute": 120}})
-    results = panel.judge_many(dataset(5), concurrency=4, runner=runner)
+    results = judge_many(panel, dataset(5), concurrency=4, runner=runner)
     assert all(v.ok for r in results for v in r.verdicts)
     assert sorted(waits) == pytest.approx([0.5 * k for k in range(1, 10)])
 
     waits.clear()
-    panel_of(critic("a"), critic("b")).judge_many(dataset(5), concurrency=4, runner=runner)
+    judge_many(panel_of(critic("a"), critic("b")), dataset(5), concurrency=4, runner=runner)
     assert waits == []
 
 
@@ -421,7 +421,7 @@ def test_requests_per_minute_is_per_vendor(make_runner: MakeRunner) -> None:
     runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 0.0)
     other = critic("b").model_copy(update={"vendor": "deepseek"})
     panel = panel_of(critic("a"), other, limits={"deepseek": {"requests_per_minute": 6}})
-    panel.judge_many(dataset(3), concurrency=2, runner=runner)
+    judge_many(panel, dataset(3), concurrency=2, runner=runner)
     assert sorted(waits) == pytest.approx([10.0, 20.0])  # deepseek's 2nd and 3rd; openai none
 
 
@@ -429,8 +429,8 @@ def test_each_run_starts_its_own_pace(make_runner: MakeRunner) -> None:
     waits: list[float] = []
     runner = make_runner(Script(answer("KEEP")), sleep=waits.append, clock=lambda: 0.0)
     panel = panel_of(critic("a"), limits={"openai": {"requests_per_minute": 60}})
-    panel.judge_many(dataset(2), runner=runner)
-    panel.judge_many(dataset(2), runner=runner)
+    judge_many(panel, dataset(2), runner=runner)
+    judge_many(panel, dataset(2), runner=runner)
     assert waits == [1.0, 1.0]
 
 
@@ -441,13 +441,13 @@ def test_limits_for_merges_the_preset_default() -> None:
     assert panel.limits_for("openai").max_concurrency is None
     raised = panel_of(critic("a"), limits={"ollama": {"max_concurrency": 16}})
     assert raised.limits_for("ollama").max_concurrency == 16
-    assert raised.limiter().concurrency_for("ollama") == 16
-    assert panel.limiter().concurrency_for("ollama") == 4
+    assert panel_limiter(raised).concurrency_for("ollama") == 16
+    assert panel_limiter(panel).concurrency_for("ollama") == 4
 
 
 def test_judge_on_the_default_runner_shares_one_limiter_per_set_of_limits() -> None:
     """A notebook loop of judge() calls (one run each) is paced as a whole, not per call."""
-    from judging.runner import _shared_limiter
+    from judging.engine.panel_runner import _shared_limiter
 
     paced = panel_of(critic("a"), limits={"openai": {"requests_per_minute": 60}})
     same = panel_of(critic("b"), limits={"openai": {"requests_per_minute": 60}})

@@ -6,6 +6,12 @@ import json
 
 import pytest
 
+from judging.engine.parsing import (
+    normalize_confidence,
+    parse_reply,
+    reply_usage,
+    split_thinking,
+)
 from judging.errors import (
     CriticCallError,
     ItemCallError,
@@ -13,12 +19,6 @@ from judging.errors import (
     RefusalError,
     RetryableCallError,
     TruncatedError,
-)
-from judging.parsing import (
-    normalize_confidence,
-    parse_reply,
-    reply_usage,
-    split_thinking,
 )
 from judging.scales import Scale
 from tests.fixtures_calls import chat_body

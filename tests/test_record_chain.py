@@ -11,12 +11,12 @@ import sqlite3
 import pyarrow.parquet as pq
 import pytest
 
-from judging.record_chain import CALL, DECISION, OVERRIDE, changed_groups, seal
+from judging.analysis.hash_chain import CALL, DECISION, OVERRIDE, changed_groups, seal
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
 from storage.criteria import add_criterion_override
-from storage.datasets import save_dataset
-from storage.export import export_bytes, override_history_bytes
+from storage.dataset_store import save_dataset
+from storage.export_files import export_bytes, override_history_bytes
 from storage.overrides import accept_consensus, add_override
 from storage.record_chain import chain_head, verify_run
 from tests.fixtures_storage import make_parsed, tiny_panel

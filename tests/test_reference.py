@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from judging.critics import REFERENCE_PREAMBLE, Critic
+from judging.engine.panel_runner import judge_many
 from judging.errors import ConfigError
-from judging.panel import Panel
+from judging.panel.critics import REFERENCE_PREAMBLE, Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 
 PROMPT = "Answer: {answer}\nReference: {expected}"
 
@@ -52,7 +53,7 @@ def test_the_simulator_grades_an_answer_against_its_reference(simulator_factory,
     items = [{"id": "1", "answer": "Paris is the capital of France",
               "expected": "The capital of France is Paris"},
              {"id": "2", "answer": "Berlin, surely", "expected": "The capital of France is Paris"}]
-    results = panel.judge_many(items)
+    results = judge_many(panel, items)
     # A score is exact to within the simulator's 10% of noise for a correct answer.
     got = [pv.consensus for pv in results]
     if isinstance(expected[0], float):

@@ -8,7 +8,7 @@ import json
 from storage.calls import CallCacheStore, load_verdicts, write_verdicts
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from storage.runs import create_run
 
 

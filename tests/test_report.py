@@ -9,7 +9,13 @@ import pandas as pd
 import pytest
 
 from judging.agreement import krippendorff_alpha, per_item_alpha
-from judging.report import FAILED_COLUMN, agreement_report, as_numbers, ratings_table, with_humans
+from judging.analysis.agreement_report import (
+    FAILED_COLUMN,
+    agreement_report,
+    as_numbers,
+    ratings_table,
+    with_humans,
+)
 from judging.scales import Scale
 
 

@@ -10,19 +10,19 @@ import pathlib
 
 import pytest
 
-from judging.calls import prepare_call
-from judging.calls.template import rebuild, rebuilds, request_template
-from judging.critics import Critic
-from judging.panel import Panel
+from judging.engine.calls import prepare_call
+from judging.engine.calls.template import rebuild, rebuilds, request_template
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.runs.evidence import fill_requests
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 from judging.verdicts import Item, Verdict
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from storage.runs import get_run
 
 HOSTILE = [

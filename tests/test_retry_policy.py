@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from judging.calls import GiveUp, RetryAfter, RetryDecision, RetryPolicy, decide_retry
-from judging.calls.retry import backoff_seconds
+from judging.engine.calls import GiveUp, RetryAfter, RetryDecision, RetryPolicy, decide_retry
+from judging.engine.calls.retry import backoff_seconds
 from judging.errors import (
     CallFailure,
     CriticCallError,

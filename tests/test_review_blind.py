@@ -9,7 +9,7 @@ import pathlib
 
 from storage.db import open_db
 from storage.overrides import human_labels, override_history
-from storage.review import item_detail
+from storage.review_queue import item_detail
 from tests.test_app_smoke import no_exception, open_page
 
 REVEAL = "Save and show the critics"

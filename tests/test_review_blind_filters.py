@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.report import run_stability
+from judging.runs.run_report import run_stability
 from storage.db import open_db
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 from tests.test_chains_pages import chains_db, chains_template  # noqa: F401 (fixtures)
 

@@ -18,7 +18,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

@@ -7,7 +7,7 @@ import pathlib
 
 from storage.db import open_db
 from storage.overrides import override_history
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import no_exception, open_page
 
 SAVE = "Save and go to the next item"
@@ -153,7 +153,7 @@ def _no_live_markdown(markdown: str) -> bool:
     link = re.search(r"(?<!\\)\[[^\]]*(?<!\\)\]\(", markdown)
     tag = re.search(r"(?<!\\)<[a-zA-Z]", markdown)
     # Chromium's markdown still autolinks a backslash-escaped "http\:\/\/": only an
-    # invisible joiner after the colon (pages.ui.text.plain) breaks it.
+    # invisible joiner after the colon (pages.ui.text_format.plain) breaks it.
     autolink = re.search(r"https?\\?:\\?/", markdown)
     return link is None and tag is None and autolink is None
 
@@ -162,7 +162,7 @@ def test_the_markdown_check_can_fail() -> None:
     assert not _no_live_markdown("Item [Your session expired](http://evil)")
     assert not _no_live_markdown("**<b>x</b>**")
     assert not _no_live_markdown("Item \\[x\\]\\(http\\:\\/\\/evil\\)")  # escapes only
-    from pages.ui.text import plain
+    from pages.ui.text_format import plain
 
     assert _no_live_markdown(f"Item {plain(HOSTILE_ID)}")
 
@@ -171,9 +171,9 @@ def test_a_hostile_item_id_in_the_url_and_the_data_is_shown_as_text(
     app_db: pathlib.Path,
 ) -> None:
     from judging.demo import demo_panel_path
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.importing import read_dataset
 
     data = app_db.parent / "hostile.csv"

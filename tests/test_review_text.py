@@ -15,7 +15,7 @@ from typing import Any
 
 from storage.db import open_db
 from storage.overrides import override_history
-from storage.review import review_table
+from storage.review_queue import review_table
 from tests.fixtures_hostile import LABELS, REVIEWER, URL_ITEM
 from tests.test_app_smoke import no_exception, open_page
 
@@ -23,7 +23,7 @@ _LIVE = {
     "link or image": re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]\("),
     "html tag": re.compile(r"(?<!\\)<[a-zA-Z/]"),
     # GitHub-flavoured autolinks form after escapes are resolved: only the invisible joiner
-    # that pages.ui.text.plain puts after ":" and before "." breaks them.
+    # that pages.ui.text_format.plain puts after ":" and before "." breaks them.
     "autolink": re.compile(r"https?\\?:(?!\u2060)|www\\?\.", re.IGNORECASE),
 }
 
@@ -34,7 +34,7 @@ def live_markdown(markdown: str) -> list[str]:
 
 
 def test_the_check_finds_what_it_must() -> None:
-    from pages.ui.text import plain
+    from pages.ui.text_format import plain
 
     for hostile in (*LABELS, "http://evil.test"):
         assert live_markdown(hostile), hostile

@@ -12,8 +12,8 @@ import pathlib
 import pytest
 
 from judging.errors import ConfigError, ParseError
-from judging.panel import Panel
-from judging.rubric import (
+from judging.panel.panel_model import Panel
+from judging.panel.rubric import (
     CANNOT_ASSESS,
     MET,
     UNMET,
@@ -23,18 +23,18 @@ from judging.rubric import (
     rubric_score,
     rubric_vote,
 )
-from judging.runs.export import export_options
+from judging.runs.export_run import export_options
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.report import run_rubric
-from judging.simulator import Profile
+from judging.runs.run_report import run_rubric
+from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Verdict
-from judging.voting import VotingConfig
+from judging.voting.strategies import VotingConfig
 from storage.criteria import add_criterion_override, final_marks
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import NotFoundError, StorageError, open_db
-from storage.export import export_bytes
+from storage.export_files import export_bytes
 from storage.importing import read_dataset
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
 RUBRIC = RubricConfig(criteria=[

@@ -10,10 +10,10 @@ import shutil
 import pytest
 
 from judging.demo import pairwise_dataset_path
-from judging.rubric import MET, UNMET
+from judging.panel.rubric import MET, UNMET
 from storage.criteria import final_marks
 from storage.db import open_db
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -21,9 +21,9 @@ from tests.test_app_smoke import all_text, no_exception, open_page
 @pytest.fixture(scope="module")
 def rubric_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
     """One finished run of the rubric demo panel, copied by each test."""
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.importing import read_dataset
     from storage.runs import get_run
 

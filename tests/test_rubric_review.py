@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 
 from judging.demo import pairwise_dataset_path
-from judging.panel import Panel
-from judging.panel_files import load_panel
-from judging.rubric import MET, UNMET, rubric_score
-from judging.runs.decisions import run_decisions
-from judging.runs.export import export_options
-from judging.runs.report import run_agreement_report
-from judging.voting import band
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
+from judging.panel.rubric import MET, UNMET, rubric_score
+from judging.runs.export_run import export_options
+from judging.runs.final_decisions import run_decisions
+from judging.runs.run_report import run_agreement_report
+from judging.voting.strategies import band
 from storage.criteria import add_criterion_override, final_marks
 from storage.db import open_db
-from storage.export import export_bytes
-from storage.review import item_detail, review_table
+from storage.export_files import export_bytes
+from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -34,7 +34,7 @@ THRESHOLDS = {"good": 0.75, "fair": 0.5, "poor": 0.0}
 def banded_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
     """One finished run of the rubric demo panel with thresholds that band its score."""
     from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.datasets import save_dataset
+    from storage.dataset_store import save_dataset
     from storage.importing import read_dataset
     from storage.runs import get_run
 

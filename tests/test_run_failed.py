@@ -14,13 +14,13 @@ import pathlib
 import pytest
 import yaml
 
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
 from storage.calls import successful_pairs
 from storage.consensus import decision_counts
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.runs import get_run

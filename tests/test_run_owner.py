@@ -12,10 +12,10 @@ import time
 import pytest
 
 from judging.errors import JobConflict
-from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.runs.jobs import JobRegistry
-from judging.simulator import Profile
-from storage.datasets import save_dataset
+from judging.simulator.sim_server import Profile
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
 from storage.panels import save_panel

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from judging.panel_files import dump_panel, panel_hash
+from judging.panel.panel_files import dump_panel, panel_hash
 from judging.runs.jobs import prepare_run
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.panels import save_panel
 from storage.runs import get_run
@@ -162,7 +162,7 @@ def test_a_new_run_preselects_the_dataset_its_panel_was_built_for(
 
 def test_home_offers_no_new_demo_run_beside_one_that_is_running(app_db: pathlib.Path) -> None:
     from judging.demo import demo_dataset_path, demo_panel_path
-    from judging.panel_files import load_panel
+    from judging.panel.panel_files import load_panel
     from storage.importing import read_dataset
     from storage.runs import set_run_status
 
@@ -206,7 +206,7 @@ def test_in_the_browser_the_box_stays_open_and_the_runs_table_follows_the_run(
 ) -> None:
     from playwright.sync_api import expect
 
-    from judging.simulator import Profile
+    from judging.simulator.sim_server import Profile
     from tests.fixtures_app import running_app, settled
 
     sim = simulator_factory(profiles={"slow-a": Profile(accuracy=0.9),

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from judging.agreement import dataset_disagreement, per_item_alpha, per_item_alpha_in
-from judging.runner import _WINDOW_PER_THREAD, run_panel
+from judging.engine.panel_runner import _WINDOW_PER_THREAD, judge_many, run_panel
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from tests.fixtures_calls import Script
 from tests.test_panel_run import MakeRunner, Vendor, always, answer, critic, panel_of
@@ -92,7 +92,7 @@ def test_cancel_at_once_still_gives_every_item_when_verdicts_are_kept(
     vendor = Vendor({"a": always("KEEP"), "b": always("KEEP")})
     cancel = threading.Event()
     cancel.set()
-    results = panel_of(critic("a"), critic("b")).judge_many(
+    results = judge_many(panel_of(critic("a"), critic("b")),
         [{"id": f"i{k}", "text": str(k)} for k in range(300)], concurrency=4,
         runner=make_runner(Script(vendor)), cancel=cancel)
     assert sum(vendor.calls.values()) == 0

@@ -10,10 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from judging.critics import Critic
+from judging.engine.panel_runner import judge_many
+from judging.panel.critics import Critic
 from judging.scales import Scale
-from judging.simulated_vendor import shared_simulator
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
+from judging.simulator.sim_vendor import shared_simulator
 from tests.fixtures_simulator import SimulatorFactory
 
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
@@ -321,7 +322,7 @@ def test_the_engine_gets_every_verdict_through_429s_and_pays_once(
 ) -> None:
     """The simulator as the engine's vendor: rate limits are retried (honouring the short
     retry-after-ms), every item gets its verdicts, and no request is answered twice."""
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
 
     server = simulator_factory(
         profiles={"busy": Profile(rate_429=0.4, retry_after_ms=10), "calm": Profile()}
@@ -335,7 +336,7 @@ def test_the_engine_gets_every_verdict_through_429s_and_pays_once(
         ],
     )
     items = [{"id": str(i), "name": f"class {i}", "parent": "Audio"} for i in range(30)]
-    verdicts = panel.judge_many(items, concurrency=8)
+    verdicts = judge_many(panel, items, concurrency=8)
     flat = [v for pv in verdicts for v in pv.verdicts]
     ok = [v for v in flat if v.ok]
     stats = server.stats()

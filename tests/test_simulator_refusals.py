@@ -1,4 +1,4 @@
-"""The simulator's table of refused parameters, read family by family (`judging.simulator_rules`).
+"""The simulator's table of refused parameters, read family by family (`judging.simulator.sim_rules`).
 
 The SDK tests (tests/test_simulator_sdk.py) show the refusals reach a client as the vendors'
 errors; these pin which model names fall in which family, including the names that look alike
@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from judging.simulator_rules import (
+from judging.simulator.sim_rules import (
     chat_refusal,
     claude_refuses_sampling,
     is_openai_reasoning,

@@ -22,9 +22,9 @@ from anthropic.types.messages import MessageBatch, MessageBatchIndividualRespons
 from openai.types import Batch, FileObject
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from judging.critics import Critic
+from judging.panel.critics import Critic
 from judging.scales import Scale
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
 
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
 SCALE = Scale(kind="nominal", labels=LABELS)

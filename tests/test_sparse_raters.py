@@ -23,7 +23,7 @@ from judging.agreement import (
 )
 from judging.agreement import kappa as kappa_module
 from judging.agreement import leave_one_out as loo_module
-from judging.dawid_skene import dawid_skene
+from judging.voting.dawid_skene import dawid_skene
 
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
 

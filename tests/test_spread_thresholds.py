@@ -21,10 +21,10 @@ import pytest
 
 from judging.scales import Scale
 from judging.verdicts import FailureKind, PanelVerdict, Verdict
-from judging.voting import VotingConfig, band, vote
+from judging.voting.strategies import VotingConfig, band, vote
 from storage.consensus import load_consensus, write_consensus
-from storage.datasets import save_dataset
-from storage.export import export_frame
+from storage.dataset_store import save_dataset
+from storage.export_files import export_frame
 from storage.panels import save_panel
 from storage.runs import create_run
 from tests.fixtures_storage import make_parsed
@@ -163,7 +163,7 @@ def test_recommendation_and_flag_are_stored_and_shown(db) -> None:
     assert "below every threshold" in frame.loc[ids[1], "consensus_note"]
 
     from pages.ui.review_view import consensus_line
-    from storage.review import item_detail
+    from storage.review_queue import item_detail
 
     line = consensus_line(item_detail(db, run_id, ids[0]))
     assert line.startswith("consensus uphold")

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-import storage.datasets as datasets_module
-from storage.datasets import (
+import storage.dataset_store as datasets_module
+from storage.dataset_store import (
     delete_dataset,
     get_dataset,
     get_item,

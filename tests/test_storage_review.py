@@ -11,7 +11,7 @@ from judging.verdicts import Verdict
 from storage.calls import load_verdicts_of, load_votes_of, write_verdicts
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import add_override
-from storage.review import SORTS, item_detail, item_position, review_labels, review_table
+from storage.review_queue import SORTS, item_detail, item_position, review_labels, review_table
 from tests.fixtures_storage import seed_run
 
 

@@ -1,4 +1,4 @@
-"""`judging.runs.report.run_agreement_report`: the report of a stored run, as the Agreement page
+"""`judging.runs.run_report.run_agreement_report`: the report of a stored run, as the Agreement page
 and `jurybox stats` show it, assembled from the database."""
 
 from __future__ import annotations
@@ -6,19 +6,19 @@ from __future__ import annotations
 import pytest
 
 from judging.agreement import krippendorff_alpha
-from judging.panel_files import load_panel
-from judging.report import agreement_report, as_numbers
+from judging.analysis.agreement_report import agreement_report, as_numbers
+from judging.panel.panel_files import load_panel
 from judging.runs.jobs import prepare_run
-from judging.runs.report import run_agreement_report
+from judging.runs.run_report import run_agreement_report
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
-from judging.voting import VotingConfig
+from judging.voting.strategies import VotingConfig
 from storage.calls import write_verdicts
 from storage.consensus import consensus_values, load_consensus, write_consensus
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import NotFoundError
 from storage.overrides import add_override, human_labels
-from storage.review import gold_labels, ratings_frame
+from storage.review_queue import gold_labels, ratings_frame
 from storage.runs import get_run
 from tests.fixtures_storage import FakeParsed, tiny_panel
 

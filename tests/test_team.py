@@ -1,11 +1,11 @@
-"""Who may enter a team server and who leads (`pages.ui.team.TeamPolicy`), and single-user mode
+"""Who may enter a team server and who leads (`pages.ui.team_view.TeamPolicy`), and single-user mode
 (no `[auth]`): no sign-in, a typed reviewer, every action open."""
 
 from __future__ import annotations
 
 import pytest
 
-from pages.ui.team import TeamPolicy, Visitor
+from pages.ui.team_view import TeamPolicy, Visitor
 
 
 def test_emails_and_domains_are_admitted_case_blind():

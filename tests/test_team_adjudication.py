@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.decisions import run_decisions
+from judging.runs.final_decisions import run_decisions
 from judging.runs.taxonomy import curated_taxonomy
 from storage.assignments import adjudicated_items, save_assignment
 from storage.db import open_db
 from storage.decisions import NEEDS_DECISION
 from storage.overrides import add_override
-from storage.review import item_detail, review_table
+from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 
 

@@ -12,8 +12,8 @@ import krippendorff
 import numpy as np
 import pytest
 
+from judging.analysis.team_review import plan_assignment, reviewer_agreement
 from judging.errors import DataError
-from judging.team_review import plan_assignment, reviewer_agreement
 from storage.assignments import (
     adjudicated_items,
     assignment,
@@ -24,7 +24,7 @@ from storage.assignments import (
 )
 from storage.db import StorageError, open_db
 from storage.overrides import add_override, final_labels
-from storage.review import review_table
+from storage.review_queue import review_table
 from tests.fixtures_storage import seed_run
 from tests.test_app_smoke import no_exception, open_page
 

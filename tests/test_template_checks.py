@@ -12,10 +12,10 @@ import pydantic
 import pytest
 import yaml
 
-from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.panel_files import load_panel
-from judging.prompt_syntax import template_problem
+from judging.panel.critics import Critic
+from judging.panel.panel_files import load_panel
+from judging.panel.prompt_syntax import template_problem
 from judging.runs.cli import main
 from tests.fixtures_simulator import SimulatorFactory
 
@@ -59,7 +59,7 @@ def test_a_broken_template_is_refused_naming_the_field_problem_and_fix(
 
 @pytest.mark.parametrize("field", ["system_prompt", "reason_prompt", "verify_prompt"])
 def test_a_field_in_a_text_that_is_never_filled_is_refused(field: str) -> None:
-    # These are sent as they are (`judging.compound` appends the step instructions as text).
+    # These are sent as they are (`judging.panel.compound` appends the step instructions as text).
     data = yaml.safe_load(panel_text("Judge {text}"))
     data["critics"][1].update({field: "Think about {text} first.", "kind": "self-verify"})
     with pytest.raises(ConfigError) as caught:

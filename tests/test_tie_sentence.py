@@ -5,7 +5,7 @@ was shown whatever the strategy, and for `majority` it was false: a 2-2 vote has
 more than half of the critics, so the panel abstains, whatever the priority says.
 
 Each test reads what the sentence promises for a tied ballot (2 critics say `low`, 2 say `high`)
-and checks that `judging.voting` decides exactly that, for every label strategy, tie policy
+and checks that `judging.voting.strategies` decides exactly that, for every label strategy, tie policy
 and fallback; so a change of a strategy that the sentence does not follow fails here.
 """
 
@@ -14,11 +14,11 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judging.panel import Panel
-from judging.rubric import MARK_SCALE, RubricConfig
+from judging.panel.panel_model import Panel
+from judging.panel.rubric import MARK_SCALE, RubricConfig
 from judging.scales import Scale
 from judging.verdicts import Verdict
-from judging.voting import (
+from judging.voting.strategies import (
     STRATEGY_KINDS,
     VotingConfig,
     is_dataset_strategy,

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from judging.calls import CallRunner, RetryPolicy
-from judging.critics import Critic
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.engine.transport import ThreadLocalTransport
+from judging.panel.critics import Critic
 from judging.scales import Scale
-from judging.transport import ThreadLocalTransport
 from judging.verdicts import FailureKind, Item
 from tests.fixtures_calls import chat_body
 

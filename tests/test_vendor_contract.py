@@ -23,14 +23,14 @@ from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from pydantic import TypeAdapter
 
-from judging.anthropic_messages import ANTHROPIC_VERSION
-from judging.calls import CallRunner, RetryPolicy
-from judging.calls.gate import CriticGate
-from judging.calls.prepare import prepare_call
-from judging.critics import Critic
-from judging.request_rules import request_notes
+from judging.engine.anthropic_messages import ANTHROPIC_VERSION
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.engine.calls.gate import CriticGate
+from judging.engine.calls.prepare import prepare_call
+from judging.panel.critics import Critic
+from judging.panel.request_rules import request_notes
+from judging.panel.vendors import PRESETS, api_of
 from judging.scales import Scale
-from judging.vendors import PRESETS, api_of
 from judging.verdicts import Item
 from tests.fixtures_network import Reply, SeenRequest
 from tests.vendor_documented import CASES, PRICE_IN, PRICE_OUT, Case, anthropic_message
@@ -321,9 +321,9 @@ BATCH_LINES: tuple[tuple[str, dict[str, Any], str | None, str | None], ...] = (
 def test_documented_batch_result_lines_read_as_live_replies(api: str, line: dict[str, Any],
                                                             label: str | None,
                                                             failure: str | None) -> None:
-    from judging.batches.results import parse_results
+    from judging.engine.batches.batch_results import parse_results
+    from judging.engine.parsing import parse_reply
     from judging.errors import CallFailure
-    from judging.parsing import parse_reply
 
     (result,) = parse_results(api, [json.dumps(line)])  # type: ignore[arg-type]
     if failure == "not run":
@@ -352,7 +352,7 @@ def test_anthropic_batch_lines_carry_only_messages_api_fields(vendor: str,
     logprobs) are never copied into its params, whatever API the critic speaks live."""
     from anthropic.types.messages import batch_create_params
 
-    from judging.batches.lines import batch_line
+    from judging.engine.batches.lines import batch_line
 
     critic = _critic(vendor, "claude-haiku-4-5", extra=extra, mode="batch",
                      batch_api="anthropic")

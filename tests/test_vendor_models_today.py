@@ -1,5 +1,5 @@
 """The judges people pick in 2026, run end to end against a simulator that refuses what the
-vendors refuse (`judging.simulator_rules`, written from the vendors' documents, not from our
+vendors refuse (`judging.simulator.sim_rules`, written from the vendors' documents, not from our
 client): every item is judged, no request is refused, a model unknown to our table is adjusted
 once, and a long shared system prompt is read from the prompt cache and priced so."""
 
@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from judging.calls import CallRunner, RetryPolicy
-from judging.critics import Critic
-from judging.ledger import Ledger
-from judging.panel import Panel
+from judging.engine.calls import CallRunner, RetryPolicy
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import judge_many
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
 from judging.verdicts import Item
 
@@ -49,7 +50,7 @@ def today(simulator, monkeypatch) -> tuple[Any, Panel]:
 def test_todays_judges_answer_every_item(today) -> None:
     simulator, panel = today
     with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
-        results = panel.judge_many(ITEMS, runner=runner, concurrency=8)
+        results = judge_many(panel, ITEMS, runner=runner, concurrency=8)
     verdicts = [v for result in results for v in result.verdicts]
     failed = [(v.critic, v.message) for v in verdicts if v.failure is not None
               and v.failure.value not in ("refusal", "truncated", "parse_fail")]
@@ -80,7 +81,7 @@ def test_a_model_our_table_does_not_know_is_adjusted_once_per_run(simulator,
     critic = _critic("gateway", "custom", "gpt-5.2", simulator.base_url)
     panel = Panel(name="gateway", scale=SCALE, critics=[critic])
     with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
-        results = panel.judge_many(ITEMS, runner=runner, concurrency=1)
+        results = judge_many(panel, ITEMS, runner=runner, concurrency=1)
     verdicts = [v for result in results for v in result.verdicts]
     assert all(v.ok for v in verdicts), [v.message for v in verdicts]
     assert sum(v.attempts for v in verdicts) == len(ITEMS) + 2  # two refusals, once each

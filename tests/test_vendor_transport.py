@@ -15,13 +15,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from judging.calls import CallRunner, RetryPolicy, VendorTransport, is_loopback
-from judging.calls.attempt import make_route, send_once
-from judging.calls.deadline import DeadlineExceededError, Watchdog
-from judging.critics import Critic
-from judging.panel import Panel
+from judging.engine.calls import CallRunner, RetryPolicy, VendorTransport, is_loopback
+from judging.engine.calls.attempt import make_route, send_once
+from judging.engine.calls.deadline import DeadlineExceededError, Watchdog
+from judging.engine.panel_runner import judge_many
+from judging.engine.transport import StaleConnectionError, ThreadLocalTransport
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
 from judging.scales import Scale
-from judging.transport import StaleConnectionError, ThreadLocalTransport
 from judging.verdicts import FailureKind, Item
 from tests.fixtures_calls import chat_body
 from tests.fixtures_network import ConnectProxy, LocalVendor, Reply, SeenRequest
@@ -163,7 +164,7 @@ def test_the_pool_is_sized_to_the_run(local_vendor: StartVendor,
     vendor = local_vendor(held, tls=True)
     network_env.setenv("SSL_CERT_FILE", str(ca_file))
     panel = Panel(scale=SCALE, critics=[critic(vendor.base_url)])
-    results = panel.judge_many(items(1 + 2 * workers), concurrency=workers)
+    results = judge_many(panel, items(1 + 2 * workers), concurrency=workers)
     assert all(v.ok for r in results for v in r.verdicts)
     assert len(vendor.seen) == 1 + 2 * workers
     assert len(vendor.connections) == workers

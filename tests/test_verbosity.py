@@ -8,11 +8,11 @@ import random
 
 import pytest
 
+from judging.analysis.verbosity import fisher_interval, spearman, verbosity_probe
 from judging.errors import DataError
 from judging.runs.cli import main
-from judging.runs.report import run_verbosity
+from judging.runs.run_report import run_verbosity
 from judging.scales import Scale
-from judging.verbosity import fisher_interval, spearman, verbosity_probe
 from storage.db import open_db
 from tests.test_app_smoke import no_exception, open_page
 
@@ -78,7 +78,7 @@ def test_stats_prints_the_probe_and_names_an_unknown_field(demo_db, capsys):
 
 
 def test_the_agreement_page_has_the_probe(demo_db):
-    from storage.datasets import load_items
+    from storage.dataset_store import load_items
     from storage.runs import get_run
 
     path, run_id = demo_db
@@ -107,7 +107,7 @@ def test_a_stored_run_is_probed_as_its_loaded_items_and_verdicts_say(db):
     from judging.runs.jobs import prepare_run
     from judging.verdicts import FailureKind, Item, Verdict
     from storage.calls import load_verdicts, write_verdicts
-    from storage.datasets import load_items, save_dataset
+    from storage.dataset_store import load_items, save_dataset
     from tests.fixtures_storage import FakeParsed, tiny_panel
 
     rng = random.Random(7)

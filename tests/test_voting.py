@@ -9,7 +9,7 @@ import pytest
 from judging.errors import ConfigError
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Verdict
-from judging.voting import (
+from judging.voting.strategies import (
     DATASET_STRATEGIES,
     STRATEGIES,
     STRATEGY_KINDS,
@@ -550,7 +550,7 @@ def test_agreement_is_never_nan() -> None:
 
 
 def test_dawid_skene_through_vote_dataset() -> None:
-    pytest.importorskip("judging.dawid_skene")
+    pytest.importorskip("judging.voting.dawid_skene")
     per_item = [
         [
             Verdict("good", str(i), label="yes" if i % 3 else "no"),
@@ -586,7 +586,7 @@ def test_a_tie_broken_by_the_priority_says_so() -> None:
 
 
 def test_the_tie_rule_is_stated_before_a_run() -> None:
-    from judging.voting import tie_rule_text
+    from judging.voting.strategies import tie_rule_text
 
     text = tie_rule_text(cfg(), TAXONOMY)
     assert text is not None and "No tie priority is set" in text and "KEEP, REJECT" in text
@@ -641,7 +641,7 @@ def test_two_different_middle_labels_are_a_tie_broken_by_the_tie_policy(config, 
 
 @pytest.mark.parametrize("strategy", ["median", "max", "min"])
 def test_a_nominal_scale_has_no_order_to_aggregate(strategy):
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
 
     with pytest.raises(ConfigError, match=f"'{strategy}' needs an order among the labels"):
         Panel.model_validate({

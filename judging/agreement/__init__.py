@@ -37,6 +37,16 @@ Modules: `results` (the result types), `ratings` (encoding), `answers` (long tab
 `leave_one_out`, `kappa`, `reference`.
 """
 
+from judging.agreement.agreement_results import (
+    LEVELS,
+    AlphaResult,
+    BootstrapResult,
+    KappaMatrix,
+    KappaWeights,
+    Level,
+    Proportion,
+    Statistic,
+)
 from judging.agreement.alpha import (
     DatasetDisagreement,
     alpha_with_reason,
@@ -71,16 +81,6 @@ from judging.agreement.reference import (
     agreement_with_reference,
     proportion,
     wilson_interval,
-)
-from judging.agreement.results import (
-    LEVELS,
-    AlphaResult,
-    BootstrapResult,
-    KappaMatrix,
-    KappaWeights,
-    Level,
-    Proportion,
-    Statistic,
 )
 
 __all__ = [

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from judging.agreement.agreement_results import AlphaResult, BootstrapResult, Level
 from judging.agreement.ratings import RatingMatrix, _unit_counts, encode_ratings
-from judging.agreement.results import AlphaResult, BootstrapResult, Level
 
 # Above this many distinct values the V x V difference matrix is not materialised; per-unit
 # disagreement is then computed from pairs of critic columns instead.

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from judging.agreement.agreement_results import Level
 from judging.agreement.ratings import RatingMatrix, encode_ratings
-from judging.agreement.results import Level
 
 
 @dataclass(frozen=True)

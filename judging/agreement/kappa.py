@@ -15,9 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from judging.agreement.answers import Answers, answers_from_matrix, check_encoded_as
-from judging.agreement.ratings import RatingMatrix, encode_ratings
-from judging.agreement.results import (
+from judging.agreement.agreement_results import (
     NO_CHANCE_DISAGREEMENT,
     NO_SHARED_ITEM,
     KappaMatrix,
@@ -25,6 +23,8 @@ from judging.agreement.results import (
     PairReasons,
     Statistic,
 )
+from judging.agreement.answers import Answers, answers_from_matrix, check_encoded_as
+from judging.agreement.ratings import RatingMatrix, encode_ratings
 
 # Pairs of answers materialised at once when walking the answers (bounds the memory: a few
 # arrays of this many int64).

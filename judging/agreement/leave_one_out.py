@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from judging.agreement.agreement_results import AlphaResult, Level
 from judging.agreement.alpha import (
     _alpha_from_parts,
     _alpha_parts,
@@ -23,7 +24,6 @@ from judging.agreement.alpha import (
 )
 from judging.agreement.answers import Answers, answers_from_matrix
 from judging.agreement.ratings import RatingMatrix, encode_ratings
-from judging.agreement.results import AlphaResult, Level
 
 # The answers' way keeps a V x V coincidence change per rater and per answer chunk: for label
 # data (and Likert scales) V is small; above this many distinct values it is not worth it.

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from judging.agreement.results import LEVELS, Level
+from judging.agreement.agreement_results import LEVELS, Level
 
 # --------------------------------------------------------------------------------------------
 # Encoding

@@ -19,7 +19,7 @@ import csv
 import functools
 import pathlib
 
-from judging.simulator import Profile
+from judging.simulator.sim_server import Profile
 
 __all__ = [
     "demo_dataset_path",
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 _HERE = pathlib.Path(__file__).parent
-# The simulator finds an item's gold label by the text of this field (see judging.simulator).
+# The simulator finds an item's gold label by the text of this field (see judging.simulator.sim_server).
 GOLD_KEY_FIELD = "candidate_class"
 
 

@@ -103,7 +103,7 @@ QUESTIONS: dict[str, tuple[str, str, str]] = {
 
 SYSTEMS = {"atlas": 0.85, "breeze": 0.55, "comet": 0.25}  # mean quality
 PAIRS = [("atlas", "breeze"), ("breeze", "comet"), ("atlas", "comet")]
-TIE_MARGIN = 0.1  # the simulator's margin too (judging.simulator)
+TIE_MARGIN = 0.1  # the simulator's margin too (judging.simulator.sim_server)
 
 
 def answer(system: str, question: str, points: tuple[str, ...], rng: random.Random) -> str:

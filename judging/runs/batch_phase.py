@@ -26,16 +26,17 @@ from typing import Any
 
 import httpx
 
-from judging.batches.clients import BatchApiError, BatchClient, client_for, describe
-from judging.batches.lines import BatchApi, batch_api_of, chunked
-from judging.batches.results import BatchResult, parse_results
-from judging.calls.cache import CallCache
-from judging.calls.prepare import PreparedCall, prepare_call
-from judging.calls.transports import is_loopback
-from judging.critics import Critic
+from judging.engine.batches.batch_results import BatchResult, parse_results
+from judging.engine.batches.clients import BatchApiError, BatchClient, client_for, describe
+from judging.engine.batches.lines import BatchApi, batch_api_of, chunked
+from judging.engine.calls.cache import CallCache
+from judging.engine.calls.prepare import PreparedCall, prepare_call
+from judging.engine.calls.transports import is_loopback
+from judging.engine.endpoints import resolve_base_url
 from judging.errors import CallFailure, ConfigError
-from judging.panel import Panel
-from judging.vendors import KeyLookup, get_preset, resolve_base_url, resolve_key
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
+from judging.panel.vendors import KeyLookup, get_preset, resolve_key
 from judging.verdicts import Item
 from storage.calls import successful_pairs_of
 from storage.vendor_batches import (

@@ -9,17 +9,17 @@ from dataclasses import dataclass
 
 import sqlite_utils
 
-from judging.calibration import Calibration, calibrate
-from judging.cascade import CascadeConfig
+from judging.analysis.calibration import Calibration, calibrate
+from judging.analysis.few_shot import Example, choose_examples, with_examples
+from judging.engine.panel_runner import run_panel
 from judging.errors import DataError
-from judging.few_shot import Example, choose_examples, with_examples
-from judging.panel import Panel
-from judging.panel_files import dump_panel, load_panel, panel_hash
-from judging.runner import run_panel
-from judging.vendors import KeyLookup
+from judging.panel.cascade import CascadeConfig
+from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_model import Panel
+from judging.panel.vendors import KeyLookup
 from storage.calls import load_verdicts_of
 from storage.consensus import iter_panel_verdicts
-from storage.datasets import load_items_of
+from storage.dataset_store import load_items_of
 from storage.overrides import human_labels, latest_overrides
 from storage.panels import save_panel
 from storage.runs import get_run
@@ -33,7 +33,7 @@ def _panel_of(db: sqlite_utils.Database, run_id: int) -> Panel:
 
 
 def run_calibration(db: sqlite_utils.Database, run_id: int) -> Calibration:
-    """The run's calibration (`judging.calibration.calibrate`) on its stored verdicts.
+    """The run's calibration (`judging.analysis.calibration.calibrate`) on its stored verdicts.
 
     Raises:
         NotFoundError: no such run.

@@ -28,10 +28,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from judging.calls import CallRunner
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
+from judging.engine.calls import CallRunner
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
-from judging.panel_files import load_panel
+from judging.panel.panel_files import load_panel
 from judging.runs.cli_compare import add_compare
 from judging.runs.cli_runs import (
     add_batches,
@@ -60,13 +60,13 @@ from judging.runs.critic_check import (
     sample_item_of_dataset,
 )
 from judging.runs.messages import EXPECTED, sentence_for
-from judging.simulator import Profile, SimulatorServer
+from judging.simulator.sim_server import Profile, SimulatorServer
 from storage.calls import CallCacheStore
-from storage.datasets import list_datasets
+from storage.dataset_store import list_datasets
 from storage.faults import DRIVER_ERRORS
 
 if TYPE_CHECKING:
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
     from judging.verdicts import Item
 
 EXIT_OK = 0

@@ -1,12 +1,12 @@
 """`jurybox compare RUN_A RUN_B`: two runs over the same dataset, item by item (the Compare
-page's figures as text). The comparison itself is `judging.runs.compare.compare_runs`."""
+page's figures as text). The comparison itself is `judging.runs.compare_runs.compare_runs`."""
 
 from __future__ import annotations
 
 import argparse
 
 from judging.runs.cli_runs import add_db_option, open_cli_db, positive_int
-from judging.runs.compare import (
+from judging.runs.compare_runs import (
     FlippedItem,
     RunComparison,
     changes_text,

@@ -25,15 +25,16 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from judging.budget import BudgetCap
+from judging.analysis.stability import stability_text
+from judging.engine.budget import BudgetCap
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import RunProgress
 from judging.errors import ConfigError, DataError
-from judging.ledger import Ledger
-from judging.panel_files import load_panel
-from judging.runner import RunProgress
-from judging.runs.export import export_options
+from judging.panel.panel_files import load_panel
+from judging.runs.export_run import export_options
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from judging.runs.pairs import pairs_dataset
-from judging.runs.report import (
+from judging.runs.run_report import (
     run_agreement_report,
     run_pairwise,
     run_rubric,
@@ -42,7 +43,6 @@ from judging.runs.report import (
 )
 from judging.runs.summary import ProgressBar, format_summary, summarize_counts, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
-from judging.stability import stability_text
 from judging.verdicts import PanelVerdict
 from storage.column_guess import guess_file_columns
 from storage.consensus import (
@@ -50,9 +50,9 @@ from storage.consensus import (
     decision_counts,
     run_gold_labels,
 )
-from storage.datasets import save_dataset
+from storage.dataset_store import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
-from storage.export import (
+from storage.export_files import (
     ExportOptions,
     export_run,
     iter_verdicts_with_steps,
@@ -66,7 +66,7 @@ from storage.vendor_batches import run_batches
 if TYPE_CHECKING:
     import sqlite_utils
 
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
     from judging.runs.job import Job, JobProgress
     from storage.importing import ParsedDataset
 

@@ -7,7 +7,7 @@ a run would get on that item, said as one sentence per critic that names the cau
 fix (`check_sentence`, pure, table-tested): no key, a key refused, a model the vendor does not
 know, a parameter refused, rate limited, out of credit, no answer in the format asked ... or
 "OK" with the label, the latency and the cost. The sentence also carries what is sent
-differently for the model (`judging.request_rules.request_notes`) and the parameters the
+differently for the model (`judging.panel.request_rules.request_notes`) and the parameters the
 vendor refused during the check and the call layer dropped or renamed
 (`CriticGate.adjustments`).
 
@@ -40,21 +40,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from judging.budget import BudgetCap, BudgetGuard, Reservation
-from judging.calls import CallCache, CallRunner, CriticGate
-from judging.chains import judge_with, sample_offsets
-from judging.critics import Critic
+from judging.engine.budget import BudgetCap, BudgetGuard, Reservation
+from judging.engine.calls import CallCache, CallRunner, CriticGate
+from judging.engine.chains import judge_with, sample_offsets
+from judging.engine.ledger import format_usd
+from judging.engine.panel_runner import panel_limiter
 from judging.errors import CallFailure, ConfigError, DataError, NotFoundError
-from judging.ledger import format_usd
-from judging.request_rules import request_notes
-from judging.vendors import key_variable, resolve_key
+from judging.panel.critics import Critic
+from judging.panel.request_rules import request_notes
+from judging.panel.vendors import key_variable, resolve_key
 from judging.verdicts import FailureKind, Item, Verdict
-from storage.datasets import get_dataset, get_item, load_items
+from storage.dataset_store import get_dataset, get_item, load_items
 
 if TYPE_CHECKING:
     import sqlite_utils
 
-    from judging.panel import Panel
+    from judging.panel.panel_model import Panel
 
 __all__ = [
     "CheckBudget",
@@ -344,7 +345,7 @@ def check_critics(
         a sentence.
     """
     gate = CriticGate()  # this check's own: a critic stopped here is not stopped elsewhere
-    send = functools.partial(runner.call, gate=gate, limiter=panel.limiter(), budget=budget)
+    send = functools.partial(runner.call, gate=gate, limiter=panel_limiter(panel), budget=budget)
     critics = {critic.name: critic for critic in panel.critics}
     offsets = sample_offsets(panel.critics)
     cap = budget.cap.describe() if budget is not None else None

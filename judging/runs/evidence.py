@@ -1,16 +1,16 @@
 """The evidence of a stored call, whole again: a request left to its run's template
-(`judging.calls.template`) is rebuilt from it and the item, for Review's raw exchange."""
+(`judging.engine.calls.template`) is rebuilt from it and the item, for Review's raw exchange."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from judging.calls.template import RequestTemplate, rebuilt_request
+from judging.engine.calls.template import RequestTemplate, rebuilt_request
 from storage.calls import request_templates
 
 
 def fill_requests(db: Any, run_id: int, detail: dict[str, Any]) -> dict[str, Any]:
-    """`storage.review.item_detail(...)` with every critic's raw request in place: a request
+    """`storage.review_queue.item_detail(...)` with every critic's raw request in place: a request
     stored whole stays as it is; one left to the template is rebuilt (exactly the bytes sent:
     the writer checked that before leaving it out)."""
     waiting = [row for row in detail["verdicts"]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from judging.ledger import Ledger, LedgerTotals
+from judging.engine.ledger import Ledger, LedgerTotals
 
 JobKind = Literal["start", "resume", "rerun_failures", "rejudge"]
 KeyLookup = Callable[[str], "str | None"]
@@ -41,7 +41,7 @@ class JobProgress(LedgerTotals):
         items_total / items_done: items in the job / items with a panel verdict.
         per_critic: critic name -> `CriticProgress`.
         calls_per_s: requests actually sent per second (cache hits excluded).
-        ledger: this job's totals (`judging.ledger.Ledger`): calls done, failed, from cache,
+        ledger: this job's totals (`judging.engine.ledger.Ledger`): calls done, failed, from cache,
             saved by a cascade, sent, HTTP attempts, tokens, cost. The properties read it.
         eta_s: seconds left at the current pace; None when unknown.
         elapsed_s: seconds since the job started.

@@ -28,14 +28,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from judging.budget import BudgetCap
+from judging.engine.budget import BudgetCap
 from judging.errors import ConfigError, JobConflict, JuryboxError
-from judging.panel import Panel
-from judging.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_model import Panel
+from judging.panel.vendors import get_preset
 from judging.runs.job import Job, JobKind, KeyLookup
 from judging.runs.worker import Worker
-from judging.vendors import get_preset
-from storage.datasets import get_dataset, get_item
+from storage.dataset_store import get_dataset, get_item
 from storage.db import open_db
 from storage.panels import save_panel
 from storage.runs import claim_run, create_run, get_run, mark_interrupted, set_run_budget
@@ -302,7 +302,7 @@ def prepare_run(
         dataset_id: a saved dataset.
         panel: the panel to snapshot (its YAML and content hash are stored).
         name: an optional run name.
-        budget: the run's cap in dollars and/or tokens (`judging.budget`), or None.
+        budget: the run's cap in dollars and/or tokens (`judging.engine.budget`), or None.
 
     Returns:
         The new run id (start it with `JobRegistry.start_run`).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pydantic
 
 from judging.errors import JuryboxError
-from judging.panel_files import validation_message
+from judging.panel.panel_files import validation_message
 from storage.faults import DRIVER_ERRORS, DbPath, database_fault
 
 # What the boundary turns into sentences (everything else is a bug and propagates).

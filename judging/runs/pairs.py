@@ -1,4 +1,4 @@
-"""Importing a dataset as comparisons: every pair of its response columns (`judging.pairwise.
+"""Importing a dataset as comparisons: every pair of its response columns (`judging.panel.pairwise.
 compared_in_pairs`), stored like any dataset. The Datasets page and `jurybox pairs` use it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 
-from judging.pairwise import PAIR_FIELDS, compared_in_pairs
+from judging.panel.pairwise import PAIR_FIELDS, compared_in_pairs
 from storage.importing import ParsedDataset
 
 

@@ -1,6 +1,6 @@
 """What the CLI prints about a run: the progress bar and the end-of-run summary.
 
-The money and call figures come from the run ledger (`judging.ledger.Ledger`); this module
+The money and call figures come from the run ledger (`judging.engine.ledger.Ledger`); this module
 only counts the vote (consensus, disagreements, agreement with gold) and formats.
 """
 
@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import RunProgress
 from judging.errors import JuryboxError
-from judging.ledger import Ledger
-from judging.panel import Panel
-from judging.runner import RunProgress
+from judging.panel.panel_model import Panel
 from judging.verdicts import Item, PanelVerdict
 
 

@@ -1,5 +1,5 @@
 """The curated taxonomy of a run: its final decisions (`storage.decisions`, by the run's rule)
-sorted by `judging.curation.curate`, as JSON or CSV. Used by the Export page and the CLI."""
+sorted by `judging.panel.curation.curate`, as JSON or CSV. Used by the Export page and the CLI."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import json
 
 import sqlite_utils
 
-from judging.curation import CuratedTaxonomy, curate
 from judging.errors import DataError
-from judging.panel_files import load_panel
-from judging.runs.decisions import decision_rule
-from storage.datasets import load_items
+from judging.panel.curation import CuratedTaxonomy, curate
+from judging.panel.panel_files import load_panel
+from judging.runs.final_decisions import decision_rule
+from storage.dataset_store import load_items
 from storage.decisions import decision_records, final_decisions
-from storage.export import rows_csv_bytes
+from storage.export_files import rows_csv_bytes
 from storage.runs import get_run
 
 TAXONOMY_FORMATS = ("json", "csv")

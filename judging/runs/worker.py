@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from judging.agreement import dataset_disagreement, per_item_alpha_in
-from judging.budget import BudgetCap, BudgetGuard
-from judging.calls import CallRunner
-from judging.calls.template import request_template
+from judging.engine.budget import BudgetCap, BudgetGuard
+from judging.engine.calls import CallRunner
+from judging.engine.calls.template import request_template
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import RunProgress, run_panel
 from judging.errors import JuryboxError
-from judging.ledger import Ledger
-from judging.panel import Panel
-from judging.panel_files import load_panel
-from judging.runner import RunProgress, run_panel
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
 from judging.runs.batch_phase import (
     Clients,
     StoredAnswers,
@@ -43,7 +43,7 @@ from storage.calls import (
     successful_pairs_of,
 )
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
-from storage.datasets import DatasetItems, get_item
+from storage.dataset_store import DatasetItems, get_item
 from storage.db import open_db
 from storage.record_chain import seal_deleted_calls, sealing
 from storage.runs import (

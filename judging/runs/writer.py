@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable, Container, Mapping
 from typing import Any
 
-from judging.calls.template import RequestTemplate, rebuilds
-from judging.ledger import Ledger
+from judging.engine.calls.template import RequestTemplate, rebuilds
+from judging.engine.ledger import Ledger
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict
 from storage.calls import save_request_template, write_verdicts
 from storage.consensus import write_consensus
@@ -48,7 +48,7 @@ class Writer:
     ) -> None:
         self.db_path = db_path
         # Critic -> its request template: a request the template rebuilds exactly is not
-        # stored whole (`judging.calls.template`).
+        # stored whole (`judging.engine.calls.template`).
         self.templates = dict(templates or {})
         self._templates_saved: set[str] = set()
         self.run_id = run_id

@@ -6,14 +6,14 @@ reviews do. It is cached in two floors:
 
 - the critics' figures (everything but the figures against the humans), once per run and
   per state of its verdicts (`calls_stamp`);
-- the figures against the humans (`judging.report.with_humans`), redone from the first floor's
-  encoded ratings whenever the humans' labels change: an override shows on the page at its
-  next rerun, without reading the run's ratings again.
+- the figures against the humans (`judging.analysis.agreement_report.with_humans`), redone
+  from the first floor's encoded ratings whenever the humans' labels change: an override
+  shows on the page at its next rerun, without reading the run's ratings again.
 
 Both are `st.cache_resource` entries, not `st.cache_data`: a 1M-item report is hundreds of MB
 to pickle, and `cache_data` unpickles a copy on every rerun. They are shared, so nothing here
 or in the page changes a report (the pages only read). The report itself is assembled by
-`judging.runs.report`, the same code `jurybox stats RUN` runs.
+`judging.runs.run_report`, the same code `jurybox stats RUN` runs.
 """
 
 from __future__ import annotations
@@ -22,19 +22,19 @@ from typing import Any
 
 import streamlit as st
 
-from judging.pairwise_stats import PairwiseReport
-from judging.report import AgreementReport, as_numbers, with_humans
-from judging.rubric_stats import RubricReport
-from judging.runs.decisions import run_human_labels
-from judging.runs.report import (
+from judging.analysis.agreement_report import AgreementReport, as_numbers, with_humans
+from judging.analysis.pairwise_stats import PairwiseReport
+from judging.analysis.rubric_stats import RubricReport
+from judging.analysis.stability import CriticStability
+from judging.analysis.verbosity import VerbosityProbe
+from judging.runs.final_decisions import run_human_labels
+from judging.runs.run_report import (
     run_agreement_report,
     run_pairwise,
     run_rubric,
     run_stability,
     run_verbosity,
 )
-from judging.stability import CriticStability
-from judging.verbosity import VerbosityProbe
 from pages.ui.state import db, db_path
 
 RESAMPLES = 1000
@@ -83,7 +83,7 @@ def _stability(path: str, run_id: int, stamp: Stamp) -> list[CriticStability]:
 
 
 def run_stability_figures(run: dict[str, Any]) -> list[CriticStability]:
-    """Each repeated critic's stability (`judging.stability`), until more verdicts come."""
+    """Each repeated critic's stability (`judging.analysis.stability`), until more verdicts come."""
     return _stability(str(db_path()), int(run["id"]), calls_stamp(run))
 
 

@@ -1,6 +1,6 @@
 """The audit on the pages: the corrected accuracy on Agreement, the sample and its queue on Review.
 
-Agreement shows what `judging.runs.audit.run_audit` estimates from the audit sample: the
+Agreement shows what `judging.runs.audit_run.run_audit` estimates from the audit sample: the
 panel's accuracy on every item with its interval, per label (with the label's corrected share)
 and per critic, and which labels it used. Review gets a button that draws an audit sample and,
 with the sort "Label next", the queue kept fresh before the table is read.
@@ -12,8 +12,8 @@ from typing import Any
 
 import streamlit as st
 
-from judging.audit_stats import Interval
-from judging.runs.audit import (
+from judging.analysis.audit_stats import Interval
+from judging.runs.audit_run import (
     RunAudit,
     draw_audit_sample,
     refresh_label_next,
@@ -22,15 +22,15 @@ from judging.runs.audit import (
 )
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui.agreement_data import Stamp, calls_stamp
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db, db_path
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.audit import audit_stamp
 from storage.overrides import overrides_stamp
-from storage.review import item_position
+from storage.review_queue import item_position
 
-LABEL_NEXT = "label_next"  # the Review sort (`storage.review.SORTS`)
+LABEL_NEXT = "label_next"  # the Review sort (`storage.review_queue.SORTS`)
 
 
 # Two floors, as the agreement report: what is known of every item (a pass over every call of

@@ -8,9 +8,9 @@ from typing import Any
 
 import streamlit as st
 
-from judging.calibration import Calibration
-from judging.few_shot import Example, render_examples
-from judging.panel import Panel
+from judging.analysis.calibration import Calibration
+from judging.analysis.few_shot import Example, render_examples
+from judging.panel.panel_model import Panel
 from judging.runs.calibrate import (
     few_shot_panel,
     run_calibration,
@@ -18,10 +18,10 @@ from judging.runs.calibrate import (
     try_on_disputed,
 )
 from pages.ui.agreement_data import Stamp, calls_stamp
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.panel_form import RUN_PANEL_PARAM
 from pages.ui.state import db, db_path, worker_key_lookup
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.overrides import human_labels, overrides_stamp
 
 # Above this many ratings, calibration waits for a click: it votes every stored verdict again

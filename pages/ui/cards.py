@@ -11,10 +11,10 @@ from typing import Any
 
 import streamlit as st
 
-from judging.logprobs import verdict_probabilities
 from judging.scales import Scale
 from judging.verdicts import Verdict
-from pages.ui.text import plain
+from judging.voting.logprobs import verdict_probabilities
+from pages.ui.text_format import plain
 
 FAILURE_TEXT = {
     "error": "error",
@@ -122,7 +122,7 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
             `raw_exchange` where there is room for it.
         key: a unique key for the toggle when several cards share a page.
         scale: the panel's scale; with it, a reply that carries logprobs shows each label's
-            probability (`judging.logprobs`).
+            probability (`judging.voting.logprobs`).
         calls: how many calls the verdict took (a compound or repeated critic, a pairwise
             critic's two orders): their attempts are summed, so the card says both.
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from judging.agreement import KappaMatrix
-from judging.report import AgreementReport
+from judging.analysis.agreement_report import AgreementReport
 
 KAPPA_SELECTION = "kappa_cell"
 REFERENCES = {"consensus": "the consensus", "humans": "the humans", "gold": "the gold labels"}

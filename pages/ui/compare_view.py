@@ -13,8 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from judging.demo import demo_panel_v2_path
-from judging.panel_files import load_panel
-from judging.runs.compare import (
+from judging.panel.panel_files import load_panel
+from judging.runs.compare_runs import (
     RunComparison,
     changes_text,
     check_comparable,
@@ -25,10 +25,10 @@ from judging.runs.compare import (
 )
 from judging.runs.jobs import prepare_run
 from pages.ui.demo import TAXONOMY, demo_dataset_ids
-from pages.ui.errors import user_errors
+from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM, run_label
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.runs import list_runs
 
 VS_PARAM = "vs"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from judging.budget import BudgetCap
-from judging.calls import CallRunner, MemoryCache
-from judging.panel import Panel
-from judging.panel_files import panel_hash
-from judging.request_rules import request_notes
+from judging.engine.budget import BudgetCap
+from judging.engine.calls import CallRunner, MemoryCache
+from judging.panel.panel_files import panel_hash
+from judging.panel.panel_model import Panel
+from judging.panel.request_rules import request_notes
 from judging.runs.critic_check import (
     CriticCheck,
     LayeredCache,
@@ -23,7 +23,7 @@ from judging.runs.critic_check import (
 )
 from judging.verdicts import Item
 from pages.ui.state import db_path, worker_key_lookup
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.calls import CallCacheStore
 
 _LAST_CHECK = "critic_check."  # + panel hash: that version's last check (list[CriticCheck])
@@ -57,7 +57,7 @@ def show_checks(checks: list[CriticCheck]) -> None:
 
 
 def request_notes_view(panel: Panel) -> None:
-    """What is sent differently for each critic's model (`judging.request_rules`), one caption
+    """What is sent differently for each critic's model (`judging.panel.request_rules`), one caption
     per critic that has any: known when the panel is built, before any call."""
     for critic in panel.critics:
         notes = request_notes(critic)

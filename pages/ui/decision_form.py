@@ -12,15 +12,15 @@ from typing import Any
 
 import streamlit as st
 
-from judging.curation import check_decision, parse_children, unactionable
-from judging.panel import Panel
+from judging.panel.curation import check_decision, parse_children, unactionable
+from judging.panel.panel_model import Panel
 from pages.ui.state import db
-from pages.ui.text import plain
-from storage.datasets import field_values
+from pages.ui.text_format import plain
+from storage.dataset_store import field_values
 
 
 def latest_decision(detail: dict[str, Any]) -> dict[str, Any]:
-    """The item's latest override (`storage.review.item_detail`'s history), or {} if none."""
+    """The item's latest override (`storage.review_queue.item_detail`'s history), or {} if none."""
     history = detail.get("overrides") or []
     return history[-1] if history else {}
 
@@ -59,7 +59,7 @@ def curation_fields(panel: Panel, dataset_id: int, detail: dict[str, Any], prefi
     its children, a MERGE its target.
 
     Args:
-        detail: the item (`storage.review.item_detail`); {} to prefill nothing (a blind pass).
+        detail: the item (`storage.review_queue.item_detail`); {} to prefill nothing (a blind pass).
         prefix, draft: the widgets' keys are `<prefix>children.<draft>` and
             `<prefix>merge.<draft>` (draft: the item, and the pass).
 

@@ -18,10 +18,10 @@ from judging.demo import (
     pairwise_dataset_path,
     pairwise_panel_path,
 )
-from judging.panel_files import load_panel, panel_hash
+from judging.panel.panel_files import load_panel, panel_hash
 from judging.runs.jobs import prepare_run
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from storage.datasets import list_datasets, save_dataset
+from storage.dataset_store import list_datasets, save_dataset
 from storage.importing import read_dataset
 from storage.runs import list_runs
 

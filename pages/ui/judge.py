@@ -1,7 +1,7 @@
 """One critic on one item, for the panel builder: the requests it would send (the preview) and
 one real call ("test this critic").
 
-Why the preview walks `judging.chains.judge_with`: a preview drawn from `Critic.build_messages`
+Why the preview walks `judging.engine.chains.judge_with`: a preview drawn from `Critic.build_messages`
 showed a rubric panel's critic one "score" instruction while the run asks for a mark per
 criterion, and showed nothing of a pairwise swap or a compound critic's chain. Here the run's
 own code decides which calls a critic makes, and each call's messages come from
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from judging.calls import CallRunner
-from judging.calls.prepare import prepare_call
-from judging.chains import judge_with
-from judging.critics import Critic
-from judging.panel import Panel
-from judging.rubric import RubricConfig
+from judging.engine.calls import CallRunner
+from judging.engine.calls.prepare import prepare_call
+from judging.engine.chains import judge_with
+from judging.panel.critics import Critic
+from judging.panel.panel_model import Panel
+from judging.panel.rubric import RubricConfig
 from judging.scales import Scale
 from judging.verdicts import Item, Verdict
 from pages.ui.state import key_lookup

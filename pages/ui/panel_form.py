@@ -21,19 +21,19 @@ from typing import Any
 
 import streamlit as st
 
-from judging.critics import Critic, template_placeholders
-from judging.curation import CurationConfig
-from judging.pairwise import PairwiseConfig
-from judging.panel import CascadeConfig, Panel
-from judging.prompt_syntax import template_problem
-from judging.rubric import MARK_SCALE, RubricConfig
+from judging.panel.critics import Critic, template_placeholders
+from judging.panel.curation import CurationConfig
+from judging.panel.pairwise import PairwiseConfig
+from judging.panel.panel_model import CascadeConfig, Panel
+from judging.panel.prompt_syntax import template_problem
+from judging.panel.rubric import MARK_SCALE, RubricConfig
+from judging.panel.vendors import PRESETS
 from judging.scales import Scale
-from judging.vendors import PRESETS
-from judging.voting import VotingConfig, strategy_help, strategy_names, tie_rule_text
+from judging.voting.strategies import VotingConfig, strategy_help, strategy_names, tie_rule_text
 from pages.ui.model_form import field_widget, model_editor
 from pages.ui.state import db
-from pages.ui.team import visitor
-from pages.ui.text import plain
+from pages.ui.team_view import visitor
+from pages.ui.text_format import plain
 from storage.drafts import discard_draft, load_draft, save_draft
 
 DRAFT_KEY = "panel_draft"
@@ -491,7 +491,7 @@ def limits_editor(draft: dict[str, Any]) -> None:
 
 # -- what a tie will do ------------------------------------------------------------------------
 
-# Strategies that break a tied count by the tie policy and priority (`judging.voting._top`, the
+# Strategies that break a tied count by the tie policy and priority (`judging.voting.strategies._top`, the
 # median's two middle labels, Dawid-Skene's equal posteriors); the others never consult it.
 _TIE_POLICY_STRATEGIES = ("plurality", "weighted", "any", "median", "dawid-skene")
 

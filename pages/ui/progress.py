@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from judging.ledger import Ledger
+from judging.engine.ledger import Ledger
 from judging.runs.job import JobProgress
 
 

@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 
 import streamlit as st
 
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 
 SAVE_KEY = "Ctrl+Enter"  # a modifier: it works from the note field too
 NEXT_KEY, PREVIOUS_KEY, SKIP_KEY = "J", "K", "S"

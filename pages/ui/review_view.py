@@ -1,6 +1,6 @@
 """Review page parts: the filter bar, one item in detail, the override form.
 
-Filters are plain widgets whose values become `storage.review.review_table` arguments; the
+Filters are plain widgets whose values become `storage.review_queue.review_table` arguments; the
 storage layer binds every value as a parameter, so nothing typed here reaches SQL text.
 """
 
@@ -11,19 +11,19 @@ from typing import Any
 
 import streamlit as st
 
-from judging.pairwise import PairwiseConfig
-from judging.panel import Panel
-from judging.panel_files import load_panel
-from judging.runs.decisions import decision_rule
+from judging.analysis.stability import tolerance
+from judging.panel.pairwise import PairwiseConfig
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
+from judging.runs.final_decisions import decision_rule
 from judging.scales import Scale
-from judging.stability import tolerance
 from judging.verdicts import FailureKind, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.assignments import assigned_count
 from storage.leases import held_by_others
-from storage.review import item_position, review_labels, review_table
+from storage.review_queue import item_position, review_labels, review_table
 
 ANY = "(any)"
 PAGE_SIZES = [25, 50, 100, 200]
@@ -57,7 +57,7 @@ def _labels(path: str, run_id: int, ok_calls: int, failed_calls: int) -> dict[st
 
 
 def filter_labels(run: dict[str, Any], path: str) -> dict[str, Any]:
-    """The values the filters offer (`storage.review.review_labels`), cached per run state.
+    """The values the filters offer (`storage.review_queue.review_labels`), cached per run state.
 
     Why a cache: finding every distinct label scans all of a run's calls (about 0.5 s at
     300,000 calls), on every rerun of the page; the answer only changes when calls are written,
@@ -127,7 +127,7 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
 
     Args:
         run_id: the run (widget keys include it, so switching runs resets the filters).
-        labels: `storage.review.review_labels(...)`: consensus labels, labels per critic,
+        labels: `storage.review_queue.review_labels(...)`: consensus labels, labels per critic,
             failure kinds seen.
         critics: the run's critic names in panel order.
         panel: the run's panel: a panel with repeated critics gets an "Unstable items only"
@@ -384,7 +384,7 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
     of view.
 
     Args:
-        frame: a page of `storage.review.review_table` (its `attrs["critic_columns"]` names
+        frame: a page of `storage.review_queue.review_table` (its `attrs["critic_columns"]` names
             the critics' columns).
         blind: a blind first pass: only the item and whether it was overridden.
     """
@@ -430,7 +430,7 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
 
 
 def verdict_from_row(row: dict[str, Any]) -> Verdict:
-    """A stored call (as `storage.review.item_detail` gives it) as a `Verdict`."""
+    """A stored call (as `storage.review_queue.item_detail` gives it) as a `Verdict`."""
     failure = row.get("failure")
     return Verdict(
         critic=row["critic"],

@@ -7,10 +7,10 @@ from typing import Any
 
 import streamlit as st
 
-from judging.rubric import MARKS, RubricConfig, rubric_score
-from pages.ui.errors import user_errors
+from judging.panel.rubric import MARKS, RubricConfig, rubric_score
+from pages.ui.error_notes import user_errors
 from pages.ui.state import db
-from pages.ui.text import plain
+from pages.ui.text_format import plain
 from storage.criteria import add_criterion_override
 from storage.db import StorageError
 from storage.decisions import DecisionRule
@@ -29,7 +29,7 @@ def rubric_grid(detail: dict[str, Any], rubric: RubricConfig, critics: list[str]
                 rule: DecisionRule | None = None) -> None:
     """Every criterion as a row: its weight, each critic's mark, the panel's, whether it is in
     dispute, and a reviewer's mark; then each critic's reasons, and with the run's decision
-    `rule` (`judging.runs.decisions.decision_rule`), the label the final marks give."""
+    `rule` (`judging.runs.final_decisions.decision_rule`), the label the final marks give."""
     voted = (detail.get("consensus") or {}).get("marks") or {}
     said = {v["critic"]: v.get("marks") or {} for v in detail["verdicts"]}
     reviewed = {row["criterion"]: row["mark"] for row in detail.get("criterion_overrides", [])}

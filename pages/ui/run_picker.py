@@ -8,8 +8,8 @@ from typing import Any
 import streamlit as st
 
 from judging.errors import JuryboxError
-from judging.panel import Panel
-from judging.panel_files import panel_hash
+from judging.panel.panel_files import panel_hash
+from judging.panel.panel_model import Panel
 from pages.ui.state import db
 from storage.runs import list_runs
 
@@ -86,7 +86,7 @@ def dataset_for_panel(
 
     Args:
         panel: the panel about to run.
-        datasets: as `storage.datasets.list_datasets` gives them (newest first).
+        datasets: as `storage.dataset_store.list_datasets` gives them (newest first).
         runs: as `storage.runs.list_runs` gives them (newest first).
     """
     ids = {int(d["id"]) for d in datasets}

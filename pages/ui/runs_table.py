@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from judging.ledger import Ledger
+from judging.engine.ledger import Ledger
 from pages.ui.progress import status_text
 from pages.ui.state import db
 from storage.runs import list_runs

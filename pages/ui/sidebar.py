@@ -8,8 +8,8 @@ import threading
 import streamlit as st
 
 from pages.ui.state import any_real_key, db_path
-from pages.ui.team import Visitor
-from pages.ui.text import plain
+from pages.ui.team_view import Visitor
+from pages.ui.text_format import plain
 
 # Set when the sidebar is drawn, taken back by `pages.ui.shell` as the page starts. Thread-local:
 # a script run happens on one thread (reruns may reuse it, hence the flag is taken, not read).

@@ -10,10 +10,10 @@ import sqlite_utils
 
 from judging.demo import demo_gold
 from judging.errors import JuryboxError
-from judging.panel_files import load_panel
-from judging.vendors import PRESETS
+from judging.panel.panel_files import load_panel
+from judging.panel.vendors import PRESETS
 from pages.ui.demo import demo_file_hashes
-from storage.datasets import get_dataset, load_items
+from storage.dataset_store import get_dataset, load_items
 from storage.runs import get_run
 
 # Items of a dataset looked at to tell whether the simulator knows them (a few dozen rows; a

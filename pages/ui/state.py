@@ -19,8 +19,8 @@ import sqlite_utils
 import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
+from judging.panel.vendors import PRESETS
 from judging.runs.jobs import JobRegistry
-from judging.vendors import PRESETS
 from storage.db import DatabaseFault, default_db_path, open_db
 
 _local = threading.local()

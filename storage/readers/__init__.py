@@ -14,7 +14,7 @@ from storage.readers.delimited import delimited_records, read_delimited
 from storage.readers.jsonfiles import jsonl_records, read_json, read_jsonl
 from storage.readers.parquet import parquet_records, read_parquet
 from storage.readers.table import Record, Table, empty_file, plain
-from storage.readers.text import detect_encoding
+from storage.readers.text_reader import detect_encoding
 from storage.readers.xlsx import read_xlsx
 
 __all__ = ["STREAMED_FORMATS", "Record", "Table", "iter_records", "plain", "read_table"]

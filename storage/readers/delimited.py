@@ -15,7 +15,7 @@ from storage.readers.table import (
     keep_record,
     row_values,
 )
-from storage.readers.text import text_lines
+from storage.readers.text_reader import text_lines
 
 
 def _raise_field_limit(max_cell_chars: int) -> None:

@@ -29,7 +29,7 @@ from storage.readers.table import (
     keep_record,
     short,
 )
-from storage.readers.text import text_lines
+from storage.readers.text_reader import text_lines
 
 
 class _DuplicateKey(Exception):

@@ -1,0 +1,217 @@
+"""A run's budget cap: a limit in dollars and/or tokens that the run never passes, and reaches.
+
+Never passes: a call is sent only when its worst case (the prompt's tokens, estimated from its
+length, plus the critic's `max_tokens`, at the critic's prices) fits beside the worst cases of
+every call in flight and what the run has spent. Whatever the replies, the cap holds.
+
+Reaches: a reply is usually far below its worst case (a verdict of some 80 tokens against a
+`max_tokens` of 512), so reserving worst cases and stopping at the first call that did not fit
+left most of the cap unspent at normal concurrency (a $0.05 cap stopped at $0.014 with 32 calls
+in flight, a token cap at 45%). So each call also carries what it will LIKELY cost: its
+prompt's tokens, scaled by how the critic's estimates compared with the vendor's counts so far,
+plus the critic's mean reply so far (`TYPICAL_REPLY_TOKENS` before its first reply). Far from
+the cap the worst cases fit and nothing changes. Near it, a call that does not fit yet but would
+once the calls in flight come back as likely waits for them; a call that would not fit even
+then is refused and the run is "budget reached": it starts no new item, and only the calls of
+items already under way are still sent, while they fit (a finished item can be voted and
+reviewed; a half-judged one waits for the resume). A resume with a higher cap finishes the run
+without paying twice. A reply settles its reservation with what it really used. A call whose
+price is unknown counts against the token cap only, and is counted in `unpriced` so the run can
+say so.
+
+Measured (tests/test_budget_cap.py, the simulator, 32 calls in flight): see that test's
+docstring.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from judging.errors import ConfigError
+
+# Characters per token, the rule of thumb of this cap's worst case and of `judging.engine.estimate`.
+CHARS_PER_TOKEN = 4.0
+# A verdict's reply before a critic has answered once: {"label": ..., "confidence": ...,
+# "reasoning": "one or two sentences"}. `judging.engine.estimate` assumes it too.
+TYPICAL_REPLY_TOKENS = 80
+# Items that had a call sent lately: after "budget reached" their other calls may still go.
+_OPEN_ITEMS = 8192
+
+
+class BudgetCap(BaseModel):
+    """A cap in US dollars and/or tokens (input + output); at least one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    tokens: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> BudgetCap:
+        if self.usd is None and self.tokens is None:
+            raise ConfigError("A budget cap needs a limit in dollars, in tokens, or both.")
+        return self
+
+    def describe(self) -> str:
+        parts = ([f"${self.usd:,.4f}"] if self.usd is not None else []) + (
+            [f"{self.tokens:,} tokens"] if self.tokens is not None else [])
+        return " and ".join(parts)
+
+
+@dataclass
+class Reservation:
+    """What one call holds of the cap while it is in flight.
+
+    Attributes:
+        usd / tokens: its worst case (None: unpriced), what the cap's guarantee counts.
+        likely_usd / likely_tokens: what it will likely cost (None: as the worst case).
+        critic / item: whose call it is, for learning its replies and finishing its item.
+        prompt_tokens: the prompt's estimated tokens, compared with the vendor's count.
+    """
+
+    usd: float | None
+    tokens: int
+    likely_usd: float | None = None
+    likely_tokens: int | None = None
+    critic: str | None = None
+    item: str | None = None
+    prompt_tokens: int = 0
+
+    @property
+    def expected_usd(self) -> float:
+        return (self.likely_usd if self.likely_usd is not None else self.usd) or 0.0
+
+    @property
+    def expected_tokens(self) -> int:
+        return self.likely_tokens if self.likely_tokens is not None else self.tokens
+
+
+class BudgetGuard:
+    """The cap of one run, shared by its call threads.
+
+    Args:
+        cap: the limits.
+        spent_usd, spent_tokens: what the run had already spent (a resumed run's ledger).
+    """
+
+    def __init__(self, cap: BudgetCap, *, spent_usd: float = 0.0, spent_tokens: int = 0) -> None:
+        self.cap = cap
+        self.spent_usd = spent_usd
+        self.spent_tokens = spent_tokens
+        self.reserved_usd = 0.0  # worst cases of the calls in flight
+        self.reserved_tokens = 0
+        self.likely_usd = 0.0  # what the calls in flight will likely cost
+        self.likely_tokens = 0
+        self.in_flight = 0
+        self.reached = False
+        self.unpriced = 0  # calls sent whose price is unknown (against the token cap only)
+        # Per critic: [replies, reply tokens, prompt tokens estimated, prompt tokens counted].
+        self._seen: dict[str, list[int]] = {}
+        self._open: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+
+    @staticmethod
+    def worst_case(prompt_chars: int, max_tokens: int, price_in: float | None,
+                   price_out: float | None) -> Reservation:
+        """The most one call can cost: its prompt's estimated tokens plus `max_tokens`."""
+        tokens_in = math.ceil(prompt_chars / CHARS_PER_TOKEN)
+        usd = None
+        if price_in is not None and price_out is not None:
+            usd = (tokens_in * price_in + max_tokens * price_out) / 1e6
+        return Reservation(usd=usd, tokens=tokens_in + max_tokens, prompt_tokens=tokens_in)
+
+    def reservation_for(self, critic: str, item: str, prompt_chars: int, max_tokens: int,
+                        price_in: float | None, price_out: float | None) -> Reservation:
+        """One call's worst case and likely cost, from what the critic's replies were so far."""
+        held = self.worst_case(prompt_chars, max_tokens, price_in, price_out)
+        with self._lock:
+            replies, out, estimated, counted = self._seen.get(critic, (0, 0, 0, 0))
+        likely_out = min(max_tokens, math.ceil(out / replies) if replies else TYPICAL_REPLY_TOKENS)
+        likely_in = held.prompt_tokens
+        if estimated and counted:  # the vendor counts the critic's prompts its own way
+            likely_in = min(likely_in, math.ceil(likely_in * counted / estimated))
+        held.critic, held.item = critic, item
+        held.likely_tokens = likely_in + likely_out
+        if price_in is not None and price_out is not None:
+            held.likely_usd = (likely_in * price_in + likely_out * price_out) / 1e6
+        return held
+
+    def _fits(self, usd: float, tokens: int, held: Reservation) -> bool:
+        """Whether `held`'s worst case fits beside the spend and `usd` / `tokens` in flight."""
+        if self.cap.tokens is not None and self.spent_tokens + tokens + held.tokens > self.cap.tokens:
+            return False
+        return not (self.cap.usd is not None and held.usd is not None
+                    and self.spent_usd + usd + held.usd > self.cap.usd)
+
+    def reserve(self, held: Reservation, *, cancel: threading.Event | None = None
+                ) -> Reservation | None:
+        """Hold `held` for a call about to be sent, waiting while calls in flight may make room
+        for it; None when it cannot fit (the run is then "budget reached"), or on `cancel`."""
+        with self._settled:
+            while True:
+                if self.reached and (held.item is None or held.item not in self._open):
+                    return None  # no new item once the cap is reached
+                if self._fits(self.reserved_usd, self.reserved_tokens, held):
+                    break
+                if not (self.in_flight and self._fits(self.likely_usd, self.likely_tokens, held)):
+                    self.reached = True  # it would not fit even once the calls in flight are back
+                    return None
+                if cancel is not None and cancel.is_set():
+                    return None
+                self._settled.wait(0.05 if cancel is not None else None)
+            self.reserved_tokens += held.tokens
+            self.reserved_usd += held.usd or 0.0
+            self.likely_tokens += held.expected_tokens
+            self.likely_usd += held.expected_usd
+            self.in_flight += 1
+            if held.usd is None:
+                self.unpriced += 1
+            if held.item is not None:
+                self._open[held.item] = None
+                self._open.move_to_end(held.item)
+                if len(self._open) > _OPEN_ITEMS:
+                    self._open.popitem(last=False)
+            return held
+
+    def settle(self, held: Reservation, usd: float | None, tokens: int, *,
+               tokens_in: int | None = None, tokens_out: int | None = None) -> None:
+        """Replace a reservation by what the call really used; `tokens_in` / `tokens_out` (the
+        vendor's counts, when a reply came) teach the likely cost of the critic's next calls."""
+        with self._settled:
+            self.reserved_tokens -= held.tokens
+            self.reserved_usd -= held.usd or 0.0
+            self.likely_tokens -= held.expected_tokens
+            self.likely_usd -= held.expected_usd
+            self.in_flight -= 1
+            self.spent_tokens += tokens
+            self.spent_usd += usd or 0.0
+            if held.critic is not None and tokens_out is not None:
+                seen = self._seen.setdefault(held.critic, [0, 0, 0, 0])
+                seen[0] += 1
+                seen[1] += tokens_out
+                if tokens_in:
+                    seen[2] += held.prompt_tokens
+                    seen[3] += tokens_in
+            self._settled.notify_all()
+    def summary(self) -> str:
+        """"Budget reached: $0.0123 of $0.0150 and 9,800 of 10,000 tokens spent." (or "... so
+        far"), with the unpriced calls if any."""
+        parts = []
+        if self.cap.usd is not None:
+            parts.append(f"${self.spent_usd:,.4f} of ${self.cap.usd:,.4f}")
+        if self.cap.tokens is not None:
+            parts.append(f"{self.spent_tokens:,} of {self.cap.tokens:,} tokens")
+        text = ("Budget reached: " if self.reached else "Budget: ") + " and ".join(parts) + " spent"
+        if self.reached:
+            text += "; the next call could have passed the cap, so it was not sent. Resume the "
+            text += "run with a higher cap to finish it"
+        if self.unpriced:
+            text += (f". {self.unpriced:,} calls had no price: they count against the token cap "
+                     "only")
+        return text + "."

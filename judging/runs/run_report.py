@@ -1,0 +1,166 @@
+"""The agreement report of a stored run: storage's tables in, `AgreementReport` out.
+
+The Agreement page and `jurybox stats RUN` both call `run_agreement_report`, so they show the
+same figures from the same inputs. This module gathers those inputs (every critic outcome,
+the consensus, the humans' latest labels, the gold labels and the scale of the panel the run
+snapshot holds) and hands them to `judging.analysis.agreement_report.table_agreement_report`; it holds no
+statistics and no SQL of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from judging.analysis.agreement_report import AgreementReport, as_numbers, table_agreement_report
+from judging.analysis.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
+from judging.analysis.rubric_stats import RubricReport, rubric_report
+from judging.analysis.stability import CriticStability, stability
+from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
+from judging.errors import DataError
+from judging.panel.panel_files import load_panel
+from judging.runs.final_decisions import decision_rule
+from storage.calls import order_answers, sample_values
+from storage.consensus import consensus_values, load_consensus
+from storage.criteria import critic_marks
+from storage.dataset_store import field_lengths, get_dataset, load_items, text_field_lengths
+from storage.overrides import final_labels, human_labels
+from storage.review_queue import gold_labels, ratings_grid, valid_values
+from storage.runs import get_run
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+
+def run_agreement_report(
+    db: sqlite_utils.Database,
+    run_id: int,
+    *,
+    resamples: int = 1000,
+    seed: int | None = 0,
+    humans: Mapping[str, str] | None = None,
+) -> AgreementReport:
+    """Every agreement figure of a stored run, computed from the database.
+
+    Args:
+        db: this thread's connection (`storage.db.open_db`).
+        run_id: the run.
+        resamples: bootstrap resamples for alpha's confidence interval.
+        seed: bootstrap seed (the same seed gives the same interval).
+        humans: item_id -> the humans' latest label, when the caller already read it (the page
+            does, for its cache key); default: read from the database.
+
+    Returns:
+        The `AgreementReport` of the run, at the level of the run panel's scale, with the
+        critics in panel order and agreement against the consensus, the humans (latest
+        override per item) and the gold labels.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+        ValueError: stored ratings that do not fit the panel's scale.
+    """
+
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    numeric = panel.scale.is_numeric
+    critics = list(run["critics"])
+    ratings = ratings_grid(db, run_id, critics, numeric=numeric)
+    consensus = consensus_values(db, run_id, numeric=numeric)
+    # The humans' labels by the run's decision rule: a rubric reviewer's criterion marks count.
+    overrides: dict[str, Any] = dict(human_labels(db, run_id, decision_rule(panel))
+                                     if humans is None else humans)
+    gold: dict[str, Any] = gold_labels(db, run_id)
+    if numeric:
+        # Overrides and gold labels are stored as text; on a score scale they are figures,
+        # and compared as text they would never match a critic's score.
+        overrides, gold = as_numbers(overrides), as_numbers(gold)
+    return table_agreement_report(
+        ratings,
+        scale=panel.scale,
+        consensus=consensus,
+        overrides=overrides,
+        gold=gold,
+        resamples=resamples,
+        seed=seed,
+    )
+
+
+def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> VerbosityProbe:
+    """The verbosity probe of a stored run (`judging.analysis.verbosity`): each critic's valid verdicts
+    against the length of `field_name` (default: the item field with the longest mean text).
+    Lengths and verdicts are read by narrow queries, and not at all on a scale whose labels
+    have no order (nothing to correlate): at a million items the items are never loaded.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+        DataError: `field_name` is not a field of the run's items.
+    """
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    dataset_id = int(run["dataset_id"])
+    if field_name is not None:
+        known = list(get_dataset(db, dataset_id)["fields"])
+        if field_name not in known:
+            raise DataError(f"The items of run {run_id} have no field {field_name!r}; their "
+                            f"fields: {', '.join(sorted(known))}.")
+    means = text_field_lengths(db, dataset_id) if field_name is None else {}
+    name = field_name or (max(means, key=lambda field: means[field]) if means else None)
+    if name is None or not orders_verdicts(panel.scale):
+        return verbosity_probe({}, {}, panel.scale, name)
+    verdicts = valid_values(db, run_id, numeric=panel.scale.is_numeric)
+    ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
+    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name)
+
+
+def run_stability(db: Any, run_id: int) -> list[CriticStability]:
+    """Each repeated critic's stability in a stored run (`judging.analysis.stability`); empty when no
+    critic was asked more than once per item.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    return stability(sample_values(db, run_id), panel.scale)
+
+
+def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0
+                 ) -> PairwiseReport | None:
+    """The results of a pairwise run (`judging.analysis.pairwise_stats`) from its final labels (a
+    reviewer's override, else the consensus) and each critic's answers in both orders; None
+    when the run's panel does not compare pairs.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    run = get_run(db, run_id)
+    config = load_panel(run["panel_yaml"]).pairwise
+    if not config.active:
+        return None
+    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
+    final = final_labels(db, run_id)
+    outcomes = [
+        (*config.systems(fields.get(str(item_id), {})), label)
+        for item_id, label in zip(final["item_id"], final["final_label"], strict=True)
+        if isinstance(label, str)  # an abstained item has no result to count
+    ]
+    return PairwiseReport(
+        comparisons=len(outcomes),
+        systems=win_rates(outcomes, config, resamples=resamples, seed=seed),
+        strengths=bradley_terry(outcomes, config),
+        bias=position_bias(order_answers(db, run_id), config),
+    )
+
+
+def run_rubric(db: Any, run_id: int) -> RubricReport | None:
+    """Agreement per criterion of a rubric run (`judging.analysis.rubric_stats`); None when the run's
+    panel has no rubric.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    run = get_run(db, run_id)
+    rubric = load_panel(run["panel_yaml"]).rubric
+    if not rubric.active:
+        return None
+    panel_marks = {row["item_id"]: row.get("marks") or {} for row in load_consensus(db, run_id)}
+    return rubric_report(critic_marks(db, run_id), panel_marks, rubric, run["critics"])

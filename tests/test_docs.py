@@ -125,8 +125,8 @@ def mentions_flag(text: str, flag: str) -> bool:
 
 
 def _strategies() -> list[str]:
-    voting = _optional("judging.voting")
-    return list(voting.strategy_names()) if voting else []
+    judging = _optional("judging")
+    return list(judging.strategy_names()) if judging else []
 
 
 def _presets() -> list[str]:
@@ -322,7 +322,7 @@ def test_the_layout_table_names_files_that_exist() -> None:
 # -- the names are documented -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["judging", "judging.voting", *METRIC_MODULES])
+@pytest.mark.parametrize("module", ["judging", *METRIC_MODULES])
 def test_every_source_of_names_exists(module: str) -> None:
     assert _optional(module) is not None, (
         f"{module} cannot be imported, so its names cannot be checked: {_IMPORT_ERRORS[module]}"
@@ -339,7 +339,7 @@ def test_the_cli_parser_is_found() -> None:
 def test_the_names_were_found_in_the_code() -> None:
     """Guards the parametrised tests below against passing vacuously on an empty list."""
     assert PUBLIC_API, "judging/__init__.py exports nothing (no __all__)"
-    assert STRATEGIES, "no voting strategies read from judging.voting.strategy_names()"
+    assert STRATEGIES, "no voting strategies read from judging.strategy_names()"
     assert PRESETS, "no vendor presets read from judging.PRESETS"
     assert FAILURE_KINDS, "no FailureKind values"
     assert len(PANEL_FIELDS) > 50, "too few panel fields read from judging.Panel"

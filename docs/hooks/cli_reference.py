@@ -22,7 +22,7 @@ from typing import Any
 MARKER = "<!-- cli-reference -->"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # A fixed width: usage lines must not depend on the terminal that runs the build.
-USAGE_WIDTH = 96
+USAGE_WIDTH = 80
 
 
 def build_parser() -> argparse.ArgumentParser:

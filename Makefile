@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test lint bench bench-large clean
+.PHONY: run test lint docs bench bench-large clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,16 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
+# The manual is built strictly: a broken link or anchor, a page missing from the nav or a
+# failing hook fails lint. The site goes to site/ (ignored by git).
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+# The manual on http://127.0.0.1:8000, rebuilt on every change.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 bench: $(VENV)/.installed
 	$(PY) -m benchmarks
@@ -34,4 +41,4 @@ bench-large: $(VENV)/.installed
 	$(PY) -m benchmarks.large_pages
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache site

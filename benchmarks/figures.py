@@ -22,7 +22,7 @@ def size_tag(n: int) -> str:
 
 def large_import_env(n: int) -> dict[str, str]:
     """This process's environment with the import limits raised for an `n`-row file, as the
-    README's Scaling section tells a user to raise them."""
+    manual (docs/storage.md, "Scaling") tells a user to raise them."""
     return {**os.environ, "JURYBOX_MAX_ROWS": str(max(n, 500_000)),
             "JURYBOX_MAX_DECODED_MB": "4096", "JURYBOX_MAX_FILE_MB": "4096"}
 

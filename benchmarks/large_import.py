@@ -3,7 +3,7 @@
 
 Not a `bench_*` module (`make bench` does not run it): it writes and reads N-row files, so it
 sits behind `make bench-large`. `JURYBOX_BENCH_ITEMS` sets N (default 1,000,000); the import
-limits are raised for it as the README's Scaling section says.
+limits are raised for it as docs/storage.md ("Scaling") says.
 
 Figures (<n> is the size: 1m, 100k, ...), medians of 3:
     import_<n>_csv_s, import_<n>_parquet_s              wall time of the import

@@ -44,7 +44,7 @@ class VendorPreset:
             (Message Batches), or None when it has none we drive (`judging.engine.batches`).
         batch_price_factor: what a batched call costs against a live one (both OpenAI and
             Anthropic charge half); 1.0 where the discount is unknown.
-        quirks: sentences shown in the UI and README about what this vendor does differently.
+        quirks: sentences shown in the UI and docs/vendors.md about what this vendor does differently.
         api: the protocol of live calls: "chat" (OpenAI chat completions, `POST
             {base}/chat/completions`) or "messages" (Anthropic's Messages API, `POST
             {base}/messages`, `judging.engine.anthropic_messages`). A critic's `api` overrides it.

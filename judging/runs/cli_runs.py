@@ -356,7 +356,7 @@ def add_batches(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def add_budget_options(p: argparse.ArgumentParser, *, resuming: bool = False) -> None:
-    """--budget-usd / --budget-tokens: the run's cap (see README, Budget caps)."""
+    """--budget-usd / --budget-tokens: the run's cap (see docs/panels/budget.md)."""
     which = "a new cap for the run (e.g. higher after 'budget reached')" if resuming \
         else "stop the run before it spends more than this"
     p.add_argument("--budget-usd", type=float, default=None, metavar="USD",

@@ -27,7 +27,7 @@ def render_sidebar(person: Visitor) -> None:
                 st.logout()
         else:
             st.caption("Single-user: this app listens on 127.0.0.1 only. A team server needs "
-                       "sign-in (`[auth]` and `[team]` in the secrets; see the README).")
+                       "sign-in (`[auth]` and `[team]` in the secrets; see docs/operations.md).")
         st.caption("Database")
         # Wrapped, not cut at the sidebar's edge: the whole path, with the code box's copy button.
         st.code(str(db_path()), language=None, wrap_lines=True)

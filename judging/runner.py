@@ -49,6 +49,7 @@ from judging.chains import judge_with, sample_offsets
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.ledger import Ledger, LedgerTotals, is_cancelled
+from judging.logprobs import attach_probabilities
 from judging.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting import DATASET_STRATEGIES, VotingConfig
@@ -310,6 +311,8 @@ class _Run:
                     first_sample=self.first_sample[critic.name], pairwise=self.panel.pairwise,
                     rubric=self.panel.rubric,
                 )
+                if critic.logprobs:  # read once here: stored with the call, voted on below
+                    attach_probabilities(verdict, self.scale)
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()
                 self._abort(error)

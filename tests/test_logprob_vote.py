@@ -210,8 +210,8 @@ def test_a_simulated_run_stores_votes_and_exports_expected_scores(simulator_fact
     from storage.consensus import iter_panel_verdicts, load_consensus
     from storage.datasets import save_dataset
     from storage.db import open_db
-    from storage.export import export_bytes
     from storage.expected_scores import expected_score_rows, pooled_against_humans
+    from storage.export import export_bytes
     from storage.importing import read_dataset
 
     gold = {f"answer {n}": str(1 + n % 5) for n in range(12)}
@@ -296,15 +296,14 @@ def test_a_simulated_run_stores_votes_and_exports_expected_scores(simulator_fact
 
 
 def test_a_run_without_logprobs_exports_no_expected_columns(db, tmp_path):
+    from judging.runs.jobs import prepare_run
+    from storage.datasets import save_dataset
     from storage.export import export_frame
+    from storage.importing import read_dataset
     from tests.fixtures_storage import tiny_panel
 
     panel = tiny_panel()
     assert not any(c.logprobs for c in panel.critics)
-    from judging.runs.jobs import prepare_run
-    from storage.datasets import save_dataset
-    from storage.importing import read_dataset
-
     path = tmp_path / "d.csv"
     path.write_text("id,text\ni1,a\n", encoding="utf-8")
     dataset = save_dataset(db, read_dataset(path, id_column="id"), name="d")

@@ -39,7 +39,7 @@ class CalibrationBin:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class ProbabilityCalibration:
     """Pooled probabilities against human labels.
 
     Attributes:
@@ -55,8 +55,9 @@ class Calibration:
     reason: str | None = None
 
 
-def calibration(distributions: Sequence[Mapping[str, float]], humans: Sequence[str],
-                bins: int = 10) -> Calibration:
+def probability_calibration(distributions: Sequence[Mapping[str, float]],
+                            humans: Sequence[str],
+                            bins: int = 10) -> ProbabilityCalibration:
     """The ECE of pooled label distributions against human labels (see the module doc).
 
     Args:
@@ -95,6 +96,20 @@ def calibration(distributions: Sequence[Mapping[str, float]], humans: Sequence[s
             ece += size / n * abs(accuracy - mean_conf)
         out.append(CalibrationBin(b * width, (b + 1) * width, size, mean_conf, accuracy))
     if n == 0:
-        return Calibration(None, 0, tuple(out), "no item has both pooled probabilities and a "
+        return ProbabilityCalibration(None, 0, tuple(out), "no item has both pooled probabilities and a "
                            "human label (an override or a gold label)")
-    return Calibration(ece, n, tuple(out))
+    return ProbabilityCalibration(ece, n, tuple(out))
+
+
+@dataclass(frozen=True)
+class ExpectedScoreReport:
+    """A run's statistics on logprob scores.
+
+    Attributes:
+        alpha: interval alpha over the critics' expected scores (`expected_score_alpha`);
+            undefined, with its reason, for labels without an order or a single critic.
+        calibration: the pooled probabilities against the humans (`probability_calibration`).
+    """
+
+    alpha: AlphaResult
+    calibration: ProbabilityCalibration

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from judging.errors import ConfigError
-from judging.expected_stats import calibration, expected_score_alpha
+from judging.expected_stats import expected_score_alpha, probability_calibration
 from judging.logprobs import attach_probabilities, label_probabilities
 from judging.panel import Panel
 from judging.panel_files import load_panel
@@ -191,13 +191,13 @@ def test_calibration_error_worked_by_hand():
     distributions = [{"a": 0.9, "b": 0.1}, {"a": 0.9, "b": 0.1}, {"b": 0.6, "a": 0.4},
                      {"a": 0.55, "b": 0.45}]
     humans = ["a", "b", "b", "b"]
-    result = calibration(distributions, humans, bins=10)
+    result = probability_calibration(distributions, humans, bins=10)
     # bin [.9, 1): confidence .9, accuracy .5 -> 2/4 x .4 = .2
     # bin [.6, .7): confidence .6, accuracy 1 -> 1/4 x .4 = .1
     # bin [.5, .6): confidence .55, accuracy 0 -> 1/4 x .55 = .1375
     assert result.ece == pytest.approx(0.4375)
     assert result.n == 4 and [b.n for b in result.bins] == [0, 0, 0, 0, 0, 1, 1, 0, 0, 2]
-    empty = calibration([], [])
+    empty = probability_calibration([], [])
     assert empty.ece is None and "human label" in (empty.reason or "")
 
 
@@ -272,7 +272,7 @@ def test_a_simulated_run_stores_votes_and_exports_expected_scores(simulator_fact
     assert expected_score_alpha(rows).n_pairable_units >= 10
     triples = pooled_against_humans(db, run_id)
     assert len(triples) == 12
-    assert calibration([t[1] for t in triples], [t[2] for t in triples]).ece is not None
+    assert probability_calibration([t[1] for t in triples], [t[2] for t in triples]).ece is not None
 
     # The export, every format: pooled columns and per-critic ones.
     columns = ["expected_score", "expected_spread", "consensus_probability",
@@ -310,3 +310,37 @@ def test_a_run_without_logprobs_exports_no_expected_columns(db, tmp_path):
     run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
     frame = export_frame(db, run_id)
     assert not [c for c in frame.columns if "expected" in c or c == "consensus_probability"]
+
+
+def test_the_agreement_page_shows_alpha_on_expected_scores_and_calibration(app_db, tmp_path):
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.report import run_expected_scores
+    from storage.datasets import save_dataset
+    from storage.db import open_db
+    from storage.importing import read_dataset
+    from tests.test_app_smoke import no_exception, open_page
+
+    data = tmp_path / "d.csv"
+    data.write_text("id,text,gold\n" + "".join(f"i{n},text {n},{'KEEP' if n % 3 else 'REJECT'}\n"
+                                               for n in range(9)), encoding="utf-8")
+    db = open_db(app_db)
+    dataset = save_dataset(db, read_dataset(data, id_column="id", gold_column="gold"), name="d")
+    panel = load_panel(
+        "schema_version: 1\nname: lp\nscale: {kind: ordinal, labels: [REJECT, KEEP]}\n"
+        "voting: {strategy: pooled-probability}\ncritics:\n"
+        + "".join(f"  - {{name: {m}, vendor: simulated, model: sim-{m}, logprobs: true,"
+                  " prompt_template: 'Judge {text}'}\n" for m in ("careful", "strict")))
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    expected = run_expected_scores(db, run_id)
+    assert expected is not None and expected.calibration.n == 9
+
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    assert any(s.value == "Logprob scores: agreement and calibration" for s in at.subheader)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["Calibration error (ECE)"] == f"{expected.calibration.ece:.3f}"
+    if expected.alpha.value is not None:
+        assert shown["Alpha on expected scores (interval)"] == f"{expected.alpha.value:.3f}"
+    table = next(d.value for d in at.dataframe if "share right" in d.value.columns)
+    assert int(table["items"].sum()) == 9

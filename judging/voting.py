@@ -684,8 +684,10 @@ def vote(
         }[config.error_policy]
         notes.append(f"{len(failed)} of {total} critics failed ({what}), {treatment}")
 
-    pooled = _pooled(counted, real, name, scale)
-    if pooled is not None and name in PROBABILITY_STRATEGIES:
+    # A built-in probability strategy passed as a callable pools as it does by name.
+    pools = name in PROBABILITY_STRATEGIES or fn in (pooled_probability, mean_expected_score)
+    pooled = _pooled(counted, real, pools, scale)
+    if pooled is not None and pools:
         fallback = pooled.fallback_note()
         if fallback:
             notes.append(fallback)
@@ -708,14 +710,14 @@ def vote(
     return outcome
 
 
-def _pooled(counted: list[Vote], real: list[Vote], name: str, scale: Scale) -> Pooled | None:
+def _pooled(counted: list[Vote], real: list[Vote], pools: bool, scale: Scale) -> Pooled | None:
     """The pooled label distribution of the counted votes: always for a probability strategy
     (critics without probabilities fall back to their label, and the note says so); for any
     other strategy only when every valid vote carries probabilities, so that a pooled figure
     is never a silent mix of probabilities and labels."""
     if scale.is_numeric or not counted:
         return None
-    if name not in PROBABILITY_STRATEGIES and not (real and all(v.probs for v in real)):
+    if not pools and not (real and all(v.probs for v in real)):
         return None
     return pool([Opinion(v.critic, str(v.value), v.probs, v.weight, v.from_failure)
                  for v in counted], scale)

@@ -88,6 +88,12 @@ class Verdict:
     swapped: bool = False  # a pairwise step asked with the two responses swapped
     # A rubric critic's mark and reason per criterion (`judging.panel.rubric`); its score is theirs.
     marks: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    # A critic asked for logprobs: each label's probability at its answer token, the expected
+    # score over them (G-Eval) and its standard deviation (`judging.voting.logprobs`). None when the
+    # reply had none (or for labels without an order, the expected score).
+    label_probs: dict[str, float] | None = None
+    expected_score: float | None = None
+    expected_spread: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -127,6 +133,10 @@ class VoteOutcome:
         spread: for scores, max - min of the valid scores; variance where the strategy gives it.
         tie: True when the strategy had to break a tie (see the tie policy).
         note: a short sentence on anything unusual (tie broken, abstained, errors counted as X).
+        label_probs: the pooled label distribution (`judging.voting.pooling`): set when the strategy
+            pools probabilities, or when every counted critic gave them; empty otherwise.
+        expected_score: the pooled expected score (ordered labels), and `expected_spread` the
+            standard deviation of the pooled distribution.
     """
 
     consensus: str | float | None
@@ -141,6 +151,9 @@ class VoteOutcome:
     note: str | None = None
     # A rubric item: criterion -> {"mark", "agreement", "disputed"} of its vote.
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    label_probs: dict[str, float] = field(default_factory=dict)
+    expected_score: float | None = None
+    expected_spread: float | None = None
 
 
 @dataclass(slots=True)

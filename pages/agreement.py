@@ -18,6 +18,7 @@ from pages.ui.agreement_data import (
 from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.error_notes import user_errors
+from pages.ui.expected_view import expected_section
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -261,6 +262,8 @@ if stable:
                      query_params={RUN_PARAM: str(run["id"]), UNSTABLE_PARAM: "1"})
 else:
     st.caption(STABILITY_HOW)
+
+expected_section(run)
 
 if report.confusion_vs_humans:
     st.subheader("Each critic against the humans")

@@ -49,6 +49,7 @@ _COLUMNS = (
     "message", "raw_request", "raw_response", "latency_ms", "attempts", "tokens_in",
     "tokens_out", "cost_usd", "cache_key", "vendor", "model", "simulated", "cached", "created_at",
     "cache_hash", "marks", "request_rebuilt", "reply_dict", "tokens_cached",
+    "label_probs", "expected_score", "expected_spread",
 )
 _UPDATE = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("run_id", "item_id", "critic"))
 _INSERT = (
@@ -111,7 +112,8 @@ def _rows(run_id: int, verdicts: Iterable[Verdict], stamp: str,
             reply, v.latency_ms, v.attempts,
             v.tokens_in, v.tokens_out, v.cost_usd, key, v.vendor, v.model, int(v.simulated),
             int(v.cached), stamp, hash_key(key), _marks_json(v), int(from_template), reply_dict,
-            v.tokens_cached,
+            v.tokens_cached, dumps(v.label_probs) if v.label_probs else None, v.expected_score,
+            v.expected_spread,
         ))
     return rows
 
@@ -386,14 +388,15 @@ REPLY_DICTIONARY = "(SELECT content FROM reply_dictionaries WHERE id = reply_dic
 _VERDICT_SELECT = (
     "SELECT critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,"
     f" raw_response, {REPLY_DICTIONARY}, latency_ms, attempts, tokens_in, tokens_out, cost_usd,"
-    " cache_key, vendor, model, simulated, marks FROM calls"
+    " cache_key, vendor, model, simulated, marks, label_probs, expected_score, expected_spread"
+    " FROM calls"
 )
 
 
 def _verdict(row: tuple[Any, ...], *, cached: bool = False) -> Verdict:
     (critic, item_id, label, score, confidence, reasoning, failure, message, raw_request,
      raw_response, dictionary, latency_ms, attempts, tokens_in, tokens_out, cost_usd, cache_key,
-     vendor, model, simulated, marks) = row
+     vendor, model, simulated, marks, label_probs, expected_score, expected_spread) = row
     return Verdict(
         critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
         reasoning=reasoning, failure=FailureKind(failure) if failure else None, message=message,
@@ -402,6 +405,8 @@ def _verdict(row: tuple[Any, ...], *, cached: bool = False) -> Verdict:
         attempts=attempts, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost_usd,
         cache_key=cache_key, vendor=vendor, model=model, simulated=bool(simulated), cached=cached,
         marks={c: (m["mark"], m.get("reasoning")) for c, m in (loads(marks) or {}).items()},
+        label_probs=loads(label_probs), expected_score=expected_score,
+        expected_spread=expected_spread,
     )
 
 
@@ -427,8 +432,9 @@ def load_verdicts_of(
     return [_verdict(tuple(r)) for r in rows]
 
 
-# What a vote reads of a verdict (`judging.voting.strategies`, Dawid-Skene, calibration): not the evidence.
-_VOTE_SELECT = "SELECT critic, item_id, label, score, confidence, failure, marks FROM calls"
+# What a vote reads of a verdict (`judging.voting`, Dawid-Skene, calibration): not the evidence.
+_VOTE_SELECT = ("SELECT critic, item_id, label, score, confidence, failure, marks, label_probs,"
+                " expected_score, expected_spread FROM calls")
 
 
 def load_votes_of(
@@ -444,8 +450,10 @@ def load_votes_of(
         Verdict(critic=critic, item_id=item_id, label=label, score=score, confidence=confidence,
                 failure=FailureKind(failure) if failure else None,
                 marks={c: (m["mark"], m.get("reasoning"))
-                       for c, m in (loads(marks) or {}).items()})
-        for critic, item_id, label, score, confidence, failure, marks in rows
+                       for c, m in (loads(marks) or {}).items()},
+                label_probs=loads(probs), expected_score=expected, expected_spread=spread)
+        for critic, item_id, label, score, confidence, failure, marks, probs, expected, spread
+        in rows
     ]
 
 
@@ -459,7 +467,8 @@ _CACHE_LOOKUP = (
 
 
 _STEP_CACHE_LOOKUP = (  # a step has no marks of its own (a criterion's call is a label)
-    _VERDICT_SELECT.replace(" marks FROM calls", " NULL FROM call_steps")
+    _VERDICT_SELECT.replace(" marks, label_probs, expected_score, expected_spread FROM calls",
+                            " NULL, NULL, NULL, NULL FROM call_steps")
     .replace(REPLY_DICTIONARY, "NULL")
     + " WHERE cache_key = ? AND failure IS NULL ORDER BY id DESC LIMIT 1"
 )

@@ -41,6 +41,8 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
                 int(bool(o.disagreement)), int(o.failed), dumps(dict(o.counts)), pv.tier,
                 pv.settled_by, pv.strategy, o.recommendation, o.spread, int(bool(o.tie)), o.note,
                 dumps(o.marks) if o.marks else None,
+                dumps(o.label_probs) if o.label_probs else None, o.expected_score,
+                o.expected_spread,
             )
         )
     if not rows:
@@ -50,18 +52,20 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
             """
             INSERT INTO consensus (run_id, item_id, position, consensus, score, agreement,
                 disagreement, failed, counts, tier, settled_by, strategy, recommendation, spread,
-                tie, note, marks)
+                tie, note, marks, label_probs, expected_score, expected_spread)
             VALUES (?, ?, coalesce((SELECT i.position FROM items i JOIN runs r
                                     ON r.dataset_id = i.dataset_id
                                     WHERE r.id = ? AND i.item_id = ?), 0),
-                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (run_id, item_id) DO UPDATE SET
                 consensus = excluded.consensus, score = excluded.score,
                 agreement = excluded.agreement, disagreement = excluded.disagreement,
                 failed = excluded.failed, counts = excluded.counts, tier = excluded.tier,
                 settled_by = excluded.settled_by, strategy = excluded.strategy,
                 recommendation = excluded.recommendation, spread = excluded.spread,
-                tie = excluded.tie, note = excluded.note, marks = excluded.marks
+                tie = excluded.tie, note = excluded.note, marks = excluded.marks,
+                label_probs = excluded.label_probs, expected_score = excluded.expected_score,
+                expected_spread = excluded.expected_spread
             """,
             rows,
         )
@@ -93,6 +97,7 @@ def load_consensus(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any
     ):
         row["counts"] = loads(row["counts"]) or {}
         row["marks"] = loads(row.get("marks")) or {}
+        row["label_probs"] = loads(row.get("label_probs")) or {}
         row["disagreement"] = bool(row["disagreement"])
         row["tie"] = bool(row["tie"])
         out.append(row)
@@ -163,6 +168,8 @@ def iter_panel_verdicts(
                 disagreement=bool(row["disagreement"]), counts=loads(row["counts"]) or {},
                 failed=row["failed"], recommendation=row["recommendation"],
                 spread=row["spread"], tie=bool(row["tie"]), note=row["note"],
+                label_probs=loads(row["label_probs"]) or {},
+                expected_score=row["expected_score"], expected_spread=row["expected_spread"],
             )
             yield PanelVerdict(
                 item_id=row["item_id"], outcome=outcome, verdicts=by_item.get(row["item_id"], []),

@@ -14,6 +14,11 @@ item, oldest first (`override_history`). A rubric run adds, per criterion, each 
 (`<criterion>: <critic>`), the panel's (`<criterion>: consensus`) and the final one, a
 reviewer's else the panel's (`<criterion>: final`), and `final_score`; a score run adds
 `final_score` too (a reviewer's score, else the panel's; both with `ExportOptions.rule`).
+A run whose critics asked for logprobs adds the panel's pooled `expected_score`,
+`expected_spread` (the standard deviation of the pooled label distribution) and
+`consensus_probability` (the pooled probability of the consensus label), and per critic
+`<critic>: expected_score` and `<critic>: expected_spread` (`storage.expected_scores`; empty
+where a critic gave no probabilities); other runs keep their columns.
 `override_history_bytes` gives the run's whole override history as JSONL, one decision per line,
 each with the run's `chain_head`.
 
@@ -55,6 +60,7 @@ from storage.consensus import iter_panel_verdicts
 from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.decisions import DecisionRule, final_decisions
+from storage.expected_scores import expected_columns
 from storage.overrides import latest_overrides
 from storage.record_chain import chain_head
 from storage.review_queue import _run_meta
@@ -63,7 +69,8 @@ from storage.review_queue import _run_meta
 # `<critic>: failure` column; tie and consensus_note columns; optional curation columns.
 # 3: a curation run's `children` and `merge_into`; each history entry has them too; in Parquet
 # `children` and `override_history` are lists, no longer JSON text.
-EXPORT_SCHEMA_VERSION = 3
+# 4: a run with logprobs adds the pooled and per-critic expected score and spread columns.
+EXPORT_SCHEMA_VERSION = 4
 FORMATS = ("csv", "jsonl", "parquet")
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 
@@ -291,6 +298,7 @@ def export_frame(
     if options.fields:
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
+    extra.update(expected_columns(db, run_id, critics, frame["item_id"]))
     extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))
     if options.rule is not None and options.rule.numeric:  # the rule's score: a human's,
         # else the panel's (a rubric: a later override wins over the marks), as final_label says

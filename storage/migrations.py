@@ -598,6 +598,27 @@ def _record_chain(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0026_expected_scores")
+def _expected_scores(db: sqlite_utils.Database) -> None:
+    # Logprob scores in the vote (`judging.voting.pooling`): a call's label probabilities (JSON,
+    # label -> p), its expected score (G-Eval) and that score's standard deviation, read once
+    # from the reply when it came back, so a re-vote and the export need not decompress
+    # replies; and the decision's pooled distribution, expected score and spread. NULL: the
+    # critic did not ask for logprobs, its reply had none, or (the expected score) its labels
+    # have no order.
+    _script(
+        db,
+        """
+        ALTER TABLE calls ADD COLUMN label_probs TEXT;
+        ALTER TABLE calls ADD COLUMN expected_score REAL;
+        ALTER TABLE calls ADD COLUMN expected_spread REAL;
+        ALTER TABLE consensus ADD COLUMN label_probs TEXT;
+        ALTER TABLE consensus ADD COLUMN expected_score REAL;
+        ALTER TABLE consensus ADD COLUMN expected_spread REAL;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

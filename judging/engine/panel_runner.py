@@ -52,6 +52,7 @@ from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import KeyLookup
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+from judging.voting.logprobs import attach_probabilities
 from judging.voting.strategies import DATASET_STRATEGIES, VotingConfig
 
 OnVerdict = Callable[[Verdict, Item], None]
@@ -308,6 +309,8 @@ class _Run:
                     first_sample=self.first_sample[critic.name], pairwise=self.panel.pairwise,
                     rubric=self.panel.rubric,
                 )
+                if critic.logprobs:  # read once here: stored with the call, voted on below
+                    attach_probabilities(verdict, self.scale)
                 self._record(state, critic_index, verdict)
             except BaseException as error:  # noqa: BLE001 - surfaced by run()
                 self._abort(error)

@@ -20,8 +20,10 @@ from judging.panel.request_rules import rules_for
 from judging.panel.rubric import MARK_SCALE, RubricConfig
 from judging.panel.vendors import PRESETS
 from judging.scales import Scale
+from judging.voting.pooling import label_values
 from judging.voting.strategies import (
     DATASET_STRATEGIES,
+    PROBABILITY_STRATEGIES,
     STRATEGIES,
     STRATEGY_KINDS,
     unknown_strategy_message,
@@ -186,6 +188,17 @@ def _check_strategy(panel: Panel) -> None:
         raise ConfigError(
             f"voting.strategy: {name!r} needs an order among the labels, but "
             f"{vote_scale.kind} labels have none; use an ordinal or likert scale, or plurality"
+        )
+    if name == "mean-expected-score" and label_values(vote_scale) is None:
+        raise ConfigError(
+            f"voting.strategy: 'mean-expected-score' needs labels with an order (likert, "
+            f"ordinal or yes/no), but {vote_scale.kind} labels have none; use "
+            "pooled-probability"
+        )
+    if name in PROBABILITY_STRATEGIES and not any(c.logprobs for c in panel.critics):
+        raise ConfigError(
+            f"voting.strategy: {name!r} pools label probabilities, but no critic asks for them; "
+            "set logprobs: true on the critics whose vendor returns token logprobs"
         )
     if name == "any" and voting.target_label is None:
         raise ConfigError("voting.target_label: the 'any' strategy needs the label to look for")

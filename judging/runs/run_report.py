@@ -13,6 +13,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from judging.analysis.agreement_report import AgreementReport, as_numbers, table_agreement_report
+from judging.analysis.expected_stats import (
+    ExpectedScoreReport,
+    expected_score_alpha,
+    probability_calibration,
+)
 from judging.analysis.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.analysis.rubric_stats import RubricReport, rubric_report
 from judging.analysis.stability import CriticStability, stability
@@ -24,6 +29,7 @@ from storage.calls import order_answers, sample_values
 from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
 from storage.dataset_store import field_lengths, get_dataset, load_items, text_field_lengths
+from storage.expected_scores import expected_score_rows, has_label_probs, pooled_against_humans
 from storage.overrides import final_labels, human_labels
 from storage.review_queue import gold_labels, ratings_grid, valid_values
 from storage.runs import get_run
@@ -121,6 +127,25 @@ def run_stability(db: Any, run_id: int) -> list[CriticStability]:
     """
     panel = load_panel(get_run(db, run_id)["panel_yaml"])
     return stability(sample_values(db, run_id), panel.scale)
+
+
+def run_expected_scores(db: Any, run_id: int) -> ExpectedScoreReport | None:
+    """Agreement on the critics' expected scores and the calibration of the pooled label
+    probabilities against the humans (`judging.analysis.expected_stats`); None when no critic of the
+    run gave label probabilities.
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    if not has_label_probs(db, run_id):
+        return None
+    critics = [c.name for c in load_panel(get_run(db, run_id)["panel_yaml"]).critics]
+    _, rows = expected_score_rows(db, run_id, critics)
+    pooled = pooled_against_humans(db, run_id)
+    return ExpectedScoreReport(
+        alpha=expected_score_alpha(rows),
+        calibration=probability_calibration([probs for _, probs, _ in pooled],
+                                [human for _, _, human in pooled]))
 
 
 def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0

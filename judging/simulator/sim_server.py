@@ -121,6 +121,8 @@ class Profile:
         rate_prose: share of successes with prose before and after the JSON object.
         position_bias: on a comparison (see below), the share of answers that pick whichever
             response is shown first, whatever its content.
+        logprobs: False for a model that ignores `logprobs: true` and answers `"logprobs":
+            null` (as servers without logprob support do), to see a panel fall back to labels.
     """
 
     accuracy: float = 0.8
@@ -141,6 +143,7 @@ class Profile:
     decoy_rate: float = 0.5
     rate_prose: float = 0.0
     position_bias: float = 0.0
+    logprobs: bool = True
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -631,7 +634,8 @@ class SimulatorServer:
         if refusal is not None:
             message["refusal"] = refusal
         logprobs = None
-        if request.get("logprobs") and "label" in answer and outcome not in ("malformed",):
+        if (request.get("logprobs") and profile.logprobs and "label" in answer
+                and outcome not in ("malformed",)):
             logprobs = _logprobs_block(content, answer, _parse_labels(user_text)
                                        or _FALLBACK_LABELS, request.get("top_logprobs"))
         body: dict[str, Any] = {

@@ -10,8 +10,11 @@ that label) and renormalised over the labels found. For ordered labels and numer
 labels the verdict also gets an expected score (sum of p x value) and its spread (standard
 deviation).
 
-Nothing here calls a vendor: the probabilities are derived from the stored reply, so they
-live in one place (`Verdict.raw_response`) and are read where they are shown.
+Nothing here calls a vendor: the probabilities are derived from the reply. A run reads them
+once, when the verdict comes back (`attach_probabilities`), onto the verdict's `label_probs`,
+`expected_score` and `expected_spread`, which are stored with the call, so a vote, a re-vote
+and the export read them without decompressing replies. The pooling of a panel's
+probabilities is `judging.voting.pooling`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 
 from judging.scales import Scale
 from judging.verdicts import Verdict
+from judging.voting.pooling import label_values, moments
 
 _KEY = re.compile(r'"(label|score)"\s*:\s*"?')
 
@@ -69,18 +73,6 @@ def _match(token: str, labels: list[str]) -> str | None:
     return starting[0] if len(starting) == 1 else None
 
 
-def _values(scale: Scale) -> dict[str, float] | None:
-    """The number each label stands for, when labels have an order (None otherwise)."""
-    labels = scale.labels
-    try:
-        return {label: float(label) for label in labels}
-    except ValueError:
-        pass
-    if scale.kind in ("ordinal", "yesno") or len(labels) == 2:
-        return {label: float(n) for n, label in enumerate(labels, 1)}
-    return None
-
-
 def label_probabilities(body: str | None, scale: Scale) -> LabelProbs | None:
     """The label probabilities in a reply body (see the module doc), or None when the reply
     carries no logprobs or no label token can be found."""
@@ -122,11 +114,10 @@ def label_probabilities(body: str | None, scale: Scale) -> LabelProbs | None:
     if covered <= 0:
         return None
     probs = {label: mass[label] / covered for label in scale.labels if label in mass}
-    values = _values(scale)
+    values = label_values(scale)
     if values is None:
         return LabelProbs(probs, covered)
-    expected = sum(p * values[label] for label, p in probs.items())
-    spread = math.sqrt(sum(p * (values[label] - expected) ** 2 for label, p in probs.items()))
+    expected, spread = moments(probs, values)
     return LabelProbs(probs, covered, expected, spread)
 
 
@@ -135,6 +126,21 @@ def verdict_probabilities(verdict: Verdict, scale: Scale) -> LabelProbs | None:
     if not verdict.ok:
         return None
     return label_probabilities(verdict.raw_response, scale)
+
+
+def attach_probabilities(verdict: Verdict, scale: Scale) -> Verdict:
+    """Read a successful verdict's label probabilities from its reply onto the verdict
+    (`label_probs`, `expected_score`, `expected_spread`); a reply without usable logprobs
+    leaves them None, which a probability vote reports as a fallback to the label.
+
+    Returns:
+        The same verdict.
+    """
+    probs = verdict_probabilities(verdict, scale)
+    if probs is not None:
+        verdict.label_probs = probs.probs
+        verdict.expected_score, verdict.expected_spread = probs.expected, probs.spread
+    return verdict
 
 
 def logprobs_request(top: int) -> dict[str, Any]:

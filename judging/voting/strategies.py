@@ -23,6 +23,17 @@ Label strategies (nominal, ordinal, likert, yes/no scales):
                         disagreed first.
     dawid-skene         (dataset-level) labels weighted by each critic's estimated accuracy.
 
+Probability strategies (label scales whose critics ask for logprobs, `judging.voting.pooling`): the
+critics' label distributions are averaged, weighted by critic weight, instead of counting each
+critic's argmax label. A critic whose reply carried no probabilities (a vendor without
+logprobs, a reply without them) counts as certain of its label, and the vote's note names it.
+    pooled-probability  the label with the highest pooled probability; ties by the tie policy.
+    mean-expected-score the label nearest the pooled expected score (G-Eval's score averaged
+                        over critics); ordered labels only (likert, ordinal, yes/no). Halfway
+                        between two labels is a tie, broken by the tie policy.
+With any strategy, when every counted critic gave probabilities, the outcome carries the pooled
+distribution, expected score and spread as well (for the export and the statistics).
+
 Ordered-label strategies (ordinal and likert scales, by each label's place on the scale):
     median, max, min    the middle, highest or lowest label (two different middle labels are a
                         tie, broken by the tie policy).
@@ -71,6 +82,7 @@ from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
 from judging.voting.dawid_skene import dawid_skene_vote
+from judging.voting.pooling import Opinion, Pooled, nearest_labels, pool
 from judging.voting.voting_config import VotingConfig
 
 StrategyKind = Literal["label", "score", "both"]
@@ -88,6 +100,7 @@ class Vote:
     weight: float
     confidence: float | None = None
     from_failure: bool = False  # error_policy "count_as" turned a failure into this vote
+    probs: dict[str, float] | None = None  # label probabilities from logprobs, if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +111,14 @@ class Ballot:
         votes: the counted votes in panel order (failures included only under "count_as").
         failed: the verdicts that gave no usable value, in panel order.
         total: how many critics the panel asked (valid + failed).
+        pooled: the votes' pooled label distribution (`judging.voting.pooling`) when the strategy
+            pools probabilities or every vote carries them; None otherwise.
     """
 
     votes: tuple[Vote, ...]
     failed: tuple[Verdict, ...]
     total: int
+    pooled: Pooled | None = None
 
     def tally(self, *, weighted: bool = False, use_confidence: bool = False) -> dict[str, float]:
         """Votes (or weights) per value, in order of first appearance."""
@@ -263,6 +279,37 @@ def first_disagreement(ballot: Ballot, config: VotingConfig, scale: Scale) -> De
     return Decision(first.value)
 
 
+# ----------------------------------------------------------------------------- probability strategies
+
+
+def pooled_probability(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
+    """The label with the highest pooled probability (critics' label probabilities averaged
+    by weight; a critic without them counts as certain of its label)."""
+    pooled = ballot.pooled
+    if pooled is None:
+        return Decision(None, note="no valid verdicts to pool")
+    return _top({label: p for label, p in pooled.probs.items() if p > 0}, config, scale)
+
+
+def mean_expected_score(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
+    """The label nearest the pooled expected score (G-Eval scores averaged by weight)."""
+    pooled = ballot.pooled
+    if pooled is None:
+        return Decision(None, note="no valid verdicts to pool")
+    if pooled.expected is None:
+        return Decision(None, note=f"{scale.kind} labels have no order, so no expected score; "
+                                   "use pooled-probability")
+    tied = nearest_labels(pooled.expected, scale)
+    if len(tied) == 1:
+        return Decision(tied[0])
+    order = priority_order(config, scale)
+    tied.sort(key=lambda label: order.index(label) if label in order else len(order))
+    if config.tie_policy == "abstain":
+        return Decision(None, tie=True, note=f"expected score {pooled.expected:.2f} is halfway "
+                        f"between {' and '.join(tied)}: abstained")
+    return Decision(*tie_choice(tied, config))
+
+
 # ----------------------------------------------------------------------------- score strategies
 
 
@@ -382,6 +429,8 @@ STRATEGIES: dict[str, Strategy] = {
     "min": minimum,
     "mean-variance": mean_variance,
     "spread": spread,
+    "pooled-probability": pooled_probability,
+    "mean-expected-score": mean_expected_score,
 }
 
 # Which scales a strategy applies to: "label" scales, "score" scales, or "both".
@@ -400,7 +449,13 @@ STRATEGY_KINDS: dict[str, StrategyKind] = {
     "mean-variance": "score",
     "spread": "score",
     "dawid-skene": "label",
+    "pooled-probability": "label",
+    "mean-expected-score": "label",
 }
+
+# Strategies that read the pooled label probabilities (`Ballot.pooled`): the ballot pools
+# them whatever the critics gave, and the note names critics counted by their label alone.
+PROBABILITY_STRATEGIES: set[str] = {"pooled-probability", "mean-expected-score"}
 
 _BUILTIN = frozenset(STRATEGY_KINDS)
 
@@ -415,7 +470,8 @@ def _dawid_skene(
 DATASET_STRATEGIES: dict[str, DatasetStrategy] = {"dawid-skene": _dawid_skene}
 
 
-def register_strategy(name: str, fn: Strategy, *, kind: StrategyKind = "both") -> None:
+def register_strategy(name: str, fn: Strategy, *, kind: StrategyKind = "both",
+                      probabilities: bool = False) -> None:
     """Add a custom per-item strategy under `name` (re-registering a custom name replaces it).
 
     Args:
@@ -423,6 +479,8 @@ def register_strategy(name: str, fn: Strategy, *, kind: StrategyKind = "both") -
         fn: `fn(ballot, config, scale)` returning a `Decision`, or just the consensus (a label, a
             score, or None to abstain). `vote` fills agreement, counts and flags around it.
         kind: the scales it applies to: "label", "score" or "both".
+        probabilities: it reads `ballot.pooled` (the pooled label probabilities), so the
+            ballot always pools them, with a note for critics that gave none.
 
     Raises:
         ConfigError: `name` is a built-in strategy, or `fn` is not callable.
@@ -433,6 +491,10 @@ def register_strategy(name: str, fn: Strategy, *, kind: StrategyKind = "both") -
         raise ConfigError(f"strategy {name!r}: expected a function, got {type(fn).__name__}")
     STRATEGIES[name] = fn
     STRATEGY_KINDS[name] = kind
+    if probabilities:
+        PROBABILITY_STRATEGIES.add(name)
+    else:
+        PROBABILITY_STRATEGIES.discard(name)
 
 
 def strategy_names() -> list[str]:
@@ -570,7 +632,8 @@ def vote(
         value = _usable_value(verdict, scale)
         weight = weights.get(verdict.critic, 1.0)
         if value is not None:
-            vote_ = Vote(verdict.critic, value, weight, verdict.confidence)
+            vote_ = Vote(verdict.critic, value, weight, verdict.confidence,
+                         probs=verdict.label_probs)
             real.append(vote_)
             counted.append(vote_)
             continue
@@ -591,10 +654,17 @@ def vote(
         }[config.error_policy]
         notes.append(f"{len(failed)} of {total} critics failed ({what}), {treatment}")
 
+    # A built-in probability strategy passed as a callable pools as it does by name.
+    pools = name in PROBABILITY_STRATEGIES or fn in (pooled_probability, mean_expected_score)
+    pooled = _pooled(counted, real, pools, scale)
+    if pooled is not None and pools:
+        fallback = pooled.fallback_note()
+        if fallback:
+            notes.append(fallback)
     if failed and config.error_policy == "abstain":
         decision = Decision(None)
     else:
-        ballot = Ballot(votes=tuple(counted), failed=tuple(failed), total=total)
+        ballot = Ballot(votes=tuple(counted), failed=tuple(failed), total=total, pooled=pooled)
         decision = _as_decision(fn(ballot, config, scale), name, scale)
     if decision.note:
         notes.append(decision.note)
@@ -603,8 +673,24 @@ def vote(
         outcome = _score_outcome(decision, real, failed, total, config, notes)
     else:
         outcome = _label_outcome(decision, real, failed, total, config, scale, notes)
+    if pooled is not None:
+        outcome.label_probs = pooled.probs
+        outcome.expected_score, outcome.expected_spread = pooled.expected, pooled.spread
     outcome.note = "; ".join(notes) or None
     return outcome
+
+
+def _pooled(counted: list[Vote], real: list[Vote], pools: bool, scale: Scale) -> Pooled | None:
+    """The pooled label distribution of the counted votes: always for a probability strategy
+    (critics without probabilities fall back to their label, and the note says so); for any
+    other strategy only when every valid vote carries probabilities, so that a pooled figure
+    is never a silent mix of probabilities and labels."""
+    if scale.is_numeric or not counted:
+        return None
+    if not pools and not (real and all(v.probs for v in real)):
+        return None
+    return pool([Opinion(v.critic, str(v.value), v.probs, v.weight, v.from_failure)
+                 for v in counted], scale)
 
 
 def _error_label(config: VotingConfig, scale: Scale) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import streamlit as st
 
 from judging.analysis.agreement_report import AgreementReport, as_numbers, with_humans
+from judging.analysis.expected_stats import ExpectedScoreReport
 from judging.analysis.pairwise_stats import PairwiseReport
 from judging.analysis.rubric_stats import RubricReport
 from judging.analysis.stability import CriticStability
@@ -30,6 +31,7 @@ from judging.analysis.verbosity import VerbosityProbe
 from judging.runs.final_decisions import run_human_labels
 from judging.runs.run_report import (
     run_agreement_report,
+    run_expected_scores,
     run_pairwise,
     run_rubric,
     run_stability,
@@ -85,6 +87,20 @@ def _stability(path: str, run_id: int, stamp: Stamp) -> list[CriticStability]:
 def run_stability_figures(run: dict[str, Any]) -> list[CriticStability]:
     """Each repeated critic's stability (`judging.analysis.stability`), until more verdicts come."""
     return _stability(str(db_path()), int(run["id"]), calls_stamp(run))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _expected(path: str, run_id: int, stamp: Stamp,
+              humans: tuple[tuple[str, str], ...]) -> ExpectedScoreReport | None:
+    del path, stamp, humans  # part of the cache key only
+    return run_expected_scores(db(), run_id)
+
+
+def run_expected_figures(run: dict[str, Any]) -> ExpectedScoreReport | None:
+    """Statistics on the run's logprob scores (None without any), fresh after any change of
+    its verdicts or of its humans' labels (the calibration is against them)."""
+    humans = tuple(sorted(run_human_labels(db(), int(run["id"])).items()))
+    return _expected(str(db_path()), int(run["id"]), calls_stamp(run), humans)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -274,7 +274,7 @@ st.subheader("Verbosity: do verdicts follow the response's length?")
 fields = list(get_dataset(db(), int(run["dataset_id"]))["fields"])
 if fields:
     with user_errors("No verbosity probe"):
-        # The field picked, else the one with the longest texts (the response, usually).
+        # The field picked, else the longest one the critics' prompts show (the response).
         picked = st.session_state.get("verbosity_field")
         probe = run_verbosity_probe(run, picked if picked in fields else None)
         st.selectbox("Length of", fields, key="verbosity_field",

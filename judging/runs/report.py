@@ -19,7 +19,7 @@ from judging.report import AgreementReport, as_numbers, table_agreement_report
 from judging.rubric_stats import RubricReport, rubric_report
 from judging.runs.decisions import decision_rule
 from judging.stability import CriticStability, stability
-from judging.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
+from judging.verbosity import VerbosityProbe, orders_verdicts, shown_field, verbosity_probe
 from storage.calls import order_answers, sample_values
 from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
@@ -87,7 +87,9 @@ def run_agreement_report(
 
 def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> VerbosityProbe:
     """The verbosity probe of a stored run (`judging.verbosity`): each critic's valid verdicts
-    against the length of `field_name` (default: the item field with the longest mean text).
+    against the length of `field_name` (default: of the fields the critics' prompt templates
+    show, the one with the longest mean text: `judging.verbosity.shown_field`). A critic whose
+    prompt does not show the field measured gets no figure, with the reason.
     Lengths and verdicts are read by narrow queries, and not at all on a scale whose labels
     have no order (nothing to correlate): at a million items the items are never loaded.
 
@@ -103,13 +105,14 @@ def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> Verbos
         if field_name not in known:
             raise DataError(f"The items of run {run_id} have no field {field_name!r}; their "
                             f"fields: {', '.join(sorted(known))}.")
-    means = text_field_lengths(db, dataset_id) if field_name is None else {}
-    name = field_name or (max(means, key=lambda field: means[field]) if means else None)
+    shown = {critic.name: critic.placeholders for critic in panel.critics}
+    name = field_name or shown_field(text_field_lengths(db, dataset_id), shown)
     if name is None or not orders_verdicts(panel.scale):
         return verbosity_probe({}, {}, panel.scale, name)
     verdicts = valid_values(db, run_id, numeric=panel.scale.is_numeric)
     ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
-    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name)
+    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name,
+                           shown)
 
 
 def run_stability(db: Any, run_id: int) -> list[CriticStability]:

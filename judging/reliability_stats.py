@@ -293,10 +293,14 @@ def kappa_interval(a: Sequence[str], b: Sequence[str], *, resamples: int = RESAM
     if resamples < 1:
         raise ValueError(f"resamples must be 1 or more, not {resamples}")
     n = len(a)
-    meta = {"n": n, "resamples": resamples, "seed": seed, "confidence": confidence}
+
+    def result(value: float | None, low: float | None = None, high: float | None = None, *,
+               undefined: int = 0, reason: str | None = None) -> KappaInterval:
+        return KappaInterval(value, low, high, n, resamples, seed, confidence, undefined,
+                             reason)
+
     if n == 0:
-        return KappaInterval(None, None, None, **meta,
-                             reason="no item has both a blind label and a valid verdict")
+        return result(None, reason="no item has both a blind label and a valid verdict")
     names = sorted({*map(str, a), *map(str, b)})
     code = {name: i for i, name in enumerate(names)}
     ca = np.array([code[str(x)] for x in a], dtype=np.int64)
@@ -304,7 +308,7 @@ def kappa_interval(a: Sequence[str], b: Sequence[str], *, resamples: int = RESAM
     k = len(names)
     value = float(_kappas(ca, cb, k, np.arange(n, dtype=np.int64)[None, :])[0])
     if not np.isfinite(value):
-        return KappaInterval(None, None, None, **meta, reason=(
+        return result(None, reason=(
             "no chance disagreement: the critic and the humans gave one and the same label "
             "to every item"))
     rng = np.random.default_rng(seed)
@@ -318,11 +322,10 @@ def kappa_interval(a: Sequence[str], b: Sequence[str], *, resamples: int = RESAM
     defined = theta[np.isfinite(theta)]
     undefined = int(theta.size - defined.size)
     if n < 2 or defined.size == 0:
-        return KappaInterval(value, None, None, **meta, undefined=undefined,
-                             reason="too few items to resample")
+        return result(value, undefined=undefined, reason="too few items to resample")
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(defined, [tail, 1.0 - tail])
-    return KappaInterval(value, float(low), float(high), **meta, undefined=undefined)
+    return result(value, float(low), float(high), undefined=undefined)
 
 
 def critic_reliability(

@@ -18,6 +18,7 @@ from pages.ui.agreement_data import (
 from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.errors import user_errors
+from pages.ui.reliability_view import reliability_section
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -292,6 +293,9 @@ if fields:
             st.caption("Rank correlation between the field's length in characters and each "
                        "critic's verdict (its score, or its label's place in the scale's order). "
                        "An interval clear of 0 means the critic leans with length.")
+
+# Each critic against the blind labels, trusted or not (issue 25: pages/ui/reliability_view.py).
+reliability_section(run)
 
 # Calibration learns from reviews and compares labels: shown once humans have labelled items.
 if report.vs_humans and not panel.scale.is_numeric:

@@ -88,8 +88,8 @@ def shown_field(means: Mapping[str, float], shown: Mapping[str, Sequence[str]]) 
     with the longest mean text (the response, usually); None when no prompt shows a text field.
 
     Why not the longest field of the dataset: a field no critic reads cannot sway a verdict.
-    On the rubric demo the critics read `answer_a`, and the longest field is `answer_b`: its
-    length "explained" the verdicts at rho +0.354 where the field read gave -0.089.
+    On the rubric demo the critics read `answer_a`, and the longest field is `answer_b`, which
+    none of them sees: a figure on it says nothing about the critics.
 
     Args:
         means: text field -> its mean length in characters (`storage.datasets.text_field_lengths`).

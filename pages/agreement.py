@@ -19,6 +19,7 @@ from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.error_notes import user_errors
 from pages.ui.expected_view import expected_section
+from pages.ui.reliability_view import reliability_section
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -277,7 +278,7 @@ st.subheader("Verbosity: do verdicts follow the response's length?")
 fields = list(get_dataset(db(), int(run["dataset_id"]))["fields"])
 if fields:
     with user_errors("No verbosity probe"):
-        # The field picked, else the one with the longest texts (the response, usually).
+        # The field picked, else the longest one the critics' prompts show (the response).
         picked = st.session_state.get("verbosity_field")
         probe = run_verbosity_probe(run, picked if picked in fields else None)
         st.selectbox("Length of", fields, key="verbosity_field",
@@ -295,6 +296,9 @@ if fields:
             st.caption("Rank correlation between the field's length in characters and each "
                        "critic's verdict (its score, or its label's place in the scale's order). "
                        "An interval clear of 0 means the critic leans with length.")
+
+# Each critic against the blind labels, trusted or not (issue 25: pages/ui/reliability_view.py).
+reliability_section(run)
 
 # Calibration learns from reviews and compares labels: shown once humans have labelled items.
 if report.vs_humans and not panel.scale.is_numeric:

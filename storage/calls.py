@@ -432,7 +432,7 @@ def load_verdicts_of(
     return [_verdict(tuple(r)) for r in rows]
 
 
-# What a vote reads of a verdict (`judging.voting`, Dawid-Skene, calibration): not the evidence.
+# What a vote reads of a verdict (`judging.voting.strategies`, Dawid-Skene, calibration): not the evidence.
 _VOTE_SELECT = ("SELECT critic, item_id, label, score, confidence, failure, marks, label_probs,"
                 " expected_score, expected_spread FROM calls")
 

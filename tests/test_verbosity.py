@@ -120,8 +120,12 @@ def test_a_stored_run_is_probed_as_its_loaded_items_and_verdicts_say(db):
         items=items, columns=["id", "text", "question", "answer", "votes", "flag"],
         fields=["text", "question", "answer", "votes", "flag"], content_hash="verbosity-run")).id
     scale = Scale(kind="likert", min=1, max=5)
+    panel = tiny_panel("http://127.0.0.1:9/v1")
+    # The critics read the question, the answer and the votes; not `text`.
+    shows = "Question: {question}\nAnswer: {answer}\nVotes: {votes}"
+    critics = [c.model_copy(update={"prompt_template": shows}) for c in panel.critics]
     run_id = prepare_run(db, dataset_id=dataset_id,
-                         panel=tiny_panel("http://127.0.0.1:9/v1").model_copy(update={"scale": scale}))
+                         panel=panel.model_copy(update={"scale": scale, "critics": critics}))
     verdicts = []
     for item in items:
         length = len(item.fields["answer"] or "")
@@ -144,10 +148,17 @@ def test_a_stored_run_is_probed_as_its_loaded_items_and_verdicts_say(db):
         return verbosity_probe(lengths, valid, scale, name)
 
     probe = run_verbosity(db, run_id)
-    assert probe.measured == _longest_text_field(loaded) == "answer"
+    # The longest text field the critics' prompts show (every field here but `text`).
+    assert probe.measured == _longest_text_field(
+        {i: {k: v for k, v in f.items() if k != "text"} for i, f in loaded.items()}) == "answer"
     assert probe == expected("answer")
     # 61 items, one with no answer to measure; critic_2 failed on 6 of the others.
     assert probe.rows[0].rho > 0.9 and probe.rows[0].n == 60 and probe.rows[2].n == 60 - 6
     assert run_verbosity(db, run_id, "votes") == expected("votes")  # numbers count as written
+    # A field no critic's prompt shows cannot sway a verdict: no figure, and the reason.
+    hidden = run_verbosity(db, run_id, "text")
+    assert hidden.measured == "text" and [r.rho for r in hidden.rows] == [None] * 3
+    assert all(r.reason == "its prompt does not show text, so its length cannot sway it"
+               for r in hidden.rows)
     with pytest.raises(DataError, match="no field 'nope'; their fields: answer, flag, question, text, votes"):
         run_verbosity(db, run_id, "nope")

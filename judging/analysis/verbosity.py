@@ -11,7 +11,7 @@ Fieller, Hartley and Pearson (1957) give for Spearman's rho.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -83,9 +83,25 @@ def _position(scale: Scale) -> dict[str, int] | None:
     return {label: n for n, label in enumerate(scale.labels)} if orders_verdicts(scale) else None
 
 
+def shown_field(means: Mapping[str, float], shown: Mapping[str, Sequence[str]]) -> str | None:
+    """The field to measure by default: of the text fields some critic's prompt shows, the one
+    with the longest mean text (the response, usually); None when no prompt shows a text field.
+
+    Why not the longest field of the dataset: a field no critic reads cannot sway a verdict.
+    On the rubric demo the critics read `answer_a`, and the longest field is `answer_b`, which
+    none of them sees: a figure on it says nothing about the critics.
+
+    Args:
+        means: text field -> its mean length in characters (`storage.dataset_store.text_field_lengths`).
+        shown: critic -> the fields its prompt template shows (`Critic.placeholders`).
+    """
+    seen = {name for fields in shown.values() for name in fields if name in means}
+    return max(sorted(seen), key=lambda name: means[name]) if seen else None
+
+
 def verbosity_probe(
     lengths: Mapping[str, int], verdicts: Mapping[str, Mapping[str, Any]], scale: Scale,
-    field_name: str | None,
+    field_name: str | None, shown: Mapping[str, Sequence[str]] | None = None,
 ) -> VerbosityProbe:
     """Each critic's verdict against the response length.
 
@@ -94,6 +110,8 @@ def verbosity_probe(
         verdicts: critic -> {item id: its label, or score on a score scale} (valid verdicts).
         scale: the panel's scale (which says how verdicts are ordered).
         field_name: the field measured (named in the report).
+        shown: critic -> the fields its prompt shows; a critic whose prompt does not show
+            `field_name` gets no figure, with the reason (default: every critic sees it).
     """
     if field_name is None:
         return VerbosityProbe(field_name, reason="no text field to measure")
@@ -106,6 +124,10 @@ def verbosity_probe(
     position = None if scale.is_numeric else _position(scale)
     rows = []
     for critic, said in verdicts.items():
+        if shown is not None and field_name not in shown.get(critic, ()):
+            rows.append(VerbosityRow(critic, 0, None, reason=(
+                f"its prompt does not show {field_name}, so its length cannot sway it")))
+            continue
         pairs = [(lengths[item], value if position is None else position.get(str(value)))
                  for item, value in said.items() if item in lengths]
         # A missing value (None, or NaN from a table: a rubric score with nothing to count)

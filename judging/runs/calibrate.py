@@ -1,6 +1,11 @@
 """A run's calibration and few-shot examples, from its stored verdicts and reviews; a trial of
 the taught critic on the items it got wrong; and the new panel versions they suggest, saved
-next to the others. Used by the Agreement page."""
+next to the others. Used by the Agreement page.
+
+Each of them takes `min_reviewer_alpha`: when set, the human labels are used only once the
+reviewers' own alpha on their overlap reaches it (`judging.analysis.label_gate`); below it they refuse
+with the gate's sentence.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,15 @@ import sqlite_utils
 
 from judging.analysis.calibration import Calibration, calibrate
 from judging.analysis.few_shot import Example, choose_examples, with_examples
+from judging.analysis.label_gate import LabelGate, label_gate
+from judging.analysis.team_review import reviewer_agreement
 from judging.engine.panel_runner import run_panel
 from judging.errors import DataError
 from judging.panel.cascade import CascadeConfig
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import KeyLookup
+from storage.assignments import reviewer_labels
 from storage.calls import load_verdicts_of
 from storage.consensus import iter_panel_verdicts
 from storage.dataset_store import load_items_of
@@ -32,14 +40,44 @@ def _panel_of(db: sqlite_utils.Database, run_id: int) -> Panel:
     return panel
 
 
-def run_calibration(db: sqlite_utils.Database, run_id: int) -> Calibration:
-    """The run's calibration (`judging.analysis.calibration.calibrate`) on its stored verdicts.
+def calibration_gate(db: sqlite_utils.Database, run_id: int,
+                     min_reviewer_alpha: float | None) -> LabelGate:
+    """Whether the run's human labels may teach the panel (`judging.analysis.label_gate`): the
+    reviewers' alpha on the items two or more of them labelled (each reviewer's own label, as
+    the Team page counts it) against `min_reviewer_alpha` (None: no gate).
 
     Raises:
         NotFoundError: no such run.
-        DataError: a score panel, or no human label yet.
+    """
+    if min_reviewer_alpha is None:
+        return label_gate(reviewer_agreement({}), None)
+    scale = load_panel(get_run(db, run_id)["panel_yaml"]).scale
+    agreement = reviewer_agreement(reviewer_labels(db, run_id), level=scale.level,
+                                   order=scale.labels or None)
+    return label_gate(agreement, min_reviewer_alpha)
+
+
+def _check_gate(db: sqlite_utils.Database, run_id: int, min_reviewer_alpha: float | None) -> None:
+    gate = calibration_gate(db, run_id, min_reviewer_alpha)
+    if not gate.open:
+        raise DataError(gate.sentence())
+
+
+def run_calibration(db: sqlite_utils.Database, run_id: int, *,
+                    min_reviewer_alpha: float | None = None) -> Calibration:
+    """The run's calibration (`judging.analysis.calibration.calibrate`) on its stored verdicts.
+
+    Args:
+        min_reviewer_alpha: use the human labels only once the reviewers' alpha on their
+            overlap reaches this (None: always).
+
+    Raises:
+        NotFoundError: no such run.
+        DataError: a score panel, no human label yet, or the reviewers' agreement below
+            `min_reviewer_alpha` (the sentence says which).
     """
     panel = _panel_of(db, run_id)
+    _check_gate(db, run_id, min_reviewer_alpha)
     humans = human_labels(db, run_id)
     if not humans:
         raise DataError("Calibration learns from reviews: override some items on Review first.")
@@ -50,16 +88,22 @@ def run_calibration(db: sqlite_utils.Database, run_id: int) -> Calibration:
 
 
 def few_shot_panel(
-    db: sqlite_utils.Database, run_id: int, critic: str, *, k: int = 4
+    db: sqlite_utils.Database, run_id: int, critic: str, *, k: int = 4,
+    min_reviewer_alpha: float | None = None,
 ) -> tuple[list[Example], Panel]:
     """Examples for `critic` from the run's reviewed items with a note, and the run's panel with
     them in that critic's system prompt.
 
+    Args:
+        min_reviewer_alpha: as for `run_calibration`.
+
     Raises:
         NotFoundError: no such run.
-        DataError: no such critic, or no reviewed item with a note to learn from.
+        DataError: no such critic, no reviewed item with a note to learn from, or the
+            reviewers' agreement below `min_reviewer_alpha`.
     """
     panel = _panel_of(db, run_id)
+    _check_gate(db, run_id, min_reviewer_alpha)
     names = [c.name for c in panel.critics]
     if critic not in names:
         raise DataError(f"This run's panel has no critic {critic!r}; its critics: "
@@ -107,15 +151,17 @@ class TrialRow:
 
 def try_on_disputed(
     db: sqlite_utils.Database, run_id: int, taught: Panel, critic: str, *, limit: int = 20,
-    key_lookup: KeyLookup | None = None,
+    key_lookup: KeyLookup | None = None, min_reviewer_alpha: float | None = None,
 ) -> list[TrialRow]:
     """Ask the taught critic again about the reviewed items its stored label disagreed with
     (up to `limit`, in item order): real calls, nothing stored, so the page can show whether
     the examples changed its mind before the new version is run in full.
 
     Raises:
-        DataError: no such critic, or no reviewed item it disagreed with.
+        DataError: no such critic, no reviewed item it disagreed with, or the reviewers'
+            agreement below `min_reviewer_alpha` (as for `run_calibration`).
     """
+    _check_gate(db, run_id, min_reviewer_alpha)
     run = get_run(db, run_id)
     humans = human_labels(db, run_id)
     said = _critic_said(db, run_id, critic, humans)

@@ -6,6 +6,7 @@
     jurybox runs | resume RUN | export RUN --format F --out FILE runs in the database
     jurybox taxonomy RUN --out FILE.json|.csv                   a curation run's taxonomy
     jurybox stats RUN [--resamples N] [--seed S]                 a run's agreement report
+    jurybox reliability RUN [--trusted-at SHARE]                each critic against blind labels
     jurybox check PANEL.yaml [--dataset FILE_OR_ID] [--item ID] [--max-cost USD]
                                                    can each critic answer? one sentence each
     jurybox verify RUN [--head HEX]              was any verdict, decision or override
@@ -33,6 +34,7 @@ from judging.engine.calls import CallRunner
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel.panel_files import load_panel
 from judging.runs.cli_compare import add_compare
+from judging.runs.cli_reliability import add_reliability
 from judging.runs.cli_runs import (
     add_batches,
     add_budget_options,
@@ -187,6 +189,8 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_pairs,
     # Version against version: two runs over one dataset (judging/runs/cli_compare.py).
     add_compare,
+    # Each critic against the blind human labels (judging/runs/cli_reliability.py).
+    add_reliability,
     # -- the verifiable review record
     add_verify,
 ]

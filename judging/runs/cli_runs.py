@@ -434,7 +434,7 @@ def add_stats(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="bootstrap seed: the same seed gives the same interval (default 0)")
     p.add_argument("--length-field", default=None, metavar="FIELD",
                    help="the item field whose length the verbosity probe measures (default: "
-                   "the field with the longest texts)")
+                   "of the fields the critics' prompts show, the one with the longest texts)")
     add_db_option(p)
     p.set_defaults(func=cmd_stats)
 

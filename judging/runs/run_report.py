@@ -21,7 +21,7 @@ from judging.analysis.expected_stats import (
 from judging.analysis.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
 from judging.analysis.rubric_stats import RubricReport, rubric_report
 from judging.analysis.stability import CriticStability, stability
-from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, verbosity_probe
+from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, shown_field, verbosity_probe
 from judging.errors import DataError
 from judging.panel.panel_files import load_panel
 from judging.runs.final_decisions import decision_rule
@@ -93,7 +93,9 @@ def run_agreement_report(
 
 def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> VerbosityProbe:
     """The verbosity probe of a stored run (`judging.analysis.verbosity`): each critic's valid verdicts
-    against the length of `field_name` (default: the item field with the longest mean text).
+    against the length of `field_name` (default: of the fields the critics' prompt templates
+    show, the one with the longest mean text: `judging.analysis.verbosity.shown_field`). A critic whose
+    prompt does not show the field measured gets no figure, with the reason.
     Lengths and verdicts are read by narrow queries, and not at all on a scale whose labels
     have no order (nothing to correlate): at a million items the items are never loaded.
 
@@ -109,13 +111,14 @@ def run_verbosity(db: Any, run_id: int, field_name: str | None = None) -> Verbos
         if field_name not in known:
             raise DataError(f"The items of run {run_id} have no field {field_name!r}; their "
                             f"fields: {', '.join(sorted(known))}.")
-    means = text_field_lengths(db, dataset_id) if field_name is None else {}
-    name = field_name or (max(means, key=lambda field: means[field]) if means else None)
+    shown = {critic.name: critic.placeholders for critic in panel.critics}
+    name = field_name or shown_field(text_field_lengths(db, dataset_id), shown)
     if name is None or not orders_verdicts(panel.scale):
         return verbosity_probe({}, {}, panel.scale, name)
     verdicts = valid_values(db, run_id, numeric=panel.scale.is_numeric)
     ordered = {c: verdicts.get(c, {}) for c in run["critics"]}
-    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name)
+    return verbosity_probe(field_lengths(db, dataset_id, name), ordered, panel.scale, name,
+                           shown)
 
 
 def run_stability(db: Any, run_id: int) -> list[CriticStability]:

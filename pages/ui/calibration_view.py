@@ -10,8 +10,10 @@ import streamlit as st
 
 from judging.analysis.calibration import Calibration
 from judging.analysis.few_shot import Example, render_examples
+from judging.analysis.label_gate import REVIEWER_ALPHA
 from judging.panel.panel_model import Panel
 from judging.runs.calibrate import (
+    calibration_gate,
     few_shot_panel,
     run_calibration,
     save_panel_version,
@@ -59,20 +61,37 @@ def _show_saved(run_id: int, what: str) -> None:
 
 @st.cache_data(max_entries=8, show_spinner="Calibrating...")
 def _calibration(path: str, run_id: int, stamp: Stamp,
-                 humans: tuple[tuple[str, str], ...]) -> Calibration:
+                 humans: tuple[tuple[str, str], ...], gate: float | None) -> Calibration:
     # Re-voting every stored verdict twice costs more than a rerun of the page: cached until
     # the verdicts or the human labels change (they are the key).
     del path, stamp, humans  # part of the cache key only
-    return run_calibration(db(), run_id)
+    return run_calibration(db(), run_id, min_reviewer_alpha=gate)
 
 
 @st.cache_data(max_entries=8, show_spinner="Choosing examples...")
 def _few_shot(path: str, run_id: int, stamp: Stamp, reviews: tuple[int, int], critic: str,
-              k: int) -> tuple[list[Example], Panel]:
+              k: int, gate: float | None) -> tuple[list[Example], Panel]:
     # Reads every verdict of the critic and every item's fields: cached until the verdicts or
     # the reviews (labels and notes: `overrides_stamp`) change, not redone on every rerun.
     del path, stamp, reviews  # part of the cache key only
-    return few_shot_panel(db(), run_id, critic, k=k)
+    return few_shot_panel(db(), run_id, critic, k=k, min_reviewer_alpha=gate)
+
+
+def _reviewer_gate(run_id: int) -> float | None:
+    """The user's threshold on the reviewers' agreement, from the section's controls (None:
+    the gate is off)."""
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
+    on = left.toggle("Use the human labels only when the reviewers agree",
+                     key=f"cal{run_id}.gate",
+                     help="Reviewers who disagree with each other teach the panel noise. On: "
+                     "calibration and examples wait until the reviewers' Krippendorff's alpha "
+                     "on the items two of them labelled (the Team page's figure) reaches the "
+                     "threshold.")
+    if not on:
+        return None
+    return float(right.number_input("Reviewers' alpha at least", min_value=-1.0,
+                                    max_value=1.0, value=REVIEWER_ALPHA, step=0.05,
+                                    format="%.3f", key=f"cal{run_id}.gate_alpha"))
 
 
 def calibration_section(run: dict[str, Any]) -> None:
@@ -88,10 +107,19 @@ def calibration_section(run: dict[str, Any]) -> None:
         st.caption(f"Calibration votes all {ratings:,} stored verdicts again: turn it on above "
                    "when you want it.")
         return
+    threshold = _reviewer_gate(run_id)
+    if threshold is not None:
+        # Not cached: it reads the reviewers' labels only (as the Team page does on every
+        # rerun), so a new label on the overlap opens the gate at once.
+        gate = calibration_gate(db(), run_id, threshold)
+        if not gate.open:
+            st.info(plain(gate.sentence()), icon=":material/group:")
+            return
+        st.caption(plain(gate.sentence()))
     calibration = None
     with user_errors("No calibration yet"):
         humans = tuple(sorted(human_labels(db(), run_id).items()))
-        calibration = _calibration(str(db_path()), run_id, calls_stamp(run), humans)
+        calibration = _calibration(str(db_path()), run_id, calls_stamp(run), humans, threshold)
     if calibration is None:
         return
     st.caption(
@@ -138,7 +166,7 @@ def calibration_section(run: dict[str, Any]) -> None:
     k = int(right.number_input("Examples", 1, 8, 4, key=f"cal{run_id}.k"))
     with user_errors("No examples"):
         examples, panel = _few_shot(str(db_path()), run_id, calls_stamp(run),
-                                    overrides_stamp(db(), run_id), critic, k)
+                                    overrides_stamp(db(), run_id), critic, k, threshold)
         st.caption(f"{len(examples)} reviewed items with a note, the critic's mistakes first (one "
                    "per kind of mistake), added to its system prompt:")
         shown = next(c for c in panel.critics if c.name == critic).placeholders
@@ -150,7 +178,8 @@ def calibration_section(run: dict[str, Any]) -> None:
                        "human's: real calls, nothing stored."):
             with st.spinner(f"Asking {critic} again…"):
                 rows = try_on_disputed(db(), run_id, panel, critic,
-                                       key_lookup=worker_key_lookup())
+                                       key_lookup=worker_key_lookup(),
+                                       min_reviewer_alpha=threshold)
             fixed = sum(r.after == r.human for r in rows)
             st.info(f"With the examples, {critic} now agrees with the human on {fixed} of "
                     f"{len(rows)} items it had got wrong.", icon=":material/science:")

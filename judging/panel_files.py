@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from judging.critics import Critic
 from judging.errors import ConfigError
 from judging.panel import PANEL_SCHEMA_VERSION, Panel
+from judging.jury_checks import check_juries
 from judging.panel_checks import check_panel
 
 # Keys whose value would be a credential. `api_key_env` (a variable NAME) is the sanctioned way.
@@ -341,6 +342,7 @@ def panel_from_dict(data: Any, what: str = "panel file") -> Panel:
     # The Panel model runs these checks too; repeating them here keeps file loading honest
     # whatever the model does, and they are cheap.
     check_panel(panel)
+    check_juries(panel)
     return panel
 
 

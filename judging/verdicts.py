@@ -141,6 +141,9 @@ class VoteOutcome:
     note: str | None = None
     # A rubric item: criterion -> {"mark", "agreement", "disputed"} of its vote.
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A panel of juries (`judging.juries`): jury name -> that jury's own vote, in panel order;
+    # this outcome is then the top-level vote over those decisions.
+    juries: dict[str, VoteOutcome] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

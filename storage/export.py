@@ -14,6 +14,10 @@ item, oldest first (`override_history`). A rubric run adds, per criterion, each 
 (`<criterion>: <critic>`), the panel's (`<criterion>: consensus`) and the final one, a
 reviewer's else the panel's (`<criterion>: final`), and `final_score`; a score run adds
 `final_score` too (a reviewer's score, else the panel's; both with `ExportOptions.rule`).
+A run of a panel of juries (`judging.juries`) adds, before the critics' columns, each jury's
+decision (`jury <name>: decision`: its label, or its score's band else the score) and its
+agreement (`jury <name>: agreement`), juries in panel order; `consensus` is then the panel's
+top vote over them.
 `override_history_bytes` gives the run's whole override history as JSONL, one decision per line,
 each with the run's `chain_head`.
 
@@ -55,6 +59,7 @@ from storage.consensus import iter_panel_verdicts
 from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.decisions import DecisionRule, final_decisions
+from storage.jury_decisions import jury_decision_frame, jury_names
 from storage.overrides import latest_overrides
 from storage.record_chain import chain_head
 from storage.review import _run_meta
@@ -195,6 +200,26 @@ def _critic_columns(
     return columns
 
 
+def jury_column(jury: str, what: str = "decision") -> str:
+    """The export's column of a jury's `what` ("decision" or "agreement")."""
+    return f"jury {jury}: {what}"
+
+
+def _jury_columns(db: sqlite_utils.Database, run_id: int,
+                  item_ids: pd.Series) -> dict[str, pd.Series]:
+    """A panel of juries' run: each jury's decision and agreement (nothing for other runs)."""
+    names = jury_names(db, run_id)
+    if not names:
+        return {}
+    frame = jury_decision_frame(db, run_id)
+    columns: dict[str, pd.Series] = {}
+    for jury in names:
+        mine = frame[frame["jury"] == jury].set_index("item_id")
+        columns[jury_column(jury)] = item_ids.map(mine["decision"])
+        columns[jury_column(jury, "agreement")] = item_ids.map(mine["agreement"])
+    return columns
+
+
 def _field_columns(
     db: sqlite_utils.Database, dataset_id: int, item_ids: pd.Series
 ) -> dict[str, pd.Series]:
@@ -290,6 +315,7 @@ def export_frame(
         extra[HISTORY_COLUMN] = _history_column(db, run_id, frame["item_id"])
     if options.fields:
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
+    extra.update(_jury_columns(db, run_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
     extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))
     if options.rule is not None and options.rule.numeric:  # the rule's score: a human's,

@@ -18,6 +18,7 @@ from pages.ui.agreement_data import (
 from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.errors import user_errors
+from pages.ui.jury_agreement_view import jury_section
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
@@ -178,6 +179,10 @@ else:
     cols[2].page_link("pages/review.py", label="Review where they differ",
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
+
+# A panel of juries: agreement within each jury and between the juries' decisions.
+if panel.juries:
+    jury_section(run)
 
 rubric = run_rubric_report(run)
 if rubric is not None:

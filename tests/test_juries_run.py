@@ -18,44 +18,19 @@ import numpy as np
 import pytest
 
 from judging.agreement import cohen_kappa, fleiss_kappa
-from judging.demo import demo_dataset_path
 from judging.panel import Panel
 from judging.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.jobs import prepare_run
 from judging.runs.jury_report import run_jury_report
 from storage.consensus import load_panel_verdicts
-from storage.datasets import save_dataset
 from storage.db import open_db
 from storage.export import export_frame, jury_column
-from storage.importing import read_dataset
 from storage.jury_decisions import item_jury_decisions
 from storage.record_chain import verify_run
 from storage.runs import get_run
 
 PANEL = pathlib.Path(__file__).resolve().parent.parent / "judging" / "demo" / "juries_panel.yaml"
 PRIORITY = ["REJECT", "SPLIT", "MERGE", "KEEP"]  # the demo's tie priority, most cautious first
-
-
-def make_juries_db(path: pathlib.Path) -> int:
-    """The demo dataset and a finished run of the demo panel of juries in `path`; the run id."""
-    db = open_db(path)
-    try:
-        parsed = read_dataset(demo_dataset_path(), id_column="id", gold_column="gold")
-        dataset = save_dataset(db, parsed, name="Demo: taxonomy candidates")
-        run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(PANEL))
-        job = JobRegistry().start_run(str(path), run_id)
-        assert job.wait(120), "the juries run did not finish in 120 s"
-        assert get_run(db, run_id)["status"] == "done", get_run(db, run_id)["error"]
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # a file copy is the whole database
-    finally:
-        db.close()
-    return run_id
-
-
-@pytest.fixture(scope="session")
-def juries_run_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
-    path = tmp_path_factory.mktemp("juries") / "juries.db"
-    return path, make_juries_db(path)
 
 
 @pytest.fixture

@@ -239,3 +239,23 @@ def test_the_demo_panel_of_juries() -> None:
     assert [(j.name, j.critics, j.voting.strategy) for j in panel.juries] == [
         ("quality", ["careful", "lenient"], "weighted"), ("safety", ["strict", "flaky"], "any")]
     assert panel.voting.strategy == "all-of" and panel.voting.target_label == "KEEP"
+
+
+def test_calibration_weighs_critics_inside_their_juries() -> None:
+    from judging.calibration import calibrate
+
+    panel = panel_from_dict(_panel_data())
+    # s2 and q2 always right, s1 and q1 always wrong, on 8 items the humans labelled "yes".
+    verdicts = {
+        f"i{n}": [Verdict(critic=c, item_id=f"i{n}", label="yes" if c in ("s2", "q2") else "no")
+                  for c in ("s1", "s2", "q1", "q2")]
+        for n in range(8)}
+    humans = dict.fromkeys(verdicts, "yes")
+    result = calibrate(panel, verdicts, humans)
+    suggested = result.suggested
+    assert [j.voting.strategy for j in suggested.juries] == ["weighted", "weighted"]
+    assert suggested.voting == panel.voting  # the vote over the juries is left as it is
+    # Voted again by juries: now and with the suggested weights (the right critics win).
+    # Now: quality's majority is split 1-1, so it abstains, and all-of with it.
+    assert set(result.projection.before.values()) == {None}
+    assert set(result.projection.after.values()) == {"yes"}

@@ -192,3 +192,19 @@ def test_jury_decisions_are_in_the_verifiable_record(juries_run: Any) -> None:
     assert first is not None and first.table == "jury_decisions"
     assert item in first.key and "safety" in first.key
     assert "changed since it was recorded" in first.what
+
+
+def test_the_cli_jsonl_carries_each_jury(juries_run: Any, tmp_path: pathlib.Path) -> None:
+    import json
+
+    from judging.runs.summary import write_jsonl
+
+    db, run_id, _ = juries_run
+    decided = load_panel_verdicts(db, run_id)[:20]
+    out = tmp_path / "out.jsonl"
+    assert write_jsonl(out, decided) == 20
+    for pv, line in zip(decided, out.read_text(encoding="utf-8").splitlines(), strict=True):
+        row = json.loads(line)
+        assert list(row["juries"]) == ["quality", "safety"]
+        for name, jury in row["juries"].items():
+            assert jury["consensus"] == pv.outcome.juries[name].consensus

@@ -299,6 +299,11 @@ def write_jsonl(path: pathlib.Path, verdicts: Iterable[PanelVerdict]) -> int:
                 "settled_by": pv.settled_by,
                 "verdicts": [v.to_dict() for v in pv.verdicts],
             }
+            if pv.outcome.juries:  # a panel of juries: each jury's own decision
+                row["juries"] = {
+                    name: {"consensus": o.consensus, "agreement": o.agreement,
+                           "disagreement": o.disagreement, "failed": o.failed, "note": o.note}
+                    for name, o in pv.outcome.juries.items()}
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             written += 1
     return written

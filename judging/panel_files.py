@@ -23,8 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from judging.critics import Critic
 from judging.errors import ConfigError
-from judging.panel import PANEL_SCHEMA_VERSION, Panel
 from judging.jury_checks import check_juries
+from judging.panel import PANEL_SCHEMA_VERSION, Panel
 from judging.panel_checks import check_panel
 
 # Keys whose value would be a credential. `api_key_env` (a variable NAME) is the sanctioned way.

@@ -287,7 +287,7 @@ def write_jsonl(path: pathlib.Path, verdicts: Iterable[PanelVerdict]) -> int:
     written = 0
     with path.open("w", encoding="utf-8") as fh:
         for pv in verdicts:
-            row = {
+            row: dict[str, Any] = {
                 "item_id": pv.item_id,
                 "consensus": pv.consensus,
                 "agreement": pv.agreement,

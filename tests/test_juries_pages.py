@@ -115,3 +115,24 @@ def test_the_panel_page_edits_the_juries(juries_app: tuple[pathlib.Path, int]) -
     juries = at.session_state[DRAFT_KEY]["juries"]
     assert juries[0]["critics"] == ["careful", "lenient", "flaky"]
     assert juries[1]["critics"] == ["strict"]
+
+
+def test_the_tree_lines_say_what_each_level_decided() -> None:
+    from judging.panel_files import panel_from_dict
+    from tests.test_juries import _panel_data
+
+    panel = panel_from_dict(_panel_data())
+    assert jury_heading(panel.juries[1]) == "Jury quality · majority · 2 critics"
+    assert jury_decision_line("safety", {"consensus": "no", "agreement": 0.5,
+                                         "disagreement": True, "failed": 1, "note": None}) \
+        == "→ safety decided no · agreement 0.50 · split · 1 failed"
+    assert jury_decision_line("quality", {"consensus": None, "agreement": 0.5,
+                                          "disagreement": True, "failed": 0,
+                                          "note": "no label has more than half"}) \
+        == "→ quality decided no decision (abstained) · agreement 0.50 · no label has more " \
+           "than half"
+    assert jury_decision_line("quality", None) == "→ quality has not decided yet"
+    assert top_line(panel, {"consensus": "no", "agreement": 0.5, "note": None}) \
+        == "⇒ Panel decision (all-of yes over 2 juries): no · 1 of 2 juries back it"
+    assert top_line(panel, {"consensus": None, "agreement": 0.5, "note": "x"}) \
+        == "⇒ Panel decision (all-of yes over 2 juries): no decision (abstained) · x"

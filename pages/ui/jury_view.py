@@ -68,7 +68,7 @@ def top_line(panel: Panel, consensus: Mapping[str, Any] | None) -> str:
     value = consensus.get("consensus")
     parts = [f"⇒ Panel decision ({how}): "
              f"{NO_DECISION if value is None else rv.shown_value(value)}"]
-    if consensus.get("agreement") is not None:
+    if value is not None and consensus.get("agreement") is not None:
         backing = round(consensus["agreement"] * len(panel.juries))
         parts.append(f"{backing} of {len(panel.juries)} juries back it")
     if consensus.get("note"):

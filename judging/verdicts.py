@@ -154,6 +154,9 @@ class VoteOutcome:
     label_probs: dict[str, float] = field(default_factory=dict)
     expected_score: float | None = None
     expected_spread: float | None = None
+    # A panel of juries (`judging.voting.juries`): jury name -> that jury's own vote, in panel order;
+    # this outcome is then the top-level vote over those decisions.
+    juries: dict[str, VoteOutcome] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

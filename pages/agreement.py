@@ -19,6 +19,7 @@ from pages.ui.audit_view import audit_section
 from pages.ui.calibration_view import calibration_section
 from pages.ui.error_notes import user_errors
 from pages.ui.expected_view import expected_section
+from pages.ui.jury_agreement_view import jury_section
 from pages.ui.reliability_view import reliability_section
 from pages.ui.review_view import TIES_PARAM, UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
@@ -180,6 +181,10 @@ else:
     cols[2].page_link("pages/review.py", label="Review where they differ",
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first, "critic_b": second})
+
+# A panel of juries: agreement within each jury and between the juries' decisions.
+if panel.juries:
+    jury_section(run)
 
 rubric = run_rubric_report(run)
 if rubric is not None:

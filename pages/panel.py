@@ -120,6 +120,9 @@ st.subheader("Voting")
 pf.voting_editor(draft)
 with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["critics"]}) > 1):
     pf.cascade_editor(draft)
+with st.expander("Juries (sub-panels combined by the voting above)",
+                 expanded=bool(draft.get("juries"))):
+    pf.juries_editor(draft)
 with st.expander("Per-vendor limits", expanded=bool(draft.get("limits"))):
     pf.limits_editor(draft)
 with st.expander("Taxonomy curation", expanded=bool(draft["curation"].get("class_field"))):

@@ -24,6 +24,7 @@ from pages.ui.decision_form import (
     unactionable_hint,
 )
 from pages.ui.error_notes import user_errors
+from pages.ui.jury_view import jury_tree
 from pages.ui.rubric_view import criterion_mark_form, rubric_grid
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
@@ -32,6 +33,7 @@ from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.team_view import reviewer_field, visitor
 from pages.ui.text_format import plain
 from storage.db import StorageError
+from storage.jury_decisions import item_jury_decisions
 from storage.leases import held_by_others, release_lease, take_lease
 from storage.overrides import accept_consensus, add_override, blind_label
 from storage.review_queue import item_detail, item_position, review_table
@@ -338,8 +340,11 @@ def item_panel(detail: dict[str, Any], item_id: str, filters: rv.Filters, review
         rubric_grid(detail, panel.rubric, critics, decision_rule(panel))
         with st.expander("Mark single criteria instead (the score follows the marks)"):
             criterion_mark_form(run_id, item_id, panel.rubric, reviewer, k, flash_key)
-    st.markdown("**Critics**")
-    rv.critic_cards(detail, scale=panel.scale)
+    if panel.juries:  # a panel of juries: jury -> its critics -> its decision -> the panel's
+        jury_tree(detail, panel, item_jury_decisions(db(), run_id, item_id))
+    else:
+        st.markdown("**Critics**")
+        rv.critic_cards(detail, scale=panel.scale)
     # Re-judging is for an item whose verdicts look wrong for a passing reason (an outage, a
     # fixed prompt): every critic is called afresh, bypassing the cache, and its old verdicts
     # replaced.

@@ -11,27 +11,24 @@ import sqlite_utils
 from judging.verdicts import PanelVerdict, VoteOutcome
 from storage.calls import load_verdicts_of, load_votes_of
 from storage.db import dumps, loads
+from storage.jury_decisions import decision_text, jury_outcomes_of, write_jury_decisions
 
 
 def _consensus_text(pv: PanelVerdict) -> tuple[str | None, float | None]:
-    value = pv.outcome.consensus
-    if value is None:
-        return None, None
-    if isinstance(value, str):
-        return value, None
     # A score panel: the label column holds the recommendation band when thresholds give one,
     # else the score as text, so that filters and exports have one label column either way.
-    number = float(value)
-    return (pv.outcome.recommendation or f"{number:g}"), number
+    return decision_text(pv.outcome)
 
 
 def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iterable[PanelVerdict]) -> int:
-    """Store (replace) the panel decision of each item, in one transaction.
+    """Store (replace) the panel decision of each item, and for a panel of juries each jury's
+    (`storage.jury_decisions`), in one transaction.
 
     Returns:
         How many items were written.
     """
     rows = []
+    panel_verdicts = list(panel_verdicts)
     for pv in panel_verdicts:
         label, score = _consensus_text(pv)
         o = pv.outcome
@@ -69,6 +66,7 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
             """,
             rows,
         )
+        write_jury_decisions(db, run_id, panel_verdicts)
     return len(rows)
 
 
@@ -160,6 +158,7 @@ def iter_panel_verdicts(
         by_item: dict[str, list[Any]] = {}
         for verdict in load(db, run_id, ids):
             by_item.setdefault(verdict.item_id, []).append(verdict)
+        juries = jury_outcomes_of(db, run_id, ids)
         for row in rows:
             value: str | float | None = (
                 row["score"] if row["score"] is not None else row["consensus"])
@@ -170,6 +169,7 @@ def iter_panel_verdicts(
                 spread=row["spread"], tie=bool(row["tie"]), note=row["note"],
                 label_probs=loads(row["label_probs"]) or {},
                 expected_score=row["expected_score"], expected_spread=row["expected_spread"],
+                juries=juries.get(row["item_id"], {}),
             )
             yield PanelVerdict(
                 item_id=row["item_id"], outcome=outcome, verdicts=by_item.get(row["item_id"], []),

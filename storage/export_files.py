@@ -19,6 +19,10 @@ A run whose critics asked for logprobs adds the panel's pooled `expected_score`,
 `consensus_probability` (the pooled probability of the consensus label), and per critic
 `<critic>: expected_score` and `<critic>: expected_spread` (`storage.expected_scores`; empty
 where a critic gave no probabilities); other runs keep their columns.
+A run of a panel of juries (`judging.voting.juries`) adds, before the critics' columns, each jury's
+decision (`jury <name>: decision`: its label, or its score's band else the score) and its
+agreement (`jury <name>: agreement`), juries in panel order; `consensus` is then the panel's
+top vote over them.
 `override_history_bytes` gives the run's whole override history as JSONL, one decision per line,
 each with the run's `chain_head`.
 
@@ -61,6 +65,7 @@ from storage.criteria import critic_marks, final_marks
 from storage.db import StorageError, loads
 from storage.decisions import DecisionRule, final_decisions
 from storage.expected_scores import expected_columns
+from storage.jury_decisions import jury_decision_frame, jury_names
 from storage.overrides import latest_overrides
 from storage.record_chain import chain_head
 from storage.review_queue import _run_meta
@@ -202,6 +207,26 @@ def _critic_columns(
     return columns
 
 
+def jury_column(jury: str, what: str = "decision") -> str:
+    """The export's column of a jury's `what` ("decision" or "agreement")."""
+    return f"jury {jury}: {what}"
+
+
+def _jury_columns(db: sqlite_utils.Database, run_id: int,
+                  item_ids: pd.Series) -> dict[str, pd.Series]:
+    """A panel of juries' run: each jury's decision and agreement (nothing for other runs)."""
+    names = jury_names(db, run_id)
+    if not names:
+        return {}
+    frame = jury_decision_frame(db, run_id)
+    columns: dict[str, pd.Series] = {}
+    for jury in names:
+        mine = frame[frame["jury"] == jury].set_index("item_id")
+        columns[jury_column(jury)] = item_ids.map(mine["decision"])
+        columns[jury_column(jury, "agreement")] = item_ids.map(mine["agreement"])
+    return columns
+
+
 def _field_columns(
     db: sqlite_utils.Database, dataset_id: int, item_ids: pd.Series
 ) -> dict[str, pd.Series]:
@@ -297,6 +322,7 @@ def export_frame(
         extra[HISTORY_COLUMN] = _history_column(db, run_id, frame["item_id"])
     if options.fields:
         extra.update(_field_columns(db, dataset_id, frame["item_id"]))
+    extra.update(_jury_columns(db, run_id, frame["item_id"]))
     extra.update(_critic_columns(db, run_id, critics, frame["item_id"], options.reasoning))
     extra.update(expected_columns(db, run_id, critics, frame["item_id"]))
     extra.update(_criterion_columns(db, run_id, critics, frame["item_id"], options.score_marks))

@@ -619,6 +619,37 @@ def _expected_scores(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0027_jury_decisions")
+def _jury_decisions(db: sqlite_utils.Database) -> None:
+    # A panel of juries (`judging.voting.juries`): each jury's own decision per item, beside the
+    # panel's (the `consensus` row holds the top vote over them). A table, not a JSON column
+    # on `consensus`: the export, Review and Agreement read one jury's decisions across items,
+    # and each row is sealed into the run's record as its own kind (`jury_decision`).
+    # `position` is the jury's place in the panel, the order Review draws them in.
+    _script(
+        db,
+        """
+        CREATE TABLE jury_decisions (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            jury TEXT NOT NULL,
+            position INTEGER NOT NULL DEFAULT 0,
+            consensus TEXT,
+            score REAL,
+            agreement REAL,
+            disagreement INTEGER NOT NULL DEFAULT 0,
+            failed INTEGER NOT NULL DEFAULT 0,
+            counts TEXT NOT NULL DEFAULT '{}',
+            recommendation TEXT,
+            spread REAL,
+            tie INTEGER NOT NULL DEFAULT 0,
+            note TEXT,
+            PRIMARY KEY (run_id, item_id, jury)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -39,6 +39,7 @@ from judging.analysis.hash_chain import (
     CRITERION_OVERRIDE,
     DECISION,
     DELETED,
+    JURY_DECISION,
     KINDS,
     OVERRIDE,
     RecordKind,
@@ -147,7 +148,8 @@ def sample_probabilities(db: sqlite_utils.Database, run_id: int,
 
 
 def seal_decisions(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[str]) -> int:
-    """Seal the stored decisions of these items, in the given order. Returns how many."""
+    """Seal the stored decisions of these items, in the given order, then their juries'
+    decisions (a panel of juries, `storage.jury_decisions`). Returns how many items."""
     ids = list(dict.fromkeys(str(i) for i in item_ids))
     if not ids:
         return 0
@@ -155,7 +157,11 @@ def seal_decisions(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[st
         f"SELECT {_select(DECISION)} FROM json_each(?) j JOIN consensus t ON t.run_id = ?"
         " AND t.item_id = j.value ORDER BY j.key", [json.dumps(ids), run_id]).fetchall()
     sealed = _sealed_rows(DECISION, rows, sample_probabilities(db, run_id, ids))
-    append(db, run_id, sealed)
+    jury_rows = db.conn.execute(
+        f"SELECT {_select(JURY_DECISION)} FROM json_each(?) j JOIN jury_decisions t"
+        " ON t.run_id = ? AND t.item_id = j.value ORDER BY j.key, t.position",
+        [json.dumps(ids), run_id]).fetchall()
+    append(db, run_id, sealed + _sealed_rows(JURY_DECISION, jury_rows))
     return len(sealed)
 
 
@@ -328,6 +334,8 @@ def _check_kind(db: sqlite_utils.Database, run_id: int, kind: RecordKind) -> lis
                                                                               kind.name):
         latest[key] = (seq, bytes(content), bytes(parts), probability)
     found: list[Mismatch] = []
+    if not db[kind.table].exists():  # a read-only file from before the kind's migration
+        return found
     n_key = len(kind.key)
     for row in db.conn.execute(
             f"SELECT {_select(kind)} FROM {kind.table} t WHERE t.run_id = ?", [run_id]):

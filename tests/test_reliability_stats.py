@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judging.analysis import reliability_stats
 from judging.agreement import cohen_kappa, proportion
+from judging.analysis import reliability_stats
 from judging.analysis.label_gate import LabelGate, label_gate
 from judging.analysis.reliability_stats import (
     LabelReliability,

@@ -109,7 +109,10 @@ def project(
 
     def decide(panel: Panel) -> dict[str, str | None]:
         weights = {c.name: c.weight for c in panel.critics}
-        outcomes = vote_dataset(per_item, weights, panel.voting, panel.scale)
+        if panel.juries:  # each jury votes, then the panel over the juries (`judging.voting.juries`)
+            outcomes = [panel.vote(verdicts) for verdicts in per_item]
+        else:
+            outcomes = vote_dataset(per_item, weights, panel.voting, panel.scale)
         return {item: (None if o.consensus is None else str(o.consensus))
                 for item, o in zip(items, outcomes, strict=True)}
 
@@ -165,9 +168,14 @@ def calibrate(
         critics = [CriticCalibration(c.critic, c.accuracy, c.confusions, c.weight, c.weight)
                    for c in critics]
     weights = {c.critic: c.suggested for c in critics}
+    weighted = {"strategy": "weighted"}
     suggested = panel.model_copy(update={
         "critics": [c.model_copy(update={"weight": weights[c.name]}) for c in panel.critics],
-        "voting": panel.voting.model_copy(update={"strategy": "weighted"}),
+        # A panel of juries: the critics' weights count inside each jury, so each jury votes
+        # by weight; the vote over the juries stays as it is.
+        **({"juries": [j.model_copy(update={"voting": j.voting.model_copy(update=weighted)})
+                       for j in panel.juries]} if panel.juries else
+           {"voting": panel.voting.model_copy(update=weighted)}),
     })
     suggested = Panel.model_validate(suggested.model_dump())  # checked like any panel
     from_humans = sum(1 for i in reference if i in humans)

@@ -96,8 +96,18 @@ CRITERION_OVERRIDE = RecordKind(
     tuple((f, (f,)) for f in ("item_id", "criterion", "mark", "note", "reviewer",
                               "created_at")),
 )
+# A panel of juries' decision of one jury on one item (`judging.voting.juries`), sealed with the item's
+# decision.
+JURY_DECISION = RecordKind(
+    "jury_decision", "jury_decisions", ("item_id", "jury"),
+    (
+        ("decision", ("consensus", "score", "recommendation")),
+        ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie")),
+        ("how", ("position", "note")),
+    ),
+)
 KINDS: dict[str, RecordKind] = {k.name: k for k in (CALL, DECISION, OVERRIDE,
-                                                     CRITERION_OVERRIDE)}
+                                                     CRITERION_OVERRIDE, JURY_DECISION)}
 
 # The content of a record that was deleted on purpose (a re-judged item's critic no longer
 # called): an entry saying so, so that the row's absence is part of the record.

@@ -81,6 +81,18 @@ def check_panel(panel: Panel) -> None:
     _check_batch_mode(panel)
 
 
+def check_vote(panel: Panel) -> None:
+    """The checks of `panel.voting` alone: its strategy, policies and labels against the scale.
+    A jury's voting goes through the same checks (`judging.panel.jury_checks`).
+
+    Raises:
+        ConfigError: as `check_panel`, with paths under `voting.`.
+    """
+    _check_strategy(panel)
+    _check_policies(panel)
+    _check_labels(panel)
+
+
 def _labels_text(labels: list[str]) -> str:
     return ", ".join(labels) if labels else "(a score scale has no labels)"
 
@@ -181,7 +193,7 @@ def _check_strategy(panel: Panel) -> None:
     if kind == "score" and not vote_scale.is_numeric:
         raise ConfigError(
             f"voting.strategy: {name!r} aggregates scores but the scale is {vote_scale.kind}; "
-            "use plurality, majority, unanimous, weighted, any or first-disagreement"
+            "use plurality, majority, unanimous, weighted, any, all-of or first-disagreement"
         )
     if (name in ("median", "max", "min") and not vote_scale.is_numeric
             and vote_scale.level != "ordinal"):
@@ -202,6 +214,9 @@ def _check_strategy(panel: Panel) -> None:
         )
     if name == "any" and voting.target_label is None:
         raise ConfigError("voting.target_label: the 'any' strategy needs the label to look for")
+    if name == "all-of" and voting.target_label is None:
+        raise ConfigError("voting.target_label: the 'all-of' strategy needs the label every "
+                          "member must give to accept (e.g. target_label: KEEP)")
     if name == "spread" and voting.max_spread is None:
         raise ConfigError("voting.max_spread: the 'spread' strategy needs a maximum spread")
 

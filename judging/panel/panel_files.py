@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from judging.errors import ConfigError
 from judging.panel.critics import Critic
+from judging.panel.jury_checks import check_juries
 from judging.panel.panel_checks import check_panel
 from judging.panel.panel_model import PANEL_SCHEMA_VERSION, Panel
 
@@ -341,6 +342,7 @@ def panel_from_dict(data: Any, what: str = "panel file") -> Panel:
     # The Panel model runs these checks too; repeating them here keeps file loading honest
     # whatever the model does, and they are cheap.
     check_panel(panel)
+    check_juries(panel)
     return panel
 
 

@@ -9,12 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from judging.panel.cascade import CascadeConfig
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
+from judging.panel.jury_checks import check_juries
 from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_checks import check_panel
 from judging.panel.rubric import RubricConfig, rubric_vote
 from judging.panel.vendors import get_preset
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
+from judging.voting.juries import JuryConfig, vote_juries
 from judging.voting.strategies import VotingConfig, vote
 
 __all__ = ["PANEL_SCHEMA_VERSION", "CascadeConfig", "Panel", "VendorLimits"]
@@ -73,6 +75,14 @@ class Panel(BaseModel):
     # A rubric (off while it has no criteria): the item is graded against weighted criteria,
     # and the panel votes per criterion (`judging.panel.rubric`); the scale is then the score, 0..1.
     rubric: RubricConfig = Field(default_factory=RubricConfig)
+    # Juries of juries (`judging.voting.juries`; empty: one flat panel): named groups of the critics,
+    # each voting with its own `voting`; the panel's `voting` then votes over their decisions.
+    # Checked by `judging.panel.jury_checks` (every critic in exactly one jury, none empty).
+    juries: list[JuryConfig] = Field(
+        default_factory=list,
+        description="Named sub-panels: each jury names its critics and its own voting; the "
+        "panel's voting then combines the juries' decisions (e.g. all-of: accept only if "
+        "every jury accepts).")
     # Stop a critic for the rest of a run after the same error on this many items in a row (a
     # refused parameter, an empty account: every later call would fail alike); 0 never stops.
     # Rate limits never count: they are waited out (`judging.engine.calls.gate`).
@@ -81,6 +91,7 @@ class Panel(BaseModel):
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:
         check_panel(self)
+        check_juries(self)
         return self
 
     def limits_for(self, vendor: str) -> VendorLimits:
@@ -98,9 +109,12 @@ class Panel(BaseModel):
     def vote(self, verdicts: Sequence[Verdict], config: VotingConfig | None = None
              ) -> VoteOutcome:
         """The panel's decision on one item from its critics' verdicts: the vote of `config`
-        (default: the panel's), per criterion for a rubric panel."""
+        (default: the panel's), per criterion for a rubric panel; for a panel of juries, each
+        jury's own vote, then `config` over the juries' decisions (`judging.voting.juries`)."""
         weights = {critic.name: critic.weight for critic in self.critics}
         config = config or self.voting
+        if self.juries:
+            return vote_juries(verdicts, self.juries, weights, config, self.scale)
         if self.rubric.active:
             return rubric_vote(verdicts, weights, config, self.rubric)
         return vote(verdicts, weights, config, self.scale)

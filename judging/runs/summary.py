@@ -287,7 +287,7 @@ def write_jsonl(path: pathlib.Path, verdicts: Iterable[PanelVerdict]) -> int:
     written = 0
     with path.open("w", encoding="utf-8") as fh:
         for pv in verdicts:
-            row = {
+            row: dict[str, Any] = {
                 "item_id": pv.item_id,
                 "consensus": pv.consensus,
                 "agreement": pv.agreement,
@@ -299,6 +299,11 @@ def write_jsonl(path: pathlib.Path, verdicts: Iterable[PanelVerdict]) -> int:
                 "settled_by": pv.settled_by,
                 "verdicts": [v.to_dict() for v in pv.verdicts],
             }
+            if pv.outcome.juries:  # a panel of juries: each jury's own decision
+                row["juries"] = {
+                    name: {"consensus": o.consensus, "agreement": o.agreement,
+                           "disagreement": o.disagreement, "failed": o.failed, "note": o.note}
+                    for name, o in pv.outcome.juries.items()}
             fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
             written += 1
     return written

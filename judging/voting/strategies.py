@@ -18,6 +18,9 @@ Label strategies (nominal, ordinal, likert, yes/no scales):
     unanimous           every counted critic gives the same label, else abstain.
     weighted            sum of critic weights (x confidence with `use_confidence`); ties by policy.
     any                 `target_label` if at least one critic says it, else the plurality.
+    all-of              `target_label` only if every critic says it (a failed one never does);
+                        else the first dissenting critic's label. Made for juries of juries
+                        (`judging.voting.juries`): accept only if every jury accepts.
     first-disagreement  the first critic decides unless another critic disagrees with it; then the
                         vote abstains (-> `fallback`, e.g. a "REVIEW" label) and names who
                         disagreed first.
@@ -261,6 +264,30 @@ def any_label(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
     return _top(ballot.tally(), config, scale)
 
 
+def all_of(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
+    """`target_label` only when every member says it; else the first dissenter's label.
+
+    Agent Judge's "all must pass" over juries (`judging.voting.juries`): the safety jury and the
+    quality jury must both accept. A failed member (an abstaining jury) never accepts: under the
+    error policy "ignore" the vote then abstains (-> `fallback`) rather than accept without it.
+    """
+    target = config.target_label
+    if target is None:
+        raise ConfigError(
+            "voting.target_label: the 'all-of' strategy needs the label every member must give")
+    for vote_ in ballot.votes:
+        if vote_.value != target:
+            how = " (a failure counted as it)" if vote_.from_failure else ""
+            return Decision(vote_.value,
+                            note=f"not all gave {target}: {vote_.critic} gave {vote_.value}{how}")
+    if ballot.failed:
+        names = ", ".join(verdict.critic for verdict in ballot.failed)
+        return Decision(None, note=f"not all gave {target}: {names} gave no verdict")
+    if not ballot.votes:
+        return Decision(None, note="no valid verdicts to count")
+    return Decision(target)
+
+
 def first_disagreement(ballot: Ballot, config: VotingConfig, scale: Scale) -> Decision:
     """The first critic (panel order) decides unless another disagrees: then abstain and flag.
 
@@ -421,6 +448,7 @@ STRATEGIES: dict[str, Strategy] = {
     "unanimous": unanimous,
     "weighted": weighted,
     "any": any_label,
+    "all-of": all_of,
     "first-disagreement": first_disagreement,
     "mean": mean,
     "weighted-mean": weighted_mean,
@@ -440,6 +468,7 @@ STRATEGY_KINDS: dict[str, StrategyKind] = {
     "unanimous": "label",
     "weighted": "label",
     "any": "label",
+    "all-of": "label",
     "first-disagreement": "label",
     "mean": "score",
     "weighted-mean": "score",

@@ -259,7 +259,7 @@ def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
                  skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
-                       "curation", "pairwise", "rubric"),
+                       "curation", "pairwise", "rubric", "juries"),
                  texts={"name": ("Panel name", "Shown in lists of panels and runs."),
                         "description": ("Description", "What the panel is for (optional).")})
 
@@ -479,6 +479,18 @@ def rubric_editor(draft: dict[str, Any]) -> None:
                "right., weight: 2}`. The scale is then the score, {kind: score, min: 0, max: "
                "1}; the voting settings decide each criterion's mark.")
     model_editor(RubricConfig, draft["rubric"], f"{key_prefix(draft)}.rubric", columns=2)
+
+
+def juries_editor(draft: dict[str, Any]) -> None:
+    st.caption("To combine juries (`judging.voting.juries`): each jury's name, the names of the "
+               "critics above that sit in it (each critic in exactly one jury), its own voting "
+               "and its weight, as YAML, e.g. `- {name: safety, critics: [strict, flaky], "
+               "voting: {strategy: any, target_label: REJECT}}`. The Voting settings above then "
+               "combine the juries' decisions: `all-of` with a target label accepts only if "
+               "every jury accepts; majority or weighted count each jury as one vote.")
+    model_editor(Panel, draft, key_prefix(draft),
+                 skip=tuple(n for n in Panel.model_fields if n != "juries"),
+                 texts={"juries": ("Juries", Panel.model_fields["juries"].description)})
 
 
 def limits_editor(draft: dict[str, Any]) -> None:

@@ -1,0 +1,37 @@
+"""The per-jury agreement of a stored run of a panel of juries: storage's tables in,
+`judging.analysis.jury_stats.JuryReport` out (the Agreement page and tests call it; no SQL here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from judging.analysis.jury_stats import JuryReport, jury_agreement
+from judging.panel.panel_files import load_panel
+from storage.consensus import consensus_values
+from storage.jury_decisions import jury_decision_frame
+from storage.review_queue import ratings_grid
+from storage.runs import get_run
+
+
+def run_jury_report(db: Any, run_id: int, *, resamples: int = 1000,
+                    seed: int | None = 0) -> JuryReport | None:
+    """Agreement within each jury and between the juries of run `run_id` (None: the run's
+    panel has no juries).
+
+    Raises:
+        storage.db.NotFoundError: no run has this id.
+    """
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    if not panel.juries:
+        return None
+    numeric = panel.scale.is_numeric
+    ratings = ratings_grid(db, run_id, list(run["critics"]), numeric=numeric)
+    long = jury_decision_frame(db, run_id, numeric=numeric)
+    decisions = long.pivot(index="item_id", columns="jury", values="decision")
+    decisions = decisions.reindex(index=ratings.index).astype(object)
+    decisions = decisions.where(decisions.notna(), None)
+    split = long[long["disagreement"] & long["decision"].notna()].groupby("jury").size()
+    return jury_agreement(
+        ratings, decisions, split.to_dict(), consensus_values(db, run_id, numeric=numeric),
+        panel.juries, panel.scale, resamples=resamples, seed=seed)

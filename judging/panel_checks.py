@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import TYPE_CHECKING
 
+from judging.cascade_checks import check_tiers
+from judging.cascade_tiers import tier_count
 from judging.errors import ConfigError
 from judging.request_rules import rules_for
 from judging.rubric import MARK_SCALE
@@ -19,6 +21,7 @@ from judging.voting import (
     DATASET_STRATEGIES,
     STRATEGIES,
     STRATEGY_KINDS,
+    VotingConfig,
     unknown_strategy_message,
 )
 
@@ -222,7 +225,17 @@ def _check_policies(panel: Panel) -> None:
         )
 
 
+def _check_voting_of(panel: Panel, voting: VotingConfig) -> None:
+    """The panel checks of one voting config (a cascade tier's own), as if it were the
+    panel's; messages start with "voting."."""
+    shadow = panel.model_copy(update={"voting": voting})
+    _check_strategy(shadow)
+    _check_policies(shadow)
+    _check_labels(shadow)
+
+
 def _check_cascade(panel: Panel) -> None:
+    check_tiers(panel, _check_voting_of)
     tiers = sorted({critic.tier for critic in panel.critics})
     for index, tier in enumerate(panel.cascade.guard_tiers):
         if tier not in tiers:
@@ -348,7 +361,7 @@ def _check_rubric(panel: Panel) -> None:
     if panel.voting.strategy in DATASET_STRATEGIES:
         raise ConfigError(f"voting.strategy: a rubric panel votes per item and criterion; "
                           f"{panel.voting.strategy!r} needs the whole dataset")
-    if len({c.tier for c in panel.critics}) > 1:
+    if tier_count(panel.critics, panel.cascade.tiers) > 1:
         raise ConfigError("critics: a rubric panel has no cascade yet; put every critic in one "
                           "tier")
     if panel.pairwise.active:
@@ -364,7 +377,7 @@ def _check_rubric(panel: Panel) -> None:
 def _check_batch_mode(panel: Panel) -> None:
     """Critics sent through a vendor's batch API (`judging.batches`): one request per item,
     submitted for every item at once."""
-    tiers = {critic.tier for critic in panel.critics}
+    tiers = tier_count(panel.critics, panel.cascade.tiers)
     for index, critic in enumerate(panel.critics):
         if critic.mode != "batch":
             if critic.batch_api is not None:
@@ -399,7 +412,7 @@ def _check_batch_mode(panel: Panel) -> None:
                 f"critics[{index}].mode: batch mode takes critics of a label or score scale; "
                 "pairwise and rubric panels run live for now (mode: live)"
             )
-        if len(tiers) > 1:
+        if tiers > 1:
             raise ConfigError(
                 f"critics[{index}].mode: a batch critic is asked about every item at once, but "
                 "a cascade asks later tiers only when they are needed; put every critic in one "

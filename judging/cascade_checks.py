@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from judging.cascade_tiers import CascadeTier, default_labels
 from judging.errors import ConfigError
@@ -123,7 +123,7 @@ def _check_labels(panel: Panel, index: int, tier: CascadeTier, labels: list[str]
                 "what a failed critic counts as; remove on_failure")
         return
     field = uses[tier.policy]
-    kind = "fail" if tier.policy == "reject_on_any_fail" else "pass"
+    kind: Literal["pass", "fail"] = "fail" if tier.policy == "reject_on_any_fail" else "pass"
     if panel.scale.is_numeric:
         raise ConfigError(
             f"{where}.policy: {tier.policy} looks for {kind} labels, but the scale is a score "

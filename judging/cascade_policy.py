@@ -94,9 +94,10 @@ def apply_policy(tier: Tier, verdicts: Sequence[Verdict], outcome: VoteOutcome,
                                 label, share(votes.get(label, 0)))
         if not counted:
             return TierDecision("next", "went on: no critic gave a verdict")
-        first = blocking[0]
-        said = f"voted {first.label}" if first.ok else f"gave no verdict ({_why_broken(first)})"
-        return TierDecision("next", f"went on: {first.critic} {said}")
+        stopper = blocking[0]
+        said = (f"voted {stopper.label}" if stopper.ok
+                else f"gave no verdict ({_why_broken(stopper)})")
+        return TierDecision("next", f"went on: {stopper.critic} {said}")
     agreement = (f", agreement {outcome.agreement:.2f}" if outcome.agreement is not None
                  else "")
     return TierDecision("decided", f"decided {_shown(outcome.consensus)} by {strategy}{agreement}")

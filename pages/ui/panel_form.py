@@ -33,8 +33,8 @@ from judging.voting import VotingConfig, strategy_help, strategy_names, tie_rule
 from pages.ui.model_form import field_widget, model_editor
 from pages.ui.state import db
 from pages.ui.team import visitor
-from pages.ui.tier_editor import tiers_editor
 from pages.ui.text import plain
+from pages.ui.tier_editor import tiers_editor
 from storage.drafts import discard_draft, load_draft, save_draft
 
 DRAFT_KEY = "panel_draft"

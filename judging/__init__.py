@@ -9,6 +9,7 @@ Never imports streamlit: usable from a notebook or the CLI::
 """
 
 from judging.calls import CallCache, CallRunner, MemoryCache, RetryPolicy, VendorLimiter
+from judging.cascade_tiers import CascadeTier
 from judging.critics import Critic
 from judging.errors import (
     CallFailure,
@@ -29,7 +30,7 @@ from judging.panel_files import (
 from judging.runner import RunProgress, RunResult, run_panel
 from judging.scales import Scale
 from judging.vendors import PRESETS, VendorPreset
-from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+from judging.verdicts import FailureKind, Item, PanelVerdict, TierVerdict, Verdict, VoteOutcome
 from judging.voting import (
     VotingConfig,
     register_strategy,
@@ -44,6 +45,7 @@ __all__ = [
     "CallFailure",
     "CallRunner",
     "CascadeConfig",
+    "CascadeTier",
     "ConfigError",
     "CriticEstimate",
     "Critic",
@@ -60,6 +62,7 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "Scale",
+    "TierVerdict",
     "VendorLimiter",
     "VendorLimits",
     "VendorPreset",

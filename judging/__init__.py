@@ -41,6 +41,7 @@ _EXPORTS = {
     "JuryboxError": "judging.errors",
     "PlaceholderError": "judging.errors",
     "Critic": "judging.panel.critics",
+    "CascadeTier": "judging.panel.cascade_tiers",
     "dump_panel": "judging.panel.panel_files",
     "import_prompt_yaml": "judging.panel.panel_files",
     "load_panel": "judging.panel.panel_files",
@@ -54,6 +55,7 @@ _EXPORTS = {
     "Scale": "judging.scales",
     "FailureKind": "judging.verdicts",
     "Item": "judging.verdicts",
+    "TierVerdict": "judging.verdicts",
     "PanelVerdict": "judging.verdicts",
     "Verdict": "judging.verdicts",
     "VoteOutcome": "judging.verdicts",
@@ -69,6 +71,7 @@ __all__ = [
     "CallFailure",
     "CallRunner",
     "CascadeConfig",
+    "CascadeTier",
     "ConfigError",
     "Critic",
     "CriticEstimate",
@@ -86,6 +89,7 @@ __all__ = [
     "RunProgress",
     "RunResult",
     "Scale",
+    "TierVerdict",
     "VendorLimiter",
     "VendorLimits",
     "VendorPreset",
@@ -113,6 +117,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; the interpreter takes
         JuryboxError,
         PlaceholderError,
     )
+    from judging.panel.cascade_tiers import CascadeTier
     from judging.panel.critics import Critic
     from judging.panel.panel_files import (
         dump_panel,
@@ -124,7 +129,14 @@ if TYPE_CHECKING:  # what a type checker and a reader see; the interpreter takes
     from judging.panel.panel_model import CascadeConfig, Panel, VendorLimits
     from judging.panel.vendors import PRESETS, VendorPreset
     from judging.scales import Scale
-    from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+    from judging.verdicts import (
+        FailureKind,
+        Item,
+        PanelVerdict,
+        TierVerdict,
+        Verdict,
+        VoteOutcome,
+    )
     from judging.voting.strategies import (
         VotingConfig,
         register_strategy,

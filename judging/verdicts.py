@@ -160,6 +160,60 @@ class VoteOutcome:
 
 
 @dataclass(slots=True)
+class TierVerdict:
+    """What one cascade tier made of an item (`judging.panel.cascade`): a sub-verdict.
+
+    Attributes:
+        tier: the tier's number (`Critic.tier` for tiers made of critics' numbers; the
+            position from 1 for `cascade.tiers`).
+        name: the tier's name ("" when it has none).
+        policy: "reject_on_any_fail", "accept_on_all_pass", "final", or for tiers made of
+            critics' numbers "guard" / "settle" (`CascadeConfig.guard_tiers`, `settle`).
+        step: "rejected" (stopped the item as failing), "accepted" (stopped it as passing),
+            "settled" (its vote settled it), "decided" (the last tier decided), "next" (the
+            item went on) or "cancelled" (the run stopped before the next tier).
+        label: the tier's own vote on the item (its critics alone).
+        agreement: that vote's agreement.
+        critics: the tier's critics, in panel order.
+        reason: why, in a few words, e.g. "rejected by no_pii (REJECT)".
+    """
+
+    tier: int
+    name: str
+    policy: str
+    step: str
+    label: str | float | None
+    agreement: float | None
+    critics: list[str]
+    reason: str
+
+    @property
+    def title(self) -> str:
+        """"tier 1 guardrails" (or "tier 1" without a name)."""
+        return f"tier {self.tier} {self.name}" if self.name else f"tier {self.tier}"
+
+    @property
+    def text(self) -> str:
+        """"tier 1 guardrails: rejected by no_pii (REJECT)"."""
+        return f"{self.title}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TierVerdict:
+        """A stored sub-verdict (`as_dict`); unknown keys are ignored, so a later Jurybox may add
+        some without breaking older readers."""
+        return cls(
+            tier=int(data.get("tier", 0)), name=str(data.get("name") or ""),
+            policy=str(data.get("policy") or ""), step=str(data.get("step") or ""),
+            label=data.get("label"), agreement=data.get("agreement"),
+            critics=[str(c) for c in data.get("critics") or []],
+            reason=str(data.get("reason") or ""),
+        )
+
+
+@dataclass(slots=True)
 class PanelVerdict:
     """The panel's decision on one item: the vote plus every critic's verdict."""
 
@@ -169,6 +223,8 @@ class PanelVerdict:
     strategy: str
     tier: int = 0  # the last tier that was called for this item
     settled_by: str | None = None  # e.g. "tier 0: unanimous", "tier 0: guard failure"
+    # A cascade's sub-verdicts, one per tier called for the item, in order (empty: no cascade).
+    tiers: list[TierVerdict] = field(default_factory=list)
 
     @property
     def consensus(self) -> str | float | None:

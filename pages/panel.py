@@ -118,7 +118,8 @@ if button_col.button("Add critic", icon=":material/add:", key="add_critic"):
 
 st.subheader("Voting")
 pf.voting_editor(draft)
-with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["critics"]}) > 1):
+with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["critics"]}) > 1
+                 or bool(draft["cascade"].get("tiers"))):
     pf.cascade_editor(draft)
 with st.expander("Juries (sub-panels combined by the voting above)",
                  expanded=bool(draft.get("juries"))):

@@ -315,6 +315,8 @@ def item_panel(detail: dict[str, Any], item_id: str, filters: rv.Filters, review
                 icon=":material/visibility_off:")
     else:
         st.text(rv.consensus_line(detail))
+        for line in rv.cascade_lines(detail):  # what each cascade tier made of the item
+            st.text(line)
         if mine is not None:
             st.info(f"Your blind label: {plain(mine['label'])}. It is the one Agreement compares "
                     "the critics with; revise below if they change your mind, or keep it and "

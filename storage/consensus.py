@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlite_utils
 
-from judging.verdicts import PanelVerdict, VoteOutcome
+from judging.verdicts import PanelVerdict, TierVerdict, VoteOutcome
 from storage.calls import load_verdicts_of, load_votes_of
 from storage.db import dumps, loads
 from storage.jury_decisions import decision_text, jury_outcomes_of, write_jury_decisions
@@ -40,6 +40,7 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
                 dumps(o.marks) if o.marks else None,
                 dumps(o.label_probs) if o.label_probs else None, o.expected_score,
                 o.expected_spread,
+                dumps([t.as_dict() for t in pv.tiers]) if pv.tiers else None,
             )
         )
     if not rows:
@@ -49,11 +50,11 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
             """
             INSERT INTO consensus (run_id, item_id, position, consensus, score, agreement,
                 disagreement, failed, counts, tier, settled_by, strategy, recommendation, spread,
-                tie, note, marks, label_probs, expected_score, expected_spread)
+                tie, note, marks, label_probs, expected_score, expected_spread, tiers)
             VALUES (?, ?, coalesce((SELECT i.position FROM items i JOIN runs r
                                     ON r.dataset_id = i.dataset_id
                                     WHERE r.id = ? AND i.item_id = ?), 0),
-                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (run_id, item_id) DO UPDATE SET
                 consensus = excluded.consensus, score = excluded.score,
                 agreement = excluded.agreement, disagreement = excluded.disagreement,
@@ -62,12 +63,19 @@ def write_consensus(db: sqlite_utils.Database, run_id: int, panel_verdicts: Iter
                 recommendation = excluded.recommendation, spread = excluded.spread,
                 tie = excluded.tie, note = excluded.note, marks = excluded.marks,
                 label_probs = excluded.label_probs, expected_score = excluded.expected_score,
-                expected_spread = excluded.expected_spread
+                expected_spread = excluded.expected_spread,
+                tiers = excluded.tiers
             """,
             rows,
         )
         write_jury_decisions(db, run_id, panel_verdicts)
     return len(rows)
+
+
+def tier_verdicts(stored: str | None) -> list[TierVerdict]:
+    """A decision's stored cascade sub-verdicts (the `tiers` column), oldest tier first."""
+    return [TierVerdict.from_dict(entry) for entry in loads(stored) or []
+            if isinstance(entry, dict)]
 
 
 def set_item_alpha(db: sqlite_utils.Database, run_id: int, alphas: Mapping[str, float | None]) -> int:
@@ -96,6 +104,7 @@ def load_consensus(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any
         row["counts"] = loads(row["counts"]) or {}
         row["marks"] = loads(row.get("marks")) or {}
         row["label_probs"] = loads(row.get("label_probs")) or {}
+        row["tiers"] = tier_verdicts(row.get("tiers"))
         row["disagreement"] = bool(row["disagreement"])
         row["tie"] = bool(row["tie"])
         out.append(row)
@@ -174,6 +183,7 @@ def iter_panel_verdicts(
             yield PanelVerdict(
                 item_id=row["item_id"], outcome=outcome, verdicts=by_item.get(row["item_id"], []),
                 strategy=row["strategy"] or "", tier=row["tier"], settled_by=row["settled_by"],
+                tiers=tier_verdicts(row.get("tiers")),
             )
         if len(rows) < chunk_size:
             return

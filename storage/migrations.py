@@ -650,6 +650,14 @@ def _jury_decisions(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0028_tier_verdicts")
+def _tier_verdicts(db: sqlite_utils.Database) -> None:
+    # A cascade's sub-verdicts (`judging.verdicts.TierVerdict`), one per tier called for the
+    # item, as a JSON list on its decision: read with the decision, never filtered on, so a
+    # column rather than a table. NULL for items judged without a cascade (and before this).
+    _script(db, "ALTER TABLE consensus ADD COLUMN tiers TEXT;")
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -16,6 +16,7 @@ import sqlite_utils
 
 from storage.audit import QUEUE_RANK_SQL
 from storage.calls import REPLY_DICTIONARY, load_steps
+from storage.consensus import tier_verdicts
 from storage.criteria import criterion_override_history, disputed_filter_sql
 from storage.db import NotFoundError, StorageError, loads
 from storage.decisions import DecisionRule, decision_records, final_decisions, needs_decision_sql
@@ -470,6 +471,7 @@ def item_detail(db: sqlite_utils.Database, run_id: int, item_id: str,
         consensus["disagreement"] = bool(consensus["disagreement"])
         consensus["tie"] = bool(consensus["tie"])
         consensus["marks"] = loads(consensus.get("marks")) or {}
+        consensus["tiers"] = [t.as_dict() for t in tier_verdicts(consensus.get("tiers"))]
     order = {name: n for n, name in enumerate(critics)}
     verdicts = []
     for row in db.query(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from judging.engine.budget import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS
 from judging.engine.chains import planned_calls
 from judging.errors import ConfigError
+from judging.panel.cascade_tiers import tier_count
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import api_of, caches_prompts, cost_usd
@@ -139,7 +140,7 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         )
     unpriced = [row.critic for row in rows if row.cost_usd is None]
     total_cost = None if unpriced else float(sum(row.cost_usd or 0.0 for row in rows))
-    upper_bound = len({critic.tier for critic in panel.critics}) > 1
+    upper_bound = tier_count(panel.critics, panel.cascade.tiers) > 1
     if upper_bound:
         note = ("Upper bound: later tiers of the cascade are only called for items the earlier "
                 "tiers do not settle.")

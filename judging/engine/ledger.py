@@ -11,6 +11,10 @@ job's writer adds each batch's share to the run's stored ledger, and readers for
 - A cancelled call is "not sent", never "failed": it counts in `cancelled` only, not in `calls`
   or `failed` (it gave no outcome, and a resume sends it). So a run cancelled with 40 calls
   done and 246 never sent says "40 calls · 246 not sent", not "246 failed".
+- A call a cascade did not make (an item an earlier tier stopped) is "saved": counted in
+  `calls_saved`, with what it would have cost at the critic's prices, estimated from the prompt
+  it would have sent (`judging.engine.cascade_savings`), in `saved_usd` (`saved_unpriced` when the
+  critic has no price). Saved dollars are an estimate, never part of `cost_usd`.
 - A sent call without a price (no price set for the critic, or no token counts in a successful
   reply) counts in `unpriced_calls`; the known cost is then a lower bound, and `cost_text` says
   "at least". A failed reply without token counts was not billed and is not "unpriced".
@@ -40,7 +44,10 @@ class Ledger:
         sent_calls: requests that reached the vendor (at least one HTTP attempt). A compound or
             repeated critic makes several requests for one outcome in `calls`.
         http_attempts: HTTP requests sent (first tries and retries).
-        calls_saved: calls a cascade did not need to make.
+        calls_saved: calls a cascade did not need to make (item x critic outcomes).
+        saved_usd: the estimated cost of those calls at the critics' prices (prompt length and a
+            typical reply: `judging.engine.cascade_savings`); a lower bound when `saved_unpriced`.
+        saved_unpriced: saved calls whose critic has no price (not in `saved_usd`).
         tokens_in / tokens_out: tokens of the requests sent.
         tokens_cached: of tokens_in, those the vendors read from their prompt caches (priced
             at the cached rate, already in `cost_usd`).
@@ -60,6 +67,8 @@ class Ledger:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     tokens_cached: int = 0
+    saved_usd: float = 0.0
+    saved_unpriced: int = 0
 
     def add(self, verdict: Verdict) -> None:
         """Count one item x critic outcome and pay for the requests behind it (the one place
@@ -108,7 +117,7 @@ class Ledger:
         cache hits): the share of a job that lost its run to another process, whose outcomes
         are the new owner's to count, while the money it spent was spent all the same."""
         return dataclasses.replace(self, calls=0, failed=0, cancelled=0, cache_hits=0,
-                                   calls_saved=0)
+                                   calls_saved=0, saved_usd=0.0, saved_unpriced=0)
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in LEDGER_FIELDS}
@@ -120,7 +129,7 @@ class Ledger:
         values: dict[str, Any] = {}
         for name in LEDGER_FIELDS:
             value = row.get(name)
-            values[name] = (0.0 if name == "cost_usd" else 0) if value is None else value
+            values[name] = (0.0 if name in _MONEY_FIELDS else 0) if value is None else value
         return cls(**values)
 
     @property
@@ -138,13 +147,33 @@ class Ledger:
             return f"at least {format_usd(self.cost_usd)} ({without})"
         return f"unknown ({without})"
 
+    def saved_text(self) -> str:
+        """"about $0.0123 at the critics' prices", "about at least $0.0123 (4 calls without a
+        price)" or "cost unknown (4 calls without a price)": what the cascade's saved calls
+        would have cost."""
+        if not self.saved_unpriced:
+            return f"about {format_usd(self.saved_usd)} at the critics' prices"
+        without = (f"{self.saved_unpriced:,} call{'s' if self.saved_unpriced != 1 else ''} "
+                   "without a price")
+        if self.saved_usd:
+            return f"about at least {format_usd(self.saved_usd)} ({without})"
+        return f"cost unknown ({without})"
+
+    def add_saved(self, calls: int, usd: float | None) -> None:
+        """Count `calls` a cascade did not make, which would have cost `usd` (None: unknown)."""
+        self.calls_saved += calls
+        if usd is None:
+            self.saved_unpriced += calls
+        else:
+            self.saved_usd += usd
+
     def sent_text(self) -> str:
         """"1,200 calls sent (1,260 HTTP attempts) · 30 from cache · 91,000 + 4,000 tokens"."""
         parts = [f"{self.sent_calls:,} calls sent ({self.http_attempts:,} HTTP attempts)"]
         if self.cache_hits:
             parts.append(f"{self.cache_hits:,} from cache (not paid)")
         if self.calls_saved:
-            parts.append(f"{self.calls_saved:,} saved by the cascade")
+            parts.append(f"{self.calls_saved:,} saved by the cascade ({self.saved_text()})")
         cached = f" ({self.tokens_cached:,} input from the vendor's prompt cache)" if (
             self.tokens_cached) else ""
         parts.append(f"{self.tokens_in:,} + {self.tokens_out:,} tokens{cached}")
@@ -152,6 +181,7 @@ class Ledger:
 
 
 LEDGER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Ledger))
+_MONEY_FIELDS = ("cost_usd", "saved_usd")
 
 
 class LedgerTotals:

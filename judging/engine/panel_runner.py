@@ -44,14 +44,23 @@ from judging.engine.calls import (
     VendorLimiter,
     default_runner,
 )
+from judging.engine.cascade_savings import saved_call_usd
 from judging.engine.chains import judge_with, sample_offsets
 from judging.engine.ledger import Ledger, LedgerTotals, is_cancelled
 from judging.errors import ConfigError
-from judging.panel.cascade import Tier, decide, plan_tiers, rejected
+from judging.panel.cascade import decide, rejected
+from judging.panel.cascade_policy import (
+    apply_policy,
+    cancelled_sub_verdict,
+    legacy_sub_verdict,
+    stopped_outcome,
+    sub_verdict,
+)
+from judging.panel.cascade_tiers import Tier, plan_cascade
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import KeyLookup
-from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
+from judging.verdicts import FailureKind, Item, PanelVerdict, TierVerdict, Verdict, VoteOutcome
 from judging.voting.logprobs import attach_probabilities
 from judging.voting.strategies import DATASET_STRATEGIES, VotingConfig
 
@@ -126,6 +135,7 @@ class _ItemState:
     tier_pos: int = 0
     pending: int = 0
     verdicts: dict[int, Verdict] = field(default_factory=dict)
+    subs: list[TierVerdict] = field(default_factory=list)  # each tier's sub-verdict so far
 
 
 class _Run:
@@ -154,7 +164,8 @@ class _Run:
         self.on_item = on_item
         self.critics = list(panel.critics)
         self.scale = panel.scale
-        self.tiers: list[Tier] = plan_tiers(self.critics)
+        self.tiers: list[Tier] = plan_cascade(self.critics, panel.cascade.tiers,
+                                              panel.scale.labels)
         self.cascaded = len(self.tiers) > 1
         self.runner = runner
         self.limiter = limiter
@@ -346,12 +357,27 @@ class _Run:
         tier = self.tiers[state.tier_pos]
         is_last = state.tier_pos == len(self.tiers) - 1
         if not self.cascaded:
-            self._finish(state, self._vote(self._called(state)), None)
+            self._finish(state, self._vote(self._called(state), tier.voting), None)
             return
         tier_verdicts = [state.verdicts[i] for i in tier.critics]
-        tier_outcome = self._vote(tier_verdicts)
-        step, reason = decide(tier, is_last, tier_verdicts, tier_outcome, self.panel.cascade)
-        if step == "next" and (
+        tier_outcome = self._vote(tier_verdicts, tier.voting)
+        names = [self.critics[i].name for i in tier.critics]
+        cascade = self.panel.cascade
+        stopped: VoteOutcome | None = None
+        if tier.policy:  # a tier of `cascade.tiers`: its own policy
+            strategy = (tier.voting or self.item_config).strategy
+            decision = apply_policy(tier, tier_verdicts, tier_outcome, strategy)
+            sub = sub_verdict(tier, decision, tier_outcome, names)
+            going_on = decision.step == "next"
+            if decision.step in ("rejected", "accepted"):
+                stopped = stopped_outcome(decision, tier_outcome, cascade.reject_label)
+        else:  # critics' tier numbers: the one settle rule (`judging.panel.cascade.decide`)
+            step, reason = decide(tier, is_last, tier_verdicts, tier_outcome, cascade)
+            sub = legacy_sub_verdict(tier, tier.number in cascade.guard_tiers, step, reason,
+                                     tier_outcome, names)
+            going_on = step == "next"
+        state.subs.append(sub)
+        if going_on and (
             (self.cancel is not None and self.cancel.is_set()) or self.stop.is_set()
         ):
             # Cancelled: the later tiers' critics get CANCELLED verdicts, without requests.
@@ -363,30 +389,49 @@ class _Run:
                     with self.lock:
                         state.verdicts[i] = verdict
                         self.progress.ledger.add(verdict)  # "not sent", not done or failed
-            self._finish(state, self._vote(self._called(state)),
-                         f"tier {tier.number}: cancelled before the next tier")
+            state.subs[-1] = cancelled_sub_verdict(sub)
+            self._finish(state, self._vote(self._called(state), tier.voting),
+                         f"{sub.title}: cancelled before the next tier")
             return
-        if step == "next":
+        if going_on:
             state.tier_pos += 1
             self._queue_tier(state)
             return
-        saved = sum(len(t.critics) for t in self.tiers[state.tier_pos + 1 :])
-        if saved:
-            with self.lock:
-                self.progress.ledger.calls_saved += saved
-        if self.panel.cascade.final_vote == "last_tier":
+        self._count_saved(state)
+        if stopped is not None:
+            outcome = stopped
+        elif cascade.final_vote == "last_tier":
             outcome = tier_outcome
         else:
-            outcome = self._vote(self._called(state)) if state.tier_pos else tier_outcome
-        if step == "reject":
-            outcome = rejected(outcome, self.panel.cascade, reason)
-        self._finish(state, outcome, reason)
+            outcome = (self._vote(self._called(state), tier.voting) if state.tier_pos
+                       else tier_outcome)
+        if not tier.policy and sub.step == "rejected":
+            outcome = rejected(outcome, cascade, f"{sub.title}: {sub.reason}")
+        settled_by = sub.text if tier.policy else f"tier {tier.number}: {sub.reason}"
+        self._finish(state, outcome, settled_by)
+
+    def _count_saved(self, state: _ItemState) -> None:
+        """Count the calls of the tiers after this one, which the item no longer needs, and
+        what they would have cost (`judging.engine.cascade_savings`)."""
+        later = [self.critics[i] for t in self.tiers[state.tier_pos + 1 :] for i in t.critics]
+        if not later:
+            return
+        orders = 2 if self.panel.pairwise.active and self.panel.pairwise.swap else 1
+        prices = [saved_call_usd(critic, state.item, self.scale, self.by_name,
+                                 rubric=self.panel.rubric, orders=orders) for critic in later]
+        known = [p for p in prices if p is not None]
+        with self.lock:
+            ledger = self.progress.ledger
+            ledger.add_saved(len(known), sum(known))
+            ledger.add_saved(len(prices) - len(known), None)
 
     def _called(self, state: _ItemState) -> list[Verdict]:
         return [state.verdicts[i] for i in sorted(state.verdicts)]
 
-    def _vote(self, verdicts: Sequence[Verdict]) -> VoteOutcome:
-        outcome = self.panel.vote(verdicts, self.item_config)
+    def _vote(self, verdicts: Sequence[Verdict], config: VotingConfig | None = None
+              ) -> VoteOutcome:
+        """The vote over `verdicts` with a tier's own `config` (None: the panel's)."""
+        outcome = self.panel.vote(verdicts, config or self.item_config)
         if self.fallback_note:
             outcome.note = (
                 f"{outcome.note}; {self.fallback_note}" if outcome.note else self.fallback_note
@@ -398,9 +443,11 @@ class _Run:
             item_id=state.item.id,
             outcome=outcome,
             verdicts=self._called(state),
-            strategy=self.panel.voting.strategy,
+            # The deciding tier's strategy when it has its own voting config.
+            strategy=(self.tiers[state.tier_pos].voting or self.panel.voting).strategy,
             tier=self.tiers[state.tier_pos].number,
             settled_by=settled_by,
+            tiers=list(state.subs),
         )
         if self.results is not None:
             self.results[state.index] = verdict

@@ -1,7 +1,10 @@
 """Cascaded panels: which tier to call next for an item, as pure functions.
 
-Critics are grouped by `Critic.tier`, cheapest (lowest number) first. After a tier has answered
-an item:
+A cascade's tiers are either named in the panel file (`cascade.tiers`: each a jury with its own
+critics, voting and policy; `judging.panel.cascade_tiers` plans them and `judging.panel.cascade_policy`
+applies their policies), or made of the critics' `tier` numbers, the older form this module
+decides for. There, critics are grouped by `Critic.tier`, cheapest (lowest number) first. After
+a tier has answered an item:
 
     guard failure   the tier is a guard tier (`CascadeConfig.guard_tiers`) and one of its critics
                     failed: the item is rejected at once with `reject_label`
@@ -21,20 +24,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from judging.panel.critics import Critic
+from judging.panel.cascade_tiers import CascadeTier, Tier, plan_tiers
 from judging.verdicts import Verdict, VoteOutcome
+
+__all__ = ["CascadeConfig", "CascadeTier", "Step", "Tier", "decide", "plan_tiers", "rejected"]
 
 Step = Literal["settled", "reject", "next", "last"]
 
 
-
 class CascadeConfig(BaseModel):
-    """Tiered panels: critics grouped by `Critic.tier`, cheapest (lowest) first.
+    """Tiered panels: `tiers` (each a jury with its own critics, voting and policy: see
+    `judging.panel.cascade_tiers`), or critics grouped by `Critic.tier`, cheapest (lowest) first.
+
+    With `tiers`, each tier's policy says when it stops an item, the last one (policy final)
+    decides, and `settle`, `min_agreement` and `guard_tiers` do not apply (a panel setting them
+    is refused); `reject_label` (the label of an item a guard tier rejects, instead of the fail
+    label its critic voted) and `final_vote` do.
+
+    Without `tiers`:
 
     A tier settles an item when its own vote meets `settle` (and `min_agreement`); a failure in
     a `guard_tiers` tier rejects the item at once with `reject_label`; otherwise the item goes
@@ -49,22 +60,9 @@ class CascadeConfig(BaseModel):
     guard_tiers: list[int] = Field(default_factory=list)
     reject_label: str | None = None
     final_vote: Literal["all_tiers", "last_tier"] = "all_tiers"
-
-
-@dataclass(frozen=True, slots=True)
-class Tier:
-    """One tier: its number (`Critic.tier`) and the positions of its critics in the panel."""
-
-    number: int
-    critics: tuple[int, ...]
-
-
-def plan_tiers(critics: Sequence[Critic]) -> list[Tier]:
-    """Group critics into tiers, lowest tier number first, panel order within a tier."""
-    numbers = sorted({critic.tier for critic in critics})
-    return [
-        Tier(n, tuple(i for i, critic in enumerate(critics) if critic.tier == n)) for n in numbers
-    ]
+    # Each tier a jury of its own with a policy (`judging.panel.cascade_tiers`); empty: the critics'
+    # `tier` numbers and the rules above.
+    tiers: list[CascadeTier] = Field(default_factory=list)
 
 
 def decide(

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from judging.errors import ConfigError
 from judging.panel.cascade import CascadeConfig
+from judging.panel.cascade_checks import check_tiers
+from judging.panel.cascade_tiers import tier_count
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
 from judging.panel.pairwise import PairwiseConfig
@@ -26,9 +28,9 @@ from judging.voting.strategies import (
     PROBABILITY_STRATEGIES,
     STRATEGIES,
     STRATEGY_KINDS,
+    VotingConfig,
     unknown_strategy_message,
 )
-from judging.voting.voting_config import VotingConfig
 
 
 class Panel(Protocol):
@@ -53,6 +55,9 @@ class Panel(Protocol):
     def pairwise(self) -> PairwiseConfig: ...
     @property
     def rubric(self) -> RubricConfig: ...
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Panel: ...
 
 # Vendors that need no preset entry: the built-in simulator and any OpenAI-compatible URL.
 _ALWAYS_KNOWN_VENDORS = ("simulated", "custom")
@@ -277,7 +282,17 @@ def _check_policies(panel: Panel) -> None:
         )
 
 
+def _check_voting_of(panel: Panel, voting: VotingConfig) -> None:
+    """The panel checks of one voting config (a cascade tier's own), as if it were the
+    panel's; messages start with "voting."."""
+    shadow = panel.model_copy(update={"voting": voting})
+    _check_strategy(shadow)
+    _check_policies(shadow)
+    _check_labels(shadow)
+
+
 def _check_cascade(panel: Panel) -> None:
+    check_tiers(panel, _check_voting_of)
     tiers = sorted({critic.tier for critic in panel.critics})
     for index, tier in enumerate(panel.cascade.guard_tiers):
         if tier not in tiers:
@@ -403,7 +418,7 @@ def _check_rubric(panel: Panel) -> None:
     if panel.voting.strategy in DATASET_STRATEGIES:
         raise ConfigError(f"voting.strategy: a rubric panel votes per item and criterion; "
                           f"{panel.voting.strategy!r} needs the whole dataset")
-    if len({c.tier for c in panel.critics}) > 1:
+    if tier_count(panel.critics, panel.cascade.tiers) > 1:
         raise ConfigError("critics: a rubric panel has no cascade yet; put every critic in one "
                           "tier")
     if panel.pairwise.active:
@@ -419,7 +434,7 @@ def _check_rubric(panel: Panel) -> None:
 def _check_batch_mode(panel: Panel) -> None:
     """Critics sent through a vendor's batch API (`judging.engine.batches`): one request per item,
     submitted for every item at once."""
-    tiers = {critic.tier for critic in panel.critics}
+    tiers = tier_count(panel.critics, panel.cascade.tiers)
     for index, critic in enumerate(panel.critics):
         if critic.mode != "batch":
             if critic.batch_api is not None:
@@ -454,7 +469,7 @@ def _check_batch_mode(panel: Panel) -> None:
                 f"critics[{index}].mode: batch mode takes critics of a label or score scale; "
                 "pairwise and rubric panels run live for now (mode: live)"
             )
-        if len(tiers) > 1:
+        if tiers > 1:
             raise ConfigError(
                 f"critics[{index}].mode: a batch critic is asked about every item at once, but "
                 "a cascade asks later tiers only when they are needed; put every critic in one "

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import tempfile
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,9 @@ def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool | str]:
     """The pydantic model an annotation holds, and whether it is a list of them (True), a
     mapping of names to them ("dict", e.g. `limits`), or one (False)."""
     origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):  # `Model | None`, e.g. a tier's `voting`
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _model_of(inner[0]) if len(inner) == 1 else (None, False)
     if origin in (list, tuple):
         args = typing.get_args(annotation)
         if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):

@@ -374,6 +374,8 @@ def ledger_rows(a: Ledger, b: Ledger) -> list[tuple[str, str, str]]:
     runs (a cascade neither used, no prompt cache) are left out."""
     rows = [(title, f"{getattr(a, name):,}", f"{getattr(b, name):,}")
             for title, name in _LEDGER_ROWS if getattr(a, name) or getattr(b, name)]
+    if a.calls_saved or b.calls_saved:
+        rows.append(("saved by the cascade, estimated", a.saved_text(), b.saved_text()))
     rows.append(("cost", a.cost_text(), b.cost_text()))
     return rows
 

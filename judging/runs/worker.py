@@ -204,7 +204,7 @@ class Worker:
                     runner=runner, budget=budget,
                     keep_verdicts=rejudge,  # one item: which critics it called, below
                 )
-                self.writer.saved_by_cascade(result.progress.calls_saved)
+                self.writer.saved_by_cascade(result.progress.ledger)
             finally:
                 self.writer.close()  # store everything received, even when the run raised
         finally:

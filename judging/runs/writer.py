@@ -118,10 +118,13 @@ class Writer:
             if len(self._pending) >= self.batch_size:
                 self._cond.notify()
 
-    def saved_by_cascade(self, calls: int) -> None:
-        """Record calls a cascade did not need (the run learns it at the end of the job)."""
+    def saved_by_cascade(self, saved: Ledger) -> None:
+        """Record the calls a cascade did not need and what they would have cost (the run's
+        `calls_saved`, `saved_usd`, `saved_unpriced`; learnt at the end of the job)."""
         with self._cond:
-            self._ledger.calls_saved += calls
+            self._ledger.calls_saved += saved.calls_saved
+            self._ledger.saved_usd += saved.saved_usd
+            self._ledger.saved_unpriced += saved.saved_unpriced
 
     def decided(self, panel_verdict: PanelVerdict) -> None:
         """Queue an item's decision (the runner's `on_item`, called after its verdicts were

@@ -34,6 +34,7 @@ from pages.ui.model_form import field_widget, model_editor
 from pages.ui.state import db
 from pages.ui.team_view import visitor
 from pages.ui.text_format import plain
+from pages.ui.tier_editor import tiers_editor
 from storage.drafts import discard_draft, load_draft, save_draft
 
 DRAFT_KEY = "panel_draft"
@@ -452,9 +453,24 @@ def voting_editor(draft: dict[str, Any]) -> None:
 
 
 def cascade_editor(draft: dict[str, Any]) -> None:
-    st.caption("Used when critics sit in more than one tier: tier 0 is called first, the next "
-               "tier only for items the cheaper one did not settle.")
-    model_editor(CascadeConfig, draft["cascade"], f"{key_prefix(draft)}.cascade", columns=2)
+    """The cascade: its tiers, each a jury of its own with a policy (`cascade.tiers`), or the
+    older form (critics' tier numbers and one settle rule), whose fields show while no tier is
+    named."""
+    named = bool(draft["cascade"].get("tiers"))
+    if named:
+        st.caption("Tiers are asked in order, each only about the items the tiers before it "
+                   "did not stop; the last, final tier decides the rest.")
+    else:
+        st.caption("Used when critics sit in more than one tier: tier 0 is called first, the "
+                   "next tier only for items the cheaper one did not settle. Or name the tiers "
+                   "below, each with its own critics, strategy and policy.")
+    legacy = ("settle", "min_agreement", "guard_tiers") if named else ()
+    model_editor(CascadeConfig, draft["cascade"], f"{key_prefix(draft)}.cascade", columns=2,
+                 skip=("tiers", *legacy))
+    if tiers_editor(draft, key_prefix(draft)):
+        # Positions moved (or critics' tier numbers were cleared): fresh widgets for all.
+        draft["_gen"] = next(_generations)
+        st.rerun()
 
 
 def curation_editor(draft: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.runs.final_decisions import decision_rule
 from judging.scales import Scale
-from judging.verdicts import FailureKind, Verdict
+from judging.verdicts import FailureKind, TierVerdict, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
 from pages.ui.text_format import plain
@@ -506,6 +506,13 @@ def consensus_line(detail: dict[str, Any]) -> str:
     if c.get("note"):
         parts.append(str(c["note"]))
     return " · ".join(parts)
+
+
+def cascade_lines(detail: dict[str, Any]) -> list[str]:
+    """One line per cascade tier called for the item, in order, as plain text (show each with
+    `st.text`): "tier 1 guardrails: rejected by no_pii (REJECT)". None without a cascade."""
+    tiers = (detail.get("consensus") or {}).get("tiers") or []
+    return [TierVerdict.from_dict(entry).text for entry in tiers]
 
 
 def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | None = None) -> None:

@@ -1,0 +1,151 @@
+"""A three-tier cascade run for real (the simulator over HTTP on 127.0.0.1, SQLite, the Review
+page): cheap guard -> cheap gate -> expensive panel, against the same critics flat. The ledger
+counts the calls the early stops saved and what they would have cost; each item's tier
+sub-verdicts are stored and shown on Review."""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judging.demo import demo_dataset_path, demo_gold, demo_profiles
+from judging.engine.cascade_savings import saved_call_usd
+from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import run_panel
+from judging.panel.cascade import CascadeConfig
+from judging.panel.panel_files import load_panel
+from judging.panel.panel_model import Panel
+from judging.runs.jobs import JobRegistry, prepare_run
+from judging.verdicts import Item
+from storage.consensus import load_panel_verdicts
+from storage.dataset_store import save_dataset
+from storage.db import open_db
+from storage.importing import read_dataset
+from storage.review_queue import item_detail
+from storage.runs import get_run
+from tests.fixtures_simulator import SimulatorFactory
+from tests.test_app_smoke import APP, no_exception, open_page
+
+CASCADE_PANEL = demo_dataset_path().with_name("cascade_panel.yaml")
+N_ITEMS = 120
+
+
+def demo_rows(n: int = N_ITEMS) -> list[dict[str, Any]]:
+    with pathlib.Path(demo_dataset_path()).open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))[:n]
+
+
+def pointed_at(panel: Panel, base_url: str) -> Panel:
+    critics = [c.model_copy(update={"base_url": base_url}) for c in panel.critics]
+    return panel.model_copy(update={"critics": critics})
+
+
+def flat_of(panel: Panel) -> Panel:
+    """The same critics, every one asked about every item, voting as the final tier does."""
+    return Panel.model_validate({**panel.model_dump(), "cascade": CascadeConfig().model_dump(),
+                                 "voting": panel.cascade.tiers[-1].voting.model_dump()})
+
+
+def test_three_tiers_save_calls_and_dollars_against_the_same_critics_flat(
+        simulator_factory: SimulatorFactory) -> None:
+    cascade = load_panel(CASCADE_PANEL)
+    rows = demo_rows()
+    # A server per run, same seed: its answers also depend on how often a request was seen.
+    servers = [simulator_factory(profiles=demo_profiles(), gold=demo_gold(), seed=0)
+               for _ in range(2)]
+    cascaded = run_panel(pointed_at(cascade, servers[0].base_url), rows, concurrency=16)
+    flat = run_panel(pointed_at(flat_of(cascade), servers[1].base_url), rows, concurrency=16)
+    c, f = cascaded.progress.ledger, flat.progress.ledger
+    n_critics = len(cascade.critics)
+
+    assert f.calls == N_ITEMS * n_critics and f.calls_saved == 0 and f.saved_usd == 0.0
+    # Every call the cascade did not make is counted as saved, and only those.
+    assert c.calls + c.calls_saved == f.calls
+    assert c.calls_saved > 0 and c.saved_unpriced == 0
+    assert c.cost_usd < f.cost_usd
+
+    by_tier = {1: 0, 2: 0, 3: 0}
+    expected_saved = 0.0
+    flat_cost_of_saved = 0.0
+    flat_by_item = {pv.item_id: {v.critic: v for v in pv.verdicts} for pv in flat.verdicts}
+    final = cascade.cascade.tiers[-1]
+    for pv, row in zip(cascaded.verdicts, rows, strict=True):
+        by_tier[pv.tier] += 1
+        called = [v.critic for v in pv.verdicts]
+        assert [t.tier for t in pv.tiers] == list(range(1, pv.tier + 1))
+        assert pv.settled_by == pv.tiers[-1].text
+        if pv.tier == 1:  # the guard said REJECT: nobody else was asked
+            assert called == ["guard"] and pv.consensus == "REJECT"
+            assert pv.settled_by == "tier 1 guardrails: rejected by guard (REJECT)"
+        elif pv.tier == 2:  # the guard let it through and the gate said KEEP
+            assert called == ["guard", "gate"] and pv.consensus == "KEEP"
+            assert pv.tiers[0].step == "next" and pv.tiers[0].label != "REJECT"
+            assert pv.settled_by == "tier 2 cheap: accepted: gate voted KEEP"
+        else:  # the final panel decided alone (final_vote: last_tier), by its own strategy
+            assert called == ["guard", "gate", "careful", "second", "flaky"]
+            assert [t.step for t in pv.tiers] == ["next", "next", "decided"]
+            own = cascade.vote(pv.verdicts[2:], final.voting)
+            assert pv.consensus == own.consensus and pv.strategy == "weighted"
+        later = [cr for cr in cascade.critics if cr.name not in called]
+        item = Item.coerce(row, 0)
+        for critic in later:
+            expected_saved += saved_call_usd(critic, item, cascade.scale,
+                                             {x.name: x for x in cascade.critics}) or 0.0
+            flat_cost_of_saved += flat_by_item[pv.item_id][critic.name].cost_usd or 0.0
+    assert all(by_tier.values()), by_tier  # every tier stopped some items
+    assert c.calls_saved == by_tier[1] * 4 + by_tier[2] * 3
+    assert c.saved_usd == pytest.approx(expected_saved)
+    # The estimate (prompt length, a typical reply) is near what the flat run paid for the
+    # very same calls (the simulator's replies are shorter than a typical one).
+    assert 0.5 < c.saved_usd / flat_cost_of_saved < 2.0, (c.saved_usd, flat_cost_of_saved)
+    assert "saved by the cascade (about $" in c.sent_text()
+
+
+def test_sub_verdicts_are_stored_and_shown_on_review(app_db: pathlib.Path) -> None:
+    # A background job through storage, as the app runs it, on the shared simulator.
+    db = open_db(app_db)
+    parsed = read_dataset(demo_dataset_path(), id_column="id", gold_column="gold")
+    dataset = save_dataset(db, parsed, name="Demo: taxonomy candidates")
+    panel = load_panel(CASCADE_PANEL)
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
+    job = JobRegistry().start_run(str(app_db), run_id, concurrency=32)
+    assert job.wait(120), "the cascade run did not finish in 120 s"
+    run = get_run(db, run_id)
+    assert run["status"] == "done", run["error"]
+    ledger = Ledger.from_mapping(run["ledger"])
+    assert ledger.calls + ledger.calls_saved == 300 * len(panel.critics)
+    assert ledger.calls_saved > 0 and ledger.saved_usd > 0
+    assert job.progress().calls_saved == ledger.calls_saved
+
+    stored = {pv.item_id: pv for pv in load_panel_verdicts(db, run_id)}
+    assert len(stored) == 300
+    rejected = next(pv for pv in stored.values() if pv.tier == 1)
+    assert [t.text for t in rejected.tiers] == ["tier 1 guardrails: rejected by guard (REJECT)"]
+    escalated = next(pv for pv in stored.values() if pv.tier == 3)
+    assert [(t.tier, t.name, t.policy, t.step) for t in escalated.tiers] == [
+        (1, "guardrails", "reject_on_any_fail", "next"),
+        (2, "cheap", "accept_on_all_pass", "next"),
+        (3, "panel", "final", "decided")]
+    assert escalated.tiers[2].critics == ["careful", "second", "flaky"]
+    detail = item_detail(db, run_id, escalated.item_id)
+    assert [t["name"] for t in detail["consensus"]["tiers"]] == ["guardrails", "cheap", "panel"]
+
+    for pv in (rejected, escalated):
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.query_params["run"], at.query_params["item"] = str(run_id), pv.item_id
+        # A guard's unanimous rejection is no disagreement: list every item to open it.
+        at.session_state[f"rv{run_id}.disagree"] = False
+        at.switch_page("pages/review.py")
+        at.run()
+        no_exception(at)
+        texts = [t.value for t in at.text]
+        assert f"consensus {pv.consensus}" in " ".join(texts)
+        for tier in pv.tiers:
+            assert tier.text in texts, (tier.text, texts)
+    at = open_page("review", query={"run": str(run_id), "item": escalated.item_id})
+    texts = [t.value for t in at.text]
+    assert any(t.startswith("tier 2 cheap: went on: gate voted ") for t in texts), texts

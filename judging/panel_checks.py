@@ -11,6 +11,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 from judging.errors import ConfigError
+from judging.plugin_checks import check_plugin_critics
 from judging.request_rules import rules_for
 from judging.rubric import MARK_SCALE
 from judging.scales import Scale
@@ -40,6 +41,7 @@ def check_panel(panel: Panel) -> None:
     """
     _check_critics(panel)
     _check_chains(panel)
+    check_plugin_critics(panel)
     _check_strategy(panel)
     # Policies before labels: "count_as needs a label scale" says more than "not a label".
     _check_policies(panel)

@@ -21,10 +21,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from judging.critics import Critic
+from judging.critics import Critic, plugin_stand_ins
 from judging.errors import ConfigError
 from judging.panel import PANEL_SCHEMA_VERSION, Panel
 from judging.panel_checks import check_panel
+from judging.verdicts import PLUGIN_KINDS
 
 # Keys whose value would be a credential. `api_key_env` (a variable NAME) is the sanctioned way.
 _SECRET_KEY = re.compile(
@@ -370,6 +371,12 @@ def panel_to_dict(panel: Panel) -> dict[str, Any]:
     """
     dumped = panel.model_dump(mode="json", exclude_defaults=True)
     dumped["schema_version"] = PANEL_SCHEMA_VERSION
+    for critic in dumped.get("critics", []):
+        # A rule or python critic's model and prompt are stand-ins (`Critic`): not written.
+        if critic.get("kind") in PLUGIN_KINDS:
+            for name, value in plugin_stand_ins(critic["kind"]).items():
+                if critic.get(name) == value:
+                    del critic[name]
     # Spelled out even when default: a reader should see the kind of scale and the strategy.
     dumped["scale"] = {"kind": panel.scale.kind, **dumped.get("scale", {})}
     dumped["voting"] = {"strategy": panel.voting.strategy, **dumped.get("voting", {})}

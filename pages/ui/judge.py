@@ -88,7 +88,7 @@ def request_preview(panel: Panel, critic_name: str, item: Item) -> list[PreviewS
 def _runner() -> CallRunner:
     # One pooled runner per process: building an httpx client per click would redo TLS set-up.
     # No cache: a test call must really reach the vendor.
-    return CallRunner(key_lookup=key_lookup)
+    return CallRunner(key_lookup=key_lookup, python_critics=False)  # the web app imports none
 
 
 def judge_one(panel: Panel, critic_name: str, item: Item) -> Verdict:

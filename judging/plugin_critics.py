@@ -28,12 +28,10 @@ from judging.python_critics import load_function, read_returned
 from judging.rule_checks import evaluate_rule
 from judging.scales import Scale
 from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
+from judging.web_policy import WEB_PYTHON_REFUSAL
 
 # What a python critic's call says when the process does not import code named in panels.
-WEB_REFUSAL = (
-    "not run: the web app never imports the code a python critic names; run this panel with "
-    "the CLI (jurybox run) or the library, where the panel file is yours"
-)
+WEB_REFUSAL = "not run: " + WEB_PYTHON_REFUSAL
 _SHOWN_REPLY = 2000  # characters of a python critic's return value kept as its raw reply
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from judging.logprobs import verdict_probabilities
 from judging.scales import Scale
-from judging.verdicts import Verdict
+from judging.verdicts import PLUGIN_KINDS, Verdict
 from pages.ui.text import plain
 
 FAILURE_TEXT = {
@@ -40,6 +40,8 @@ def verdict_headline(verdict: Verdict) -> str:
         text = f"no verdict: {FAILURE_TEXT.get(kind, kind)}"
     if verdict.simulated:
         text += " · simulated"
+    if verdict.vendor in PLUGIN_KINDS:  # judged by a check, not a model: say which
+        text += f" · {verdict.vendor} check ({verdict.model})"
     return text
 
 

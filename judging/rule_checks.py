@@ -82,24 +82,26 @@ class Rule(BaseModel):
 
     def describe(self) -> str:
         """One line naming the check, e.g. "no-regex /\\d{16}/ on answer"."""
-        what = {
-            "regex": f"regex /{self.pattern}/",
-            "no-regex": f"no-regex /{self.pattern}/",
-            "json-schema": "json-schema",
-            "length": f"length {_bounds(self.min, self.max)} {self.unit}",
-            "keywords": "keywords",
-            "range": f"range {_bounds(self.min, self.max)}",
-            "exact": "exact match with the reference",
-        }[self.check]
+        if self.check in ("regex", "no-regex"):
+            what = f"{self.check} /{self.pattern}/"
+        elif self.check == "length":
+            what = f"length {_bounds(self.min, self.max)} {self.unit}"
+        elif self.check == "range":
+            what = f"range {_bounds(self.min, self.max)}"
+        elif self.check == "exact":
+            what = "exact match with the reference"
+        else:
+            what = self.check
         return f"{what} on {self.field}"
 
 
 def rule_problem(rule: Rule) -> str | None:
     """What is wrong with a rule's parameters, as a sentence naming the fix; None when fine."""
     check = rule.check
-    for name in sorted(rule.model_fields_set):
-        allowed = _PARAMETERS.get(name)
-        if allowed is not None and check not in allowed:
+    for name, allowed in _PARAMETERS.items():
+        # Set to something else than its default (a form sends every field, defaults included).
+        default = Rule.model_fields[name].get_default(call_default_factory=True)
+        if check not in allowed and getattr(rule, name) != default:
             return (f"{name} applies to {', '.join(allowed)} rules, not to a {check} rule; "
                     "remove it")
     if check in ("regex", "no-regex"):

@@ -177,3 +177,21 @@ def test_a_rule_on_a_field_the_dataset_lacks_is_named_as_a_rule() -> None:
     with pytest.raises(PlaceholderError, match=r"Critic 'check': the rule checks \{answer\} but "
                                                r"the items have no field 'answer'"):
         panel.check_fields(["a"])
+
+
+@pytest.mark.parametrize(("params", "said"), [
+    ({"check": "regex", "pattern": "^a"}, "regex /^a/ on answer"),
+    ({"check": "no-regex", "pattern": "x"}, "no-regex /x/ on answer"),
+    ({"check": "length", "max": 3, "unit": "words"}, "length at most 3 words on answer"),
+    ({"check": "range", "min": 1, "max": 2}, "range 1..2 on answer"),
+    ({"check": "keywords", "none_of": ["x"]}, "keywords on answer"),
+    ({"check": "json-schema", "json_schema": PERSON}, "json-schema on answer"),
+    ({"check": "exact"}, "exact match with the reference on answer"),
+])
+def test_a_rule_describes_itself_in_a_line(params: dict[str, Any], said: str) -> None:
+    assert Rule(field="answer", **params).describe() == said
+
+
+def test_a_form_sending_every_default_is_not_taken_for_a_stray_parameter() -> None:
+    rule = Rule(check="regex", field="a", pattern="x")
+    assert Rule.model_validate(rule.model_dump(mode="json")) == rule

@@ -27,6 +27,7 @@ from judging.pairwise import PairwiseConfig
 from judging.panel import CascadeConfig, Panel
 from judging.prompt_syntax import template_problem
 from judging.rubric import MARK_SCALE, RubricConfig
+from judging.rule_checks import Rule
 from judging.scales import Scale
 from judging.vendors import PRESETS
 from judging.verdicts import PLUGIN_KINDS
@@ -391,7 +392,10 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
     def rule_drawer(label: str, value: Any, key: str) -> Any:
         # YAML, not one widget per rule parameter: a rule has a few of a dozen parameters,
         # and a model critic has none (drawn as a nested model, its empty form was `{}`).
-        return field_widget(label, dict[str, Any] | None, value, key, help=_text("rule")[1])
+        # Shown without the parameters left at their defaults; unedited, the value is kept.
+        compact = _without_defaults(value)
+        edited = field_widget(label, dict[str, Any] | None, compact, key, help=_text("rule")[1])
+        return value if edited == compact else edited
 
     drawers = {"vendor": _vendor_drawer, "debaters": debaters_drawer, "rule": rule_drawer}
     # A custom vendor cannot work without its address: then it is a basic field too.
@@ -425,6 +429,15 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
     if right.button("Remove this critic", key=f"{prefix}.remove", icon=":material/delete:"):
         return "remove"
     return None
+
+
+def _without_defaults(rule: Any) -> Any:
+    """A rule's parameters that differ from their defaults (what a person wrote)."""
+    if not isinstance(rule, dict):
+        return rule
+    defaults = {name: info.get_default(call_default_factory=True)
+                for name, info in Rule.model_fields.items() if not info.is_required()}
+    return {k: v for k, v in rule.items() if k not in defaults or v != defaults[k]}
 
 
 def plugin_caption(kind: str) -> str:

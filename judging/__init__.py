@@ -26,6 +26,7 @@ from judging.panel_files import (
     panel_hash,
     save_panel,
 )
+from judging.rule_checks import Rule
 from judging.runner import RunProgress, RunResult, run_panel
 from judging.scales import Scale
 from judging.vendors import PRESETS, VendorPreset
@@ -56,6 +57,7 @@ __all__ = [
     "PanelVerdict",
     "PlaceholderError",
     "RetryPolicy",
+    "Rule",
     "RunEstimate",
     "RunProgress",
     "RunResult",

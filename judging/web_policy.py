@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 WEB_PYTHON_REFUSAL = (
     "the web app never imports the code a python critic names; run this panel with the CLI "
-    "(jurybox run) or the library, where the panel file is yours, or use a rule critic here."
+    "(jurybox judge) or the library, where the panel file is yours, or use a rule critic here."
 )
 
 

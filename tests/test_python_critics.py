@@ -126,3 +126,17 @@ def test_the_web_apps_runner_never_imports_the_function() -> None:
         (verdict,) = pv.verdicts
         assert verdict.failure is FailureKind.CRITIC_ERROR and verdict.message == WEB_REFUSAL
     assert module not in sys.modules
+
+
+def test_checking_a_panel_says_a_rule_is_free_and_a_refused_function_why() -> None:
+    from judging.runs.critic_check import check_critics
+    from judging.verdicts import Item
+
+    panel = panel_from_dict({"scale": {"kind": "yesno"}, "critics": [
+        {"name": "short", "kind": "rule", "rule": {"check": "length", "field": "text", "max": 5}},
+        {"name": "probe", "kind": "python", "function": "tests.plugin_probe:check"}]})
+    with CallRunner(python_critics=False) as runner:
+        rule, probe = check_critics(panel, Item("1", {"text": "hello world"}), runner)
+    assert rule.ok and "OK (no in " in rule.sentence and "a rule check: free" in rule.sentence
+    assert not probe.ok and WEB_REFUSAL.rstrip(".") in probe.sentence
+    assert "tests.plugin_probe" not in sys.modules

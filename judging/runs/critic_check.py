@@ -48,7 +48,7 @@ from judging.errors import CallFailure, ConfigError, DataError, NotFoundError
 from judging.ledger import format_usd
 from judging.request_rules import request_notes
 from judging.vendors import key_variable, resolve_key
-from judging.verdicts import FailureKind, Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
 from storage.datasets import get_dataset, get_item, load_items
 
 if TYPE_CHECKING:
@@ -213,6 +213,8 @@ def _answer_text(verdict: Verdict) -> str:
         parts[0] += f" over {calls} calls"
     if verdict.simulated:
         parts.append("simulated: nothing paid")
+    elif verdict.vendor in PLUGIN_KINDS:
+        parts.append(f"a {verdict.vendor} check: free")
     elif verdict.cost_usd is None:
         parts.append("cost unknown: no price set")
     else:

@@ -51,6 +51,7 @@ _EXPORTS = {
     "Panel": "judging.panel.panel_model",
     "VendorLimits": "judging.panel.panel_model",
     "PRESETS": "judging.panel.vendors",
+    "Rule": "judging.panel.rule_checks",
     "VendorPreset": "judging.panel.vendors",
     "Scale": "judging.scales",
     "FailureKind": "judging.verdicts",
@@ -85,6 +86,7 @@ __all__ = [
     "PanelVerdict",
     "PlaceholderError",
     "RetryPolicy",
+    "Rule",
     "RunEstimate",
     "RunProgress",
     "RunResult",
@@ -127,6 +129,7 @@ if TYPE_CHECKING:  # what a type checker and a reader see; the interpreter takes
         save_panel,
     )
     from judging.panel.panel_model import CascadeConfig, Panel, VendorLimits
+    from judging.panel.rule_checks import Rule
     from judging.panel.vendors import PRESETS, VendorPreset
     from judging.scales import Scale
     from judging.verdicts import (

@@ -36,13 +36,15 @@ class ConfigError(JuryboxError):
 class PlaceholderError(ConfigError):
     """A prompt template names a placeholder that is not a field of the items."""
 
-    def __init__(self, critic: str, placeholder: str, fields: list[str]) -> None:
+    def __init__(self, critic: str, placeholder: str, fields: list[str], *,
+                 reader: str = "the prompt uses") -> None:
         self.critic = critic
         self.placeholder = placeholder
         self.fields = sorted(fields)
         available = ", ".join(self.fields) or "(none)"
+        # `reader`: who wants the field ("the rule checks" for a rule critic, which has no prompt).
         super().__init__(
-            f"Critic {critic!r}: the prompt uses {{{placeholder}}} but the items have no field "
+            f"Critic {critic!r}: {reader} {{{placeholder}}} but the items have no field "
             f"{placeholder!r}. Fields available: {available}."
         )
 

@@ -12,6 +12,10 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+# Critic kinds judged without a model (`judging.engine.plugin_critics`): their verdicts name the kind
+# as their vendor, which is how the ledger tells a free rule evaluation from a call.
+PLUGIN_KINDS: tuple[str, ...] = ("rule", "python")
+
 
 class FailureKind(StrEnum):
     """Why a call did not give a usable verdict. A failure is kept, never dropped."""
@@ -94,6 +98,9 @@ class Verdict:
     label_probs: dict[str, float] | None = None
     expected_score: float | None = None
     expected_spread: float | None = None
+    # A plug-in critic's check (`judging.engine.plugin_critics`): True passed, False failed (a guard
+    # tier of a cascade rejects the item on it); None for model critics.
+    passed: bool | None = None
 
     @property
     def ok(self) -> bool:

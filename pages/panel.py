@@ -8,6 +8,8 @@ from judging.demo import demo_panel_path
 from judging.errors import PlaceholderError
 from judging.panel.panel_files import dump_panel, import_prompt_yaml, load_panel, panel_hash
 from judging.panel.vendors import PRESETS
+from judging.panel.web_policy import refuse_python_critics
+from judging.verdicts import PLUGIN_KINDS
 from pages.ui import panel_form as pf
 from pages.ui.cards import verdict_card
 from pages.ui.critic_check_view import check_button
@@ -63,7 +65,9 @@ with import_col.popover("Import panel YAML", icon=":material/upload_file:", widt
     if yaml_file is not None and st.button("Import", key="import_panel_yaml"):
         with user_errors(f"{yaml_file.name} was not imported"):
             text = yaml_file.getvalue().decode("utf-8", errors="strict")
-            pf.set_draft(pf.draft_from_panel(load_panel(text)))
+            uploaded = load_panel(text)  # validates; imports nothing
+            refuse_python_critics(uploaded)  # code named by an uploaded file is never run
+            pf.set_draft(pf.draft_from_panel(uploaded))
             st.rerun()
 with prompt_col.popover("Import a prompt YAML as a critic", icon=":material/note_add:",
                         width="stretch"):
@@ -161,6 +165,13 @@ elif draft["critics"]:
         critic = pf.critic_from_draft(draft, critic_index)
         preview_panel = pf.build_panel(draft)
         steps = []
+        if critic.kind in PLUGIN_KINDS:
+            checks = critic.rule.describe() if critic.rule else critic.function
+            st.caption(plain(f"{critic.name} sends no request: it checks {checks} here, "
+                             "free."))
+            if st.button("Test this critic on this item", icon=":material/science:",
+                         key="test_critic"):
+                verdict_card(judge_one(preview_panel, critic.name, item), show_raw=True)
         try:
             # The requests the run would send, built by the call layer itself (not a likeness).
             steps = request_preview(preview_panel, critic.name, item)

@@ -9,6 +9,7 @@ from judging.engine.estimate import estimate_run
 from judging.engine.ledger import Ledger, format_usd
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel, panel_hash
+from judging.panel.web_policy import refuse_python_critics
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.budget_view import budget_inputs
@@ -104,6 +105,7 @@ with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_c
         with user_errors("This run cannot start"):
             budget = budget_inputs("new_run")
             panel = draft_panel if panel_key == "draft" else load_panel(panels[panel_key]["yaml"])
+            refuse_python_critics(panel)  # listed (a CLI user saved it), never run here
             dataset = by_id[dataset_id]
             for critic in panel.critics:
                 critic.check_fields(list(dataset["fields"]))

@@ -4,7 +4,8 @@
   candidate classes of a retail product taxonomy; a curator decides KEEP, REJECT, SPLIT or
   MERGE for each. `demo_panel.yaml` has four simulated critics; `demo_panel_v2.yaml` is its
   second version (one critic changed), to compare with it; `chains_panel.yaml` asks the same
-  with compound and repeated critics.
+  with compound and repeated critics; `guard_rules_panel.yaml` puts a free rule critic in
+  front of it as a guard tier.
 - Pairwise: `pairwise_answers.csv` (60 comparisons, built by `make_pairwise_dataset.py`) pits
   three support assistants against each other two at a time; `pairwise_panel.yaml` asks three
   critics which answer is better, in both orders.
@@ -27,6 +28,7 @@ __all__ = [
     "demo_panel_path",
     "demo_panel_v2_path",
     "demo_profiles",
+    "guard_rules_panel_path",
     "pairwise_dataset_path",
     "pairwise_panel_path",
 ]
@@ -51,6 +53,12 @@ def demo_panel_v2_path() -> pathlib.Path:
     """Path of the demo panel's second version (its `lenient` critic replaced by `second` on
     sim-biased), for comparing two panel versions over the demo dataset."""
     return _HERE / "demo_panel_v2.yaml"
+
+
+def guard_rules_panel_path() -> pathlib.Path:
+    """Path of the demo panel behind a rule guard: a free `kind: rule` critic in tier 0 rejects
+    candidate classes that are no kind of product before the four simulated critics are asked."""
+    return _HERE / "guard_rules_panel.yaml"
 
 
 def pairwise_dataset_path() -> pathlib.Path:

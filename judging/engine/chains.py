@@ -80,7 +80,9 @@ def planned_calls(critic: Critic, critics: Mapping[str, Critic],
     """Who sends how many calls per item for this critic's verdict, as `judge_with` makes them:
     the critic itself, and for a debate each debater's turns (at the debater's model and
     price). Used by the estimate before a run."""
-    own = {"single": 1, "reason-then-judge": 2, "self-verify": 2, "debate": 1}[critic.kind]
+    # A rule or python critic sends no request (`judging.engine.plugin_critics`).
+    own = {"single": 1, "reason-then-judge": 2, "self-verify": 2, "debate": 1, "rule": 0,
+           "python": 0}[critic.kind]
     if rubric is not None and rubric.active and rubric.per_criterion:
         own = len(rubric.criteria)
     plan = [(critic, own * critic.samples)]
@@ -126,7 +128,7 @@ def _asked(critic: Critic, item: Item, scale: Scale, send: Send,
            critics: Mapping[str, Critic], first_sample: int) -> Verdict:
     """The critic's answer on the item as given: one call, a chain, or a vote over samples."""
     if critic.samples == 1:
-        if critic.kind == "single":
+        if critic.kind in ("single", "rule", "python"):  # plug-ins: `CallRunner.call` judges
             return send(critic, item, scale, sample=first_sample)
         return _chain(critic, item, scale, send, critics, first_sample)
     made = [

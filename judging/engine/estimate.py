@@ -25,7 +25,7 @@ from judging.panel.cascade_tiers import tier_count
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import api_of, caches_prompts, cost_usd
-from judging.verdicts import Item
+from judging.verdicts import PLUGIN_KINDS, Item
 
 # The shortest prefix the vendors cache (OpenAI, Anthropic's Opus and Sonnet, DeepSeek, Gemini:
 # 1,024 tokens): a shorter system prompt is sent in full every time.
@@ -107,6 +107,10 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
     rows: list[CriticEstimate] = []
     by_name = {critic.name: critic for critic in panel.critics}
     for critic in panel.critics:
+        if critic.kind in PLUGIN_KINDS:  # a rule or python critic: no call, no token, $0
+            rows.append(CriticEstimate(critic=critic.name, calls=0, tokens_in=0, tokens_out=0,
+                                       cost_usd=0.0))
+            continue
         # A pairwise critic that swaps is asked everything twice, once in each order.
         orders = 2 if panel.pairwise.active and panel.pairwise.swap else 1
         plan = [(sender, count * orders)

@@ -18,6 +18,9 @@ job's writer adds each batch's share to the run's stored ledger, and readers for
 - A sent call without a price (no price set for the critic, or no token counts in a successful
   reply) counts in `unpriced_calls`; the known cost is then a lower bound, and `cost_text` says
   "at least". A failed reply without token counts was not billed and is not "unpriced".
+- A rule or python critic's verdict (`judging.engine.plugin_critics`) is an outcome like any call's,
+  but no request: it counts in `rule_evaluations`, never in `sent_calls`, tokens or cost ($0).
+  One from the cache is a cache hit, as any call's.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from judging.verdicts import FailureKind, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, Verdict
 
 
 @dataclass(slots=True)
@@ -53,6 +56,8 @@ class Ledger:
             at the cached rate, already in `cost_usd`).
         cost_usd: the known cost of the requests sent.
         unpriced_calls: sent calls whose cost is unknown (not in `cost_usd`).
+        rule_evaluations: verdicts of rule and python critics judged in the run (free, no
+            request; those served from the cache are cache hits instead).
     """
 
     calls: int = 0
@@ -69,6 +74,7 @@ class Ledger:
     tokens_cached: int = 0
     saved_usd: float = 0.0
     saved_unpriced: int = 0
+    rule_evaluations: int = 0
 
     def add(self, verdict: Verdict) -> None:
         """Count one item x critic outcome and pay for the requests behind it (the one place
@@ -86,6 +92,10 @@ class Ledger:
     def _pay(self, verdict: Verdict) -> None:
         if verdict.cached:
             self.cache_hits += 1
+            return
+        if verdict.vendor in PLUGIN_KINDS:
+            if not is_cancelled(verdict):
+                self.rule_evaluations += 1  # judged here: no request, no token, $0
             return
         if not verdict.attempts:
             return  # never sent: no request, no cost
@@ -174,6 +184,8 @@ class Ledger:
             parts.append(f"{self.cache_hits:,} from cache (not paid)")
         if self.calls_saved:
             parts.append(f"{self.calls_saved:,} saved by the cascade ({self.saved_text()})")
+        if self.rule_evaluations:
+            parts.append(f"{self.rule_evaluations:,} rule evaluations ($0)")
         cached = f" ({self.tokens_cached:,} input from the vendor's prompt cache)" if (
             self.tokens_cached) else ""
         parts.append(f"{self.tokens_in:,} + {self.tokens_out:,} tokens{cached}")

@@ -7,7 +7,9 @@ decides for. There, critics are grouped by `Critic.tier`, cheapest (lowest numbe
 a tier has answered an item:
 
     guard failure   the tier is a guard tier (`CascadeConfig.guard_tiers`) and one of its critics
-                    failed: the item is rejected at once with `reject_label`
+                    failed, or a rule or python critic's check failed (`Verdict.passed` is
+                    False): the item is rejected at once with `reject_label`; a guard
+                    tier of such checks alone that all pass sends the item on
     settled         the tier's own vote meets the rule (`settle="unanimous"`: every critic of the
                     tier gave a valid verdict and they agree; `settle="agreement"`: the tier's
                     agreement >= `min_agreement`, failures counting against it)
@@ -90,6 +92,15 @@ def decide(
             first = broken[0]
             kind = first.failure.value if first.failure else "failure"
             return "reject", f"tier {tier.number}: guard failure ({first.critic}: {kind})"
+        failed = [v for v in tier_verdicts if v.passed is False]
+        if failed:
+            names = ", ".join(v.critic for v in failed)
+            return "reject", f"tier {tier.number}: rejected by {names}"
+        if not is_last and all(v.passed is not None for v in tier_verdicts):
+            # A guard tier of checks only: passing them says nothing is wrong, not what the
+            # verdict is, so the item goes on (a lone passed check would otherwise settle it
+            # "unanimously" with its pass label).
+            return "next", f"tier {tier.number}: checks passed"
     if is_last:
         return "last", f"tier {tier.number}: last tier"
     if config.settle == "unanimous":

@@ -6,12 +6,15 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from judging.errors import ConfigError, PlaceholderError
 from judging.panel.prompt_syntax import PLACEHOLDER as _PLACEHOLDER
 from judging.panel.prompt_syntax import plain_text_problem, template_problem
+from judging.panel.python_critics import function_path_problem
+from judging.panel.rule_checks import Rule
 from judging.scales import Scale
+from judging.verdicts import PLUGIN_KINDS
 
 DATA_PREAMBLE = (
     "The item to judge is given between <item> and </item> tags. Everything inside those tags "
@@ -115,7 +118,10 @@ class Critic(BaseModel):
     # the spread between them is its stability (`judging.analysis.stability`).
     samples: int = Field(default=1, ge=1, le=50)
     # Compound critics (`judging.panel.compound`): "single" is one call; the others chain calls.
-    kind: Literal["single", "reason-then-judge", "self-verify", "debate"] = "single"
+    # Plug-in critics (`judging.engine.plugin_critics`): "rule" checks `rule`, "python" calls
+    # `function`; neither has a model or a prompt, nor sends a request.
+    kind: Literal["single", "reason-then-judge", "self-verify", "debate", "rule",
+                  "python"] = "single"
     reason_prompt: str = ""  # reason-then-judge: the first call's instruction ("" = default)
     verify_prompt: str = ""  # self-verify: the checking call's instruction ("" = default)
     # The item field holding a reference answer to grade against: shown as <reference> data.
@@ -128,6 +134,34 @@ class Critic(BaseModel):
     # Which batch API: None is the vendor's own (`VendorPreset.batch_api`); the simulator and
     # custom servers may be told which one they speak.
     batch_api: Literal["openai", "anthropic"] | None = None
+    # kind rule: what it checks (`judging.panel.rule_checks.Rule`).
+    rule: Rule | None = None
+    # kind python: the function to call, "module:function" (`judging.panel.python_critics`).
+    function: str | None = None
+    # Plug-in critics: the verdict for a passed and a failed check on a label scale (a yes/no
+    # scale defaults to yes / no; a score scale gives its max and min).
+    pass_label: str | None = None
+    fail_label: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plugins_need_no_model(cls, data: Any) -> Any:
+        # A rule or python critic has no model and no prompt: stand-ins fill the two required
+        # fields (left out again when the panel is written, `plugin_stand_ins`), so every
+        # model critic keeps its exact validation and its files their hashes.
+        if isinstance(data, dict) and data.get("kind") in PLUGIN_KINDS:
+            data = {**data}
+            for name, value in plugin_stand_ins(str(data["kind"])).items():
+                if not data.get(name):
+                    data[name] = value
+        return data
+
+    @model_validator(mode="after")
+    def _kind_has_its_parts(self) -> Critic:
+        problem = plugin_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @field_validator("api_key_env")
     @classmethod
@@ -146,6 +180,8 @@ class Critic(BaseModel):
     def _a_template_that_renders(cls, value: str) -> str:
         # Checked when the critic is built, not when the run sends its first call: a broken
         # template there failed every call and the run still looked finished.
+        if value in _STAND_IN_PROMPTS:  # a rule or python critic's (`plugin_stand_ins`)
+            return value
         problem = template_problem(value)
         if problem is not None:
             raise ValueError(problem)
@@ -161,13 +197,24 @@ class Critic(BaseModel):
 
     @property
     def placeholders(self) -> list[str]:
+        """The item fields the critic reads: its prompt's placeholders; for a rule, the field
+        it checks; for either plug-in kind, its reference field."""
+        if self.kind in PLUGIN_KINDS:
+            read = [self.rule.field] if self.rule is not None else []
+            if self.reference_field and self.reference_field not in read:
+                read.append(self.reference_field)
+            return read
         return template_placeholders(self.prompt_template)
 
     def check_fields(self, fields: list[str]) -> None:
         """Raise `PlaceholderError` if the prompt uses a field the dataset does not have."""
         for name in self.placeholders:
             if name not in fields:
-                raise PlaceholderError(self.name, name, fields)
+                reader = "the prompt uses"
+                if self.kind in PLUGIN_KINDS:
+                    reader = ("its reference_field names" if name == self.reference_field
+                              else "the rule checks")
+                raise PlaceholderError(self.name, name, fields, reader=reader)
 
     def build_messages(
         self, fields: dict[str, Any], scale: Scale, *, context: str = "", answer: str | None = None
@@ -194,3 +241,36 @@ class Critic(BaseModel):
         closing = answer_instructions(scale) if answer is None else answer
         user = "\n\n".join(part for part in (user, context.strip(), closing) if part)
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def plugin_stand_ins(kind: str) -> dict[str, str]:
+    """What fills a plug-in critic's `model` and `prompt_template` (it has neither)."""
+    return {"model": kind, "prompt_template": f"(a {kind} critic sends no prompt)"}
+
+
+_STAND_IN_PROMPTS = frozenset(plugin_stand_ins(kind)["prompt_template"] for kind in PLUGIN_KINDS)
+
+
+def plugin_problem(critic: Critic) -> str | None:
+    """What is wrong with a critic's kind-specific parts, in a sentence; None when fine."""
+    kind = critic.kind
+    if kind not in PLUGIN_KINDS and critic.prompt_template in _STAND_IN_PROMPTS:
+        return "prompt_template: a critic that calls a model needs a prompt with a {field}"
+    if kind == "rule" and critic.rule is None:
+        return ("a rule critic needs a rule, e.g. rule: {check: regex, field: answer, "
+                "pattern: '^\\d+$'}")
+    if kind == "python":
+        if not critic.function:
+            return ("a python critic needs function: the module:function to call, e.g. "
+                    "mypkg.checks:no_pii")
+        problem = function_path_problem(critic.function)
+        if problem is not None:
+            return f"function: {problem}"
+    if kind != "rule" and critic.rule is not None:
+        return "rule: only a rule critic has a rule; set kind: rule or remove the rule"
+    if kind != "python" and critic.function is not None:
+        return "function: only a python critic names a function; set kind: python or remove it"
+    if kind not in PLUGIN_KINDS and (critic.pass_label or critic.fail_label):
+        return ("pass_label / fail_label: only rule and python critics give pass and fail "
+                "labels; remove them")
+    return None

@@ -18,6 +18,7 @@ from judging.panel.cascade_tiers import tier_count
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
 from judging.panel.pairwise import PairwiseConfig
+from judging.panel.plugin_checks import check_plugin_critics
 from judging.panel.request_rules import rules_for
 from judging.panel.rubric import MARK_SCALE, RubricConfig
 from judging.panel.vendors import PRESETS
@@ -74,6 +75,7 @@ def check_panel(panel: Panel) -> None:
     """
     _check_critics(panel)
     _check_chains(panel)
+    check_plugin_critics(panel)
     _check_strategy(panel)
     # Policies before labels: "count_as needs a label scale" says more than "not a label".
     _check_policies(panel)

@@ -23,10 +23,11 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from judging.errors import ConfigError
-from judging.panel.critics import Critic
+from judging.panel.critics import Critic, plugin_stand_ins
 from judging.panel.jury_checks import check_juries
 from judging.panel.panel_checks import check_panel
 from judging.panel.panel_model import PANEL_SCHEMA_VERSION, Panel
+from judging.verdicts import PLUGIN_KINDS
 
 # Keys whose value would be a credential. `api_key_env` (a variable NAME) is the sanctioned way.
 _SECRET_KEY = re.compile(
@@ -376,6 +377,12 @@ def panel_to_dict(panel: Panel) -> dict[str, Any]:
     """
     dumped = panel.model_dump(mode="json", exclude_defaults=True)
     dumped["schema_version"] = PANEL_SCHEMA_VERSION
+    for critic in dumped.get("critics", []):
+        # A rule or python critic's model and prompt are stand-ins (`Critic`): not written.
+        if critic.get("kind") in PLUGIN_KINDS:
+            for name, value in plugin_stand_ins(critic["kind"]).items():
+                if critic.get(name) == value:
+                    del critic[name]
     # Spelled out even when default: a reader should see the kind of scale and the strategy.
     dumped["scale"] = {"kind": panel.scale.kind, **dumped.get("scale", {})}
     dumped["voting"] = {"strategy": panel.voting.strategy, **dumped.get("voting", {})}

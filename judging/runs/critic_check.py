@@ -49,7 +49,7 @@ from judging.errors import CallFailure, ConfigError, DataError, NotFoundError
 from judging.panel.critics import Critic
 from judging.panel.request_rules import request_notes
 from judging.panel.vendors import key_variable, resolve_key
-from judging.verdicts import FailureKind, Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
 from storage.dataset_store import get_dataset, get_item, load_items
 
 if TYPE_CHECKING:
@@ -214,6 +214,8 @@ def _answer_text(verdict: Verdict) -> str:
         parts[0] += f" over {calls} calls"
     if verdict.simulated:
         parts.append("simulated: nothing paid")
+    elif verdict.vendor in PLUGIN_KINDS:
+        parts.append(f"a {verdict.vendor} check: free")
     elif verdict.cost_usd is None:
         parts.append("cost unknown: no price set")
     else:

@@ -35,6 +35,7 @@ from judging.panel.panel_model import Panel
 from judging.panel.vendors import get_preset
 from judging.runs.job import Job, JobKind, KeyLookup
 from judging.runs.worker import Worker
+from judging.verdicts import PLUGIN_KINDS
 from storage.dataset_store import get_dataset, get_item
 from storage.db import open_db
 from storage.panels import save_panel
@@ -59,13 +60,18 @@ class JobRegistry:
             because a verdict received but not written when the process dies is paid again:
             20 ms keeps that to what arrives in 20 ms, while at 1,000 calls/s a commit still
             carries about 20 verdicts (a WAL commit without fsync costs well under 1 ms).
+        python_critics: whether runs import and call the functions `kind: python` critics
+            name (the CLI: True). The web app's registry says False: its runs never import
+            code named in a panel, and those critics' calls fail with a sentence.
     """
 
-    def __init__(self, *, batch_size: int = 200, flush_interval_s: float = 0.02) -> None:
+    def __init__(self, *, batch_size: int = 200, flush_interval_s: float = 0.02,
+                 python_critics: bool = True) -> None:
         self._jobs: dict[int, Job] = {}
         self._lock = threading.Lock()
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
+        self.python_critics = python_critics
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -247,6 +253,7 @@ class JobRegistry:
             flush_interval_s=self.flush_interval_s,
             detach=detach,
             poll_interval_s=poll_interval_s,
+            python_critics=self.python_critics,
         )
         job.thread = threading.Thread(
             target=worker.run, name=f"jurybox-run-{run_id}-{kind}", daemon=True
@@ -279,8 +286,8 @@ def check_budget(panel: Panel, budget: BudgetCap) -> None:
     """
     if budget.tokens is not None or budget.usd is None:
         return
-    unpriced = [c.name for c in panel.critics
-                if (c.price_in_per_mtok is None or c.price_out_per_mtok is None)
+    unpriced = [c.name for c in panel.critics if c.kind not in PLUGIN_KINDS
+                and (c.price_in_per_mtok is None or c.price_out_per_mtok is None)
                 and not _is_simulated(get_preset, c.vendor)]
     if unpriced:
         raise ConfigError(
@@ -320,7 +327,9 @@ def prepare_run(
         critic.check_fields(list(dataset["fields"]))
     version = panel_hash(panel)
     save_panel(db, panel_hash=version, name=panel.name, yaml_text=dump_panel(panel))
-    simulated = all(_is_simulated(get_preset, c.vendor) for c in panel.critics)
+    # Rule and python critics call no vendor: the run is simulated when its model critics are.
+    models = [c for c in panel.critics if c.kind not in PLUGIN_KINDS]
+    simulated = bool(models) and all(_is_simulated(get_preset, c.vendor) for c in models)
     run_id = create_run(
         db,
         dataset_id=dataset_id,

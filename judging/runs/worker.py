@@ -79,8 +79,10 @@ class Worker:
         previous: tuple[str, str | None] | None = None,
         detach: bool = False,
         poll_interval_s: float | None = None,
+        python_critics: bool = True,
     ) -> None:
         self.job = job
+        self.python_critics = python_critics  # see `JobRegistry`
         self.db_path = db_path
         self.concurrency = concurrency
         self.key_lookup = key_lookup
@@ -195,7 +197,8 @@ class Worker:
         decided = _Decided(self.writer, already_ok)
         budget = _budget_of(run)
         runner = CallRunner(key_lookup=self.key_lookup, cache=cache,
-                            max_connections=self.concurrency, batch_answers=answers)
+                            max_connections=self.concurrency, batch_answers=answers,
+                            python_critics=self.python_critics)
         try:
             try:
                 result = run_panel(

@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from judging.scales import Scale
-from judging.verdicts import Verdict
+from judging.verdicts import PLUGIN_KINDS, Verdict
 from judging.voting.logprobs import verdict_probabilities
 from pages.ui.text_format import plain
 
@@ -40,6 +40,8 @@ def verdict_headline(verdict: Verdict) -> str:
         text = f"no verdict: {FAILURE_TEXT.get(kind, kind)}"
     if verdict.simulated:
         text += " · simulated"
+    if verdict.vendor in PLUGIN_KINDS:  # judged by a check, not a model: say which
+        text += f" · {verdict.vendor} check ({verdict.model})"
     return text
 
 

@@ -40,7 +40,7 @@ def _run_check(panel: Panel, item: Item, budget: BudgetCap | None) -> list[Criti
     guard = None if budget is None else check_budget(budget.usd, tokens=budget.tokens)
     try:
         # Keys read now, on the script thread: the check's call threads must not touch st.
-        with CallRunner(key_lookup=worker_key_lookup(),
+        with CallRunner(key_lookup=worker_key_lookup(), python_critics=False,
                         cache=LayeredCache(_checked_answers(), stored)) as runner:
             return check_critics(panel, item, runner, budget=guard)
     finally:

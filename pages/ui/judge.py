@@ -23,7 +23,7 @@ from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.rubric import RubricConfig
 from judging.scales import Scale
-from judging.verdicts import Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, Item, Verdict
 from pages.ui.state import key_lookup
 
 # What a later step of a chain shows where the earlier step's real answer will be.
@@ -65,6 +65,8 @@ def request_preview(panel: Panel, critic_name: str, item: Item) -> list[PreviewS
         CriticCallError: the critic's vendor is unknown, or a custom one has no base URL.
     """
     critics = {c.name: c for c in panel.critics}
+    if critics[critic_name].kind in PLUGIN_KINDS:
+        return []  # a rule or python critic sends nothing
     made: list[tuple[Verdict, list[dict[str, str]], bool]] = []
 
     def send(critic: Critic, item: Item, scale: Scale | RubricConfig, *,
@@ -88,7 +90,7 @@ def request_preview(panel: Panel, critic_name: str, item: Item) -> list[PreviewS
 def _runner() -> CallRunner:
     # One pooled runner per process: building an httpx client per click would redo TLS set-up.
     # No cache: a test call must really reach the vendor.
-    return CallRunner(key_lookup=key_lookup)
+    return CallRunner(key_lookup=key_lookup, python_critics=False)  # the web app imports none
 
 
 def judge_one(panel: Panel, critic_name: str, item: Item) -> Verdict:

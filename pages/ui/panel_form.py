@@ -27,8 +27,11 @@ from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_model import CascadeConfig, Panel
 from judging.panel.prompt_syntax import template_problem
 from judging.panel.rubric import MARK_SCALE, RubricConfig
+from judging.panel.rule_checks import Rule
 from judging.panel.vendors import PRESETS
+from judging.panel.web_policy import WEB_PYTHON_REFUSAL, refuse_python_critics
 from judging.scales import Scale
+from judging.verdicts import PLUGIN_KINDS
 from judging.voting.strategies import VotingConfig, strategy_help, strategy_names, tie_rule_text
 from pages.ui.model_form import field_widget, model_editor
 from pages.ui.state import db
@@ -227,13 +230,16 @@ def panel_payload(draft: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_panel(draft: dict[str, Any]) -> Panel:
-    """Validate the draft into a `Panel`.
+    """Validate the draft into a `Panel` that the web app may save and run.
 
     Raises:
-        ConfigError: the parts do not fit together (the message names the field).
+        ConfigError: the parts do not fit together (the message names the field), or a
+            critic is a python critic (`refuse_python_critics`).
         pydantic.ValidationError: a field is out of range or missing.
     """
-    return Panel.model_validate(panel_payload(draft))
+    panel = Panel.model_validate(panel_payload(draft))
+    refuse_python_critics(panel)
+    return panel
 
 
 def fitting_dataset(draft: dict[str, Any], datasets: list[dict[str, Any]]) -> int | None:
@@ -282,7 +288,9 @@ def critic_title(draft: dict[str, Any], index: int) -> str:
     """"name · vendor · model", read from the widgets' latest values (typed this very run)."""
     critic = draft["critics"][index]
     latest = {f: st.session_state.get(widget_key(draft, f"critics.{index}.{f}"), critic.get(f))
-              for f in ("name", "vendor", "model")}
+              for f in ("name", "vendor", "model", "kind")}
+    if latest["kind"] in PLUGIN_KINDS:  # no vendor, no model: say what it is
+        return plain(f"{latest['name'] or '(no name)'} · {latest['kind']} critic")
     # An expander's label is markdown: a critic's name from a file is shown as text.
     return plain(f"{latest['name'] or '(no name)'} · {latest['vendor']} · {latest['model'] or '?'}")
 
@@ -334,7 +342,17 @@ CRITIC_TEXTS: dict[str, tuple[str, str | None]] = {
                 "(with a temperature above 0)."),
     "kind": ("How it judges", "single: one call. reason-then-judge: reasons first, then "
              "decides. self-verify: decides, then checks its own verdict. debate: two critics "
-             "argue, then this one decides."),
+             "argue, then this one decides. rule: a check of a field (no model, free). "
+             "python: a function of yours (CLI and library only: the web app never runs it)."),
+    "rule": ("Rule", "rule: what it checks, e.g. {check: no-regex, field: answer, pattern: "
+             "'\\d{16}'}. Checks: regex, no-regex, json-schema, length, keywords, range, "
+             "exact."),
+    "function": ("Python function", "python: module:function to call, e.g. mypkg.checks:no_pii "
+                 "(run by the CLI and the library only)."),
+    "pass_label": ("Label when the check passes", "rule / python: the label a passed check "
+                   "gives (a yes/no scale: yes)."),
+    "fail_label": ("Label when the check fails", "rule / python: the label a failed check gives "
+                   "(a yes/no scale: no); in a guard tier it rejects the item."),
     "reason_prompt": ("Reasoning instruction", "reason-then-judge: what the first call is asked "
                       "(empty: the default)."),
     "verify_prompt": ("Checking instruction", "self-verify: what the checking call is asked "
@@ -372,7 +390,15 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
         return st.multiselect(label, list(dict.fromkeys([*others, *chosen])), default=chosen,
                               key=key, max_selections=2, help=_text("debaters")[1])
 
-    drawers = {"vendor": _vendor_drawer, "debaters": debaters_drawer}
+    def rule_drawer(label: str, value: Any, key: str) -> Any:
+        # YAML, not one widget per rule parameter: a rule has a few of a dozen parameters,
+        # and a model critic has none (drawn as a nested model, its empty form was `{}`).
+        # Shown without the parameters left at their defaults; unedited, the value is kept.
+        compact = _without_defaults(value)
+        edited = field_widget(label, dict[str, Any] | None, compact, key, help=_text("rule")[1])
+        return value if edited == compact else edited
+
+    drawers = {"vendor": _vendor_drawer, "debaters": debaters_drawer, "rule": rule_drawer}
     # A custom vendor cannot work without its address: then it is a basic field too.
     basic = CRITIC_BASIC + (("base_url",) if critic.get("vendor") == "custom" else ())
     model_editor(Critic, critic, prefix, skip=tuple(n for n in Critic.model_fields
@@ -389,7 +415,9 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
         model_editor(Critic, critic, prefix, skip=(*basic, *CRITIC_PROMPTS), drawers=drawers,
                      columns=3, texts=CRITIC_TEXTS)
     preset = PRESETS.get(critic.get("vendor") or "", None)
-    if preset is not None and preset.simulated:
+    if critic.get("kind") in PLUGIN_KINDS:
+        st.caption(plugin_caption(str(critic["kind"])))
+    elif preset is not None and preset.simulated:
         st.caption("Simulated vendor: verdicts are labelled *simulated* and its critics do not "
                    "read the items. Demo models: sim-careful, sim-lenient, sim-strict, sim-flaky.")
     elif preset is not None:
@@ -402,6 +430,24 @@ def critic_editor(draft: dict[str, Any], index: int) -> str | None:
     if right.button("Remove this critic", key=f"{prefix}.remove", icon=":material/delete:"):
         return "remove"
     return None
+
+
+def _without_defaults(rule: Any) -> Any:
+    """A rule's parameters that differ from their defaults (what a person wrote)."""
+    if not isinstance(rule, dict):
+        return rule
+    defaults = {name: info.get_default(call_default_factory=True)
+                for name, info in Rule.model_fields.items() if not info.is_required()}
+    return {k: v for k, v in rule.items() if k not in defaults or v != defaults[k]}
+
+
+def plugin_caption(kind: str) -> str:
+    """What the page says under a rule or python critic."""
+    if kind == "rule":
+        return ("Rule critic: it checks a field of each item here, free and at once; vendor, "
+                "model and prompt are not used. In a guard tier of the cascade, a failed check "
+                "rejects the item before any model is asked.")
+    return ("Python critic: " + WEB_PYTHON_REFUSAL + " Vendor, model and prompt are not used.")
 
 
 def duplicate_critic(draft: dict[str, Any], index: int) -> int:

@@ -56,7 +56,8 @@ def db() -> sqlite_utils.Database:
 
 @st.cache_resource(show_spinner=False)
 def _registry_for(path: str) -> JobRegistry:
-    registry = JobRegistry()
+    # The web app never imports the code a python critic names (`judging.panel.python_critics`).
+    registry = JobRegistry(python_critics=False)
     # First use in this process: a run still marked running was owned by a process that died.
     registry.mark_interrupted_runs(path)
     return registry

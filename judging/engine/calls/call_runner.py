@@ -36,6 +36,7 @@ from judging.engine.calls.single_flight import SingleFlight
 from judging.engine.calls.transports import VendorTransport
 from judging.engine.endpoints import resolve_base_url
 from judging.engine.parsing import ParsedReply, Usage, parse_reply, reply_usage
+from judging.engine.plugin_critics import judge_plugin, mark_passed, plugin_cache_key
 from judging.errors import (
     CallFailure,
     ConfigError,
@@ -55,7 +56,7 @@ from judging.panel.vendors import (
     resolve_key,
 )
 from judging.scales import Scale
-from judging.verdicts import FailureKind, Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,9 @@ class CallRunner:
         batch_answers: the results of the vendor batches of a run: a critic with `mode:
             batch` is then answered from them, never live (`judging.engine.batches`). Without it,
             such a critic is called live (a notebook's `Panel.judge`).
+        python_critics: whether calls of `kind: python` critics import and run the function
+            the panel names (the library and the CLI: True). The web app passes False: such
+            calls then fail with a sentence and no code named in a panel is imported.
 
     Raises:
         ConfigError: a limit of 0 or below, or `max_connections` below 1.
@@ -145,6 +149,7 @@ class CallRunner:
         clock: Callable[[], float] | None = None,
         seed: int | None = None,
         batch_answers: BatchAnswers | None = None,
+        python_critics: bool = True,
     ) -> None:
         # Preset defaults apply here only to calls made without a run's limiter: a run's
         # limiter already carries them (overridable by the panel). See `call`. Built first:
@@ -156,6 +161,7 @@ class CallRunner:
         self.cache = cache
         self.retry = retry or RetryPolicy()
         self.batch_answers = batch_answers
+        self.python_critics = python_critics
         self._own_transport = transport is None
         self.transport: httpx.BaseTransport = (
             transport or VendorTransport(max_connections=max_connections)
@@ -273,6 +279,12 @@ class CallRunner:
             A `Verdict` with the label/score, or `failure` + `message`, and the evidence. No
             text of it holds a key this runner sent (see `judging.engine.calls.scrub`).
         """
+        if critic.kind in PLUGIN_KINDS:
+            # A rule or python critic: judged here, free, no request.
+            if not isinstance(scale, Scale):  # refused by `judging.panel.plugin_checks` already
+                return self._failed(critic, item, FailureKind.CRITIC_ERROR,
+                                    f"a {critic.kind} critic cannot mark a rubric")
+            return self._plugin(critic, item, scale)
         gate = gate or self.gate
         started = time.perf_counter()
         try:
@@ -335,6 +347,18 @@ class CallRunner:
                 budget.settle(held, verdict.cost_usd,
                               (verdict.tokens_in or 0) + (verdict.tokens_out or 0),
                               tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
+
+    def _plugin(self, critic: Critic, item: Item, scale: Scale) -> Verdict:
+        """A plug-in critic's verdict: from the cache when it has one, else judged (and cached
+        when it succeeded, as a call's answer is)."""
+        if self.cache is not None:
+            stored = self.cache.get(plugin_cache_key(critic, item, scale))
+            if stored is not None:
+                return mark_passed(self._hit(stored, critic, item), critic, scale)
+        verdict = judge_plugin(critic, item, scale, python_critics=self.python_critics)
+        if self.cache is not None and verdict.ok:
+            self.cache.put(verdict)
+        return verdict
 
     def _hit(self, stored: Verdict, critic: Critic, item: Item) -> Verdict:
         """A cache hit as this call's verdict. A stored step may be served to a plain call and

@@ -1,0 +1,100 @@
+"""Panel checks of plug-in critics (`kind: rule` / `kind: python`): what a lone critic's own
+validation cannot see (the scale, the other critics, the panel's modes).
+
+Called by `judging.panel.panel_checks.check_panel`; each problem is a `ConfigError` starting with
+the field path. A rule's own parameters (a regex that does not compile, an unknown check, a
+bound the wrong way round) are refused by `judging.panel.rule_checks.Rule` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from judging.errors import ConfigError
+from judging.panel.critics import Critic
+from judging.panel.pairwise import PairwiseConfig
+from judging.panel.rubric import RubricConfig
+from judging.scales import Scale
+from judging.verdicts import PLUGIN_KINDS
+
+
+class Panel(Protocol):
+    """What these checks read of a panel (`panel_model.Panel` is one): a protocol, not an
+    import, because the Panel model runs these checks from its own validator."""
+
+    @property
+    def critics(self) -> list[Critic]: ...
+    @property
+    def pairwise(self) -> PairwiseConfig: ...
+    @property
+    def rubric(self) -> RubricConfig: ...
+    @property
+    def scale(self) -> Scale: ...
+
+
+def check_plugin_critics(panel: Panel) -> None:
+    """Check every rule and python critic of a panel against the rest of it.
+
+    Raises:
+        ConfigError: the first problem, naming the field and the fix.
+    """
+    plugins = {c.name for c in panel.critics if c.kind in PLUGIN_KINDS}
+    for index, critic in enumerate(panel.critics):
+        where = f"critics[{index}]"
+        if critic.kind not in PLUGIN_KINDS:
+            argued = [name for name in critic.debaters if name in plugins]
+            if argued:
+                raise ConfigError(f"{where}.debaters: {argued[0]!r} is a {critic.kind} critic "
+                                  "and cannot argue; name critics that call a model")
+            continue
+        kind = critic.kind
+        _check_labels(panel, index)
+        if critic.rule is not None and critic.rule.check == "exact":
+            if critic.reference_field is None:
+                raise ConfigError(f"{where}.reference_field: an exact rule compares "
+                                  f"{critic.rule.field} with a reference; name the item field "
+                                  "that holds the reference answer")
+            if critic.reference_field == critic.rule.field:
+                raise ConfigError(f"{where}.reference_field: an exact rule would compare "
+                                  f"{critic.rule.field} with itself; name another field")
+        if critic.samples > 1:
+            raise ConfigError(f"{where}.samples: a {kind} critic gives the same verdict every "
+                              "time; set samples to 1")
+        if critic.logprobs:
+            raise ConfigError(f"{where}.logprobs: a {kind} critic has no tokens to read "
+                              "probabilities from; turn logprobs off")
+        if critic.mode == "batch":
+            raise ConfigError(f"{where}.mode: a {kind} critic runs here, at once and free; "
+                              "use mode: live")
+        if panel.rubric.active or panel.pairwise.active:
+            raise ConfigError(f"{where}.kind: {kind} critics judge label and score panels; a "
+                              "rubric or pairwise panel needs critics that call a model")
+
+
+def _check_labels(panel: Panel, index: int) -> None:
+    critic = panel.critics[index]
+    where = f"critics[{index}]"
+    scale = panel.scale
+    named = {"pass_label": critic.pass_label, "fail_label": critic.fail_label}
+    if scale.is_numeric:
+        for field, label in named.items():
+            if label is not None:
+                raise ConfigError(f"{where}.{field}: on a score scale a passed check gives "
+                                  f"{scale.max:g} and a failed one {scale.min:g}; remove "
+                                  f"{field}")
+        return
+    if scale.kind != "yesno" and (critic.pass_label is None or critic.fail_label is None):
+        missing = "pass_label" if critic.pass_label is None else "fail_label"
+        raise ConfigError(f"{where}.{missing}: a {critic.kind} critic on a {scale.kind} scale "
+                          "needs the labels a passed and a failed check give; choose from "
+                          f"{', '.join(scale.labels)}")
+    for field, label in named.items():
+        if label is not None and label not in scale.labels and not (
+                scale.kind == "yesno" and label in ("yes", "no")):
+            raise ConfigError(f"{where}.{field}: {label!r} is not a label of the scale; "
+                              f"labels: {', '.join(scale.labels)}")
+    passed = critic.pass_label or "yes"
+    failed = critic.fail_label or "no"
+    if passed == failed:
+        raise ConfigError(f"{where}.fail_label: a failed check must give another label than a "
+                          f"passed one (both are {passed!r})")

@@ -1,8 +1,8 @@
 """What the demo cascade saves against the same critics flat, on the demo dataset.
 
-`judging/demo/cascade_panel.yaml` asks its five critics in three tiers (a cheap guard that
-rejects, a cheap gate that accepts, an expensive panel of three that decides the rest); the flat
-panel asks all five about every item and votes as the final tier does. Both run over the 300
+`judging/demo/cascade_panel.yaml` asks in three tiers (a free rule that rejects, a cheap critic
+that accepts, an expensive panel of three that decides the rest); the flat panel asks the four
+model critics about every item and votes as the final tier does. Both run over the 300
 demo items (`judging/demo/make_dataset.py`), each against its own simulator with the same seed
 (the simulator's answers also depend on how often a request was seen), so the figures are
 reproducible.
@@ -47,9 +47,12 @@ def _items() -> list[Item]:
 
 
 def flat_panel(cascade: Panel) -> Panel:
-    """The cascade's critics in one tier, voting as its final tier does."""
+    """The cascade's model critics in one tier, voting as its final tier does (a flat panel
+    has no guard: the free rule critics stay out)."""
     final = cascade.cascade.tiers[-1].voting or cascade.voting
-    return cascade.model_copy(update={"cascade": CascadeConfig(), "voting": final})
+    models = [c for c in cascade.critics if c.kind not in ("rule", "python")]
+    return cascade.model_copy(update={"cascade": CascadeConfig(), "voting": final,
+                                      "critics": models})
 
 
 def _run(panel: Panel, items: list[Item]) -> tuple[Ledger, list[PanelVerdict]]:

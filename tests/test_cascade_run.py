@@ -45,8 +45,11 @@ def pointed_at(panel: Panel, base_url: str) -> Panel:
 
 
 def flat_of(panel: Panel) -> Panel:
-    """The same critics, every one asked about every item, voting as the final tier does."""
-    return Panel.model_validate({**panel.model_dump(), "cascade": CascadeConfig().model_dump(),
+    """The same model critics, every one asked about every item, voting as the final tier does
+    (a flat panel has no guard: the free rule stays out)."""
+    models = [c.model_dump() for c in panel.critics if c.kind != "rule"]
+    return Panel.model_validate({**panel.model_dump(), "critics": models,
+                                 "cascade": CascadeConfig().model_dump(),
                                  "voting": panel.cascade.tiers[-1].voting.model_dump()})
 
 
@@ -60,11 +63,13 @@ def test_three_tiers_save_calls_and_dollars_against_the_same_critics_flat(
     cascaded = run_panel(pointed_at(cascade, servers[0].base_url), rows, concurrency=16)
     flat = run_panel(pointed_at(flat_of(cascade), servers[1].base_url), rows, concurrency=16)
     c, f = cascaded.progress.ledger, flat.progress.ledger
-    n_critics = len(cascade.critics)
+    n_critics = len(flat_of(cascade).critics)
 
     assert f.calls == N_ITEMS * n_critics and f.calls_saved == 0 and f.saved_usd == 0.0
-    # Every call the cascade did not make is counted as saved, and only those.
-    assert c.calls + c.calls_saved == f.calls
+    # Every model call the cascade did not make is counted as saved, and only those; the rule
+    # was evaluated on every item, for nothing.
+    assert c.rule_evaluations == N_ITEMS
+    assert c.calls - c.rule_evaluations + c.calls_saved == f.calls
     assert c.calls_saved > 0 and c.saved_unpriced == 0
     assert c.cost_usd < f.cost_usd
 
@@ -78,15 +83,15 @@ def test_three_tiers_save_calls_and_dollars_against_the_same_critics_flat(
         called = [v.critic for v in pv.verdicts]
         assert [t.tier for t in pv.tiers] == list(range(1, pv.tier + 1))
         assert pv.settled_by == pv.tiers[-1].text
-        if pv.tier == 1:  # the guard said REJECT: nobody else was asked
-            assert called == ["guard"] and pv.consensus == "REJECT"
-            assert pv.settled_by == "tier 1 guardrails: rejected by guard (REJECT)"
-        elif pv.tier == 2:  # the guard let it through and the gate said KEEP
-            assert called == ["guard", "gate"] and pv.consensus == "KEEP"
+        if pv.tier == 1:  # the rule said REJECT: no model was asked
+            assert called == ["not_a_product"] and pv.consensus == "REJECT"
+            assert pv.settled_by == "tier 1 guardrails: rejected by not_a_product (REJECT)"
+        elif pv.tier == 2:  # the rule let it through and the gate said KEEP
+            assert called == ["not_a_product", "gate"] and pv.consensus == "KEEP"
             assert pv.tiers[0].step == "next" and pv.tiers[0].label != "REJECT"
             assert pv.settled_by == "tier 2 cheap: accepted: gate voted KEEP"
         else:  # the final panel decided alone (final_vote: last_tier), by its own strategy
-            assert called == ["guard", "gate", "careful", "second", "flaky"]
+            assert called == ["not_a_product", "gate", "careful", "second", "flaky"]
             assert [t.step for t in pv.tiers] == ["next", "next", "decided"]
             own = cascade.vote(pv.verdicts[2:], final.voting)
             assert pv.consensus == own.consensus and pv.strategy == "weighted"
@@ -124,7 +129,8 @@ def test_sub_verdicts_are_stored_and_shown_on_review(app_db: pathlib.Path) -> No
     stored = {pv.item_id: pv for pv in load_panel_verdicts(db, run_id)}
     assert len(stored) == 300
     rejected = next(pv for pv in stored.values() if pv.tier == 1)
-    assert [t.text for t in rejected.tiers] == ["tier 1 guardrails: rejected by guard (REJECT)"]
+    assert [t.text for t in rejected.tiers] == [
+        "tier 1 guardrails: rejected by not_a_product (REJECT)"]
     escalated = next(pv for pv in stored.values() if pv.tier == 3)
     assert [(t.tier, t.name, t.policy, t.step) for t in escalated.tiers] == [
         (1, "guardrails", "reject_on_any_fail", "next"),

@@ -100,13 +100,13 @@ def test_add_and_remove_tiers(app_db: pathlib.Path) -> None:
     no_exception(at)
     saved = _save(at, app_db)
     assert [(t.name, t.critics, t.policy) for t in saved.cascade.tiers] == [
-        ("guardrails", ["guard"], "reject_on_any_fail"), ("", ["gate"], "reject_on_any_fail"),
+        ("guardrails", ["not_a_product"], "reject_on_any_fail"), ("", ["gate"], "reject_on_any_fail"),
         ("panel", ["careful", "second", "flaky"], "final")]
 
 
 def test_critics_tier_numbers_become_named_tiers(app_db: pathlib.Path) -> None:
     legacy = load_panel(CASCADE_TEXT)
-    critics = [c.model_copy(update={"tier": 0 if c.name in ("guard", "gate") else 1})
+    critics = [c.model_copy(update={"tier": 0 if c.name in ("not_a_product", "gate") else 1})
                for c in legacy.critics]
     text = dump_panel(legacy.model_copy(update={
         "critics": critics, "cascade": legacy.cascade.model_copy(update={"tiers": []})}))
@@ -115,5 +115,5 @@ def test_critics_tier_numbers_become_named_tiers(app_db: pathlib.Path) -> None:
     no_exception(at)
     saved = _save(at, app_db)
     assert [(t.critics, t.policy) for t in saved.cascade.tiers] == [
-        (["guard", "gate"], "accept_on_all_pass"), (["careful", "second", "flaky"], "final")]
+        (["not_a_product", "gate"], "accept_on_all_pass"), (["careful", "second", "flaky"], "final")]
     assert all(c.tier == 0 for c in saved.critics)

@@ -10,6 +10,7 @@
                                                    can each critic answer? one sentence each
     jurybox verify RUN [--head HEX]              was any verdict, decision or override
                                                    changed since it was stored?
+    jurybox app [--port N] [--db PATH] [--host A]  start the web app (127.0.0.1:8501)
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
 ./jurybox.db), the same one the app uses; `judging/cli_runs.py` holds those commands.
@@ -32,6 +33,7 @@ from judging.calls import CallRunner
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel_files import load_panel
+from judging.runs.cli_app import add_app
 from judging.runs.cli_compare import add_compare
 from judging.runs.cli_runs import (
     add_batches,
@@ -173,6 +175,8 @@ def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    # The web app, from a checkout or an installed wheel (judging/runs/cli_app.py).
+    add_app,
     _add_judge,
     _add_demo,
     _add_check,

@@ -24,16 +24,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from judging.critics import Critic
+from judging.known_fields import StrictModel
 from judging.verdicts import Verdict, VoteOutcome
 
 Step = Literal["settled", "reject", "next", "last"]
 
 
 
-class CascadeConfig(BaseModel):
+class CascadeConfig(StrictModel):
     """Tiered panels: critics grouped by `Critic.tier`, cheapest (lowest) first.
 
     A tier settles an item when its own vote meets `settle` (and `min_agreement`); a failure in

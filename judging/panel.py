@@ -6,12 +6,13 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from judging.calls import CallCache, CallRunner, VendorLimiter
 from judging.cascade import CascadeConfig
 from judging.critics import Critic
 from judging.curation import CurationConfig
+from judging.known_fields import StrictModel
 from judging.pairwise import PairwiseConfig
 from judging.panel_checks import check_panel
 from judging.rubric import RubricConfig, rubric_vote
@@ -26,7 +27,7 @@ __all__ = ["PANEL_SCHEMA_VERSION", "CascadeConfig", "Panel", "VendorLimits"]
 PANEL_SCHEMA_VERSION = 1
 
 
-class VendorLimits(BaseModel):
+class VendorLimits(StrictModel):
     """How hard a panel run may press one vendor (a `Panel.limits` entry, keyed by preset name).
 
     Both limits hold for each run of the panel (every critic of that vendor together, retries
@@ -50,7 +51,7 @@ class VendorLimits(BaseModel):
     )
 
 
-class Panel(BaseModel):
+class Panel(StrictModel):
     """A scale, critics and a voting configuration; judges items.
 
     Building a Panel checks that its parts fit together (`judging.panel_checks`): a panel that

@@ -67,10 +67,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from judging.dawid_skene import dawid_skene_vote
 from judging.errors import ConfigError, ParseError
+from judging.known_fields import StrictModel
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
 
@@ -82,7 +83,7 @@ StrategyKind = Literal["label", "score", "both"]
 ESCALATE = "escalate"
 
 
-class VotingConfig(BaseModel):
+class VotingConfig(StrictModel):
     """How a panel turns verdicts into a consensus. Saved in the panel file."""
 
     strategy: str = "plurality"

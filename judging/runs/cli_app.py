@@ -18,6 +18,7 @@ import pathlib
 import socket
 import sys
 
+import judging
 from judging.errors import ConfigError
 from storage.db import DB_ENV_VAR, default_db_path
 from storage.faults import check_folder
@@ -61,8 +62,6 @@ def app_script() -> pathlib.Path:
     Raises:
         ConfigError: neither is there (an install without the app).
     """
-    import judging
-
     top = pathlib.Path(judging.__file__).resolve().parent.parent
     for script in (top / APP_PACKAGE / "app.py", top / "app.py"):
         if script.is_file():

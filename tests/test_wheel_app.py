@@ -130,11 +130,14 @@ def test_the_wheel_holds_the_app(wheel: pathlib.Path) -> None:
 
 def test_installed_app_serves_home_over_http(served: dict[str, Any]) -> None:
     python = served["venv"] / "bin" / "python"
-    where = _run([str(python), "-c", "import judging, storage, sys; print(judging.__file__); "
-                  "print(storage.__file__); print('\\n'.join(sys.path))"],
+    where = _run([str(python), "-c", "import importlib.util as u, judging, storage, sys; "
+                  "print(judging.__file__); print(storage.__file__); "
+                  "print(u.find_spec('app'), u.find_spec('pages')); print('\\n'.join(sys.path))"],
                  cwd=served["cwd"], env=_clean_env()).stdout.splitlines()
     assert all(pathlib.Path(f).is_relative_to(served["venv"]) for f in where[:2]), where[:2]
-    assert str(ROOT) not in where[2:], "the checkout is on the fresh venv's path"
+    # The checkout's top-level app.py and pages/ are not importable: the app runs from the wheel.
+    assert where[2] == "None None"
+    assert str(ROOT) not in where[3:], "the checkout is on the fresh venv's path"
     with urllib.request.urlopen(served["url"] + "/_stcore/health", timeout=10) as reply:
         assert reply.read() == b"ok"
     with urllib.request.urlopen(served["url"] + "/", timeout=10) as reply:

@@ -108,7 +108,7 @@ def check_port_free(host: str, port: int) -> None:
                           "give an address such as 127.0.0.1") from None
     family, _, _, _, address = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as probe:
-        # As Tornado binds: a port left in TIME_WAIT by a server just stopped is free.
+        # As Streamlit's server binds: a port left in TIME_WAIT by a server just stopped is free.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(address)

@@ -6,9 +6,10 @@ import math
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from judging.errors import ConfigError, ParseError
+from judging.known_fields import StrictModel
 
 ScaleKind = Literal["nominal", "ordinal", "likert", "score", "yesno"]
 MeasurementLevel = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -22,7 +23,7 @@ def _fold(text: str) -> str:
     return re.sub(r"[\s_\-]+", " ", text.strip().strip("\"'.*`")).casefold()
 
 
-class Scale(BaseModel):
+class Scale(StrictModel):
     """The allowed verdicts of a panel.
 
     Kinds:

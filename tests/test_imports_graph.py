@@ -214,7 +214,7 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path: pathlib.Path) -> No
 
 # Which capability package may import which (besides itself and the leaves): the docstring of
 # each package says the same. A new arrow upward is a design change, made here on purpose.
-LEAF_MODULES = {"judging.errors", "judging.verdicts", "judging.scales"}
+LEAF_MODULES = {"judging.errors", "judging.verdicts", "judging.scales", "judging.known_fields"}
 MAY_IMPORT = {
     "judging.agreement": set(),
     "judging.voting": {"judging.agreement"},

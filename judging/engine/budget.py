@@ -30,9 +30,10 @@ import math
 import threading
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from judging.errors import ConfigError
+from judging.known_fields import StrictModel
 
 # Characters per token, the rule of thumb of this cap's worst case and of `judging.engine.estimate`.
 CHARS_PER_TOKEN = 4.0
@@ -43,7 +44,7 @@ TYPICAL_REPLY_TOKENS = 80
 _OPEN_ITEMS = 8192
 
 
-class BudgetCap(BaseModel):
+class BudgetCap(StrictModel):
     """A cap in US dollars and/or tokens (input + output); at least one."""
 
     model_config = ConfigDict(frozen=True)

@@ -28,8 +28,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from judging.known_fields import StrictModel
 from judging.panel.cascade_tiers import CascadeTier, Tier, plan_tiers
 from judging.verdicts import Verdict, VoteOutcome
 
@@ -38,7 +39,7 @@ __all__ = ["CascadeConfig", "CascadeTier", "Step", "Tier", "decide", "plan_tiers
 Step = Literal["settled", "reject", "next", "last"]
 
 
-class CascadeConfig(BaseModel):
+class CascadeConfig(StrictModel):
     """Tiered panels: `tiers` (each a jury with its own critics, voting and policy: see
     `judging.panel.cascade_tiers`), or critics grouped by `Critic.tier`, cheapest (lowest) first.
 

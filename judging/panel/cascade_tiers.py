@@ -31,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from judging.known_fields import StrictModel
 from judging.panel.critics import Critic
 from judging.voting.strategies import VotingConfig
 
@@ -51,7 +52,7 @@ _FAIL_WORDS = frozenset({
 })
 
 
-class CascadeTier(BaseModel):
+class CascadeTier(StrictModel):
     """One tier of `cascade.tiers`: a jury of its own (critics and voting) and a policy.
 
     Attributes:
@@ -68,7 +69,6 @@ class CascadeTier(BaseModel):
             "ignore": it is left out (a gate then needs at least one pass).
     """
 
-    model_config = ConfigDict(extra="forbid")
 
     name: str = ""
     critics: list[str] = Field(min_length=1)

@@ -6,9 +6,10 @@ import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from judging.errors import ConfigError, PlaceholderError
+from judging.known_fields import StrictModel
 from judging.panel.prompt_syntax import PLACEHOLDER as _PLACEHOLDER
 from judging.panel.prompt_syntax import plain_text_problem, template_problem
 from judging.panel.python_critics import function_path_problem
@@ -80,7 +81,7 @@ def render_template(template: str, fields: dict[str, Any], *, critic: str = "?",
     return _PLACEHOLDER.sub(substitute, template)
 
 
-class Critic(BaseModel):
+class Critic(StrictModel):
     """One judge on the panel.
 
     The API key is never part of a critic: `api_key_env` names the environment variable (or the

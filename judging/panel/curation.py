@@ -13,14 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from judging.errors import DataError
+from judging.known_fields import StrictModel
 
 Action = Literal["keep", "remove", "split", "merge"]
 
 
-class CurationConfig(BaseModel):
+class CurationConfig(StrictModel):
     """Taxonomy curation settings of a panel (off while `class_field` is unset).
 
     Attributes:
@@ -29,7 +28,6 @@ class CurationConfig(BaseModel):
         keep_label, reject_label, split_label, merge_label: the scale's label for each action.
     """
 
-    model_config = ConfigDict(extra="forbid")
 
     class_field: str | None = None
     parent_field: str | None = None

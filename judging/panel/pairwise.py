@@ -24,13 +24,12 @@ import random
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from judging.errors import DataError
+from judging.known_fields import StrictModel
 from judging.verdicts import Item
 
 
-class PairwiseConfig(BaseModel):
+class PairwiseConfig(StrictModel):
     """A panel's pairwise settings (off while `first_field` is unset).
 
     Attributes:
@@ -45,7 +44,6 @@ class PairwiseConfig(BaseModel):
             tie (tie_label None: a forced choice).
     """
 
-    model_config = ConfigDict(extra="forbid")
 
     first_field: str | None = None
     second_field: str | None = None

@@ -8,21 +8,19 @@ critic names the environment variable that holds its key). Every problem with a 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
 import re
 import tempfile
-import types
-import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from judging.errors import ConfigError
+from judging.known_fields import UNKNOWN_FIELD
 from judging.panel.critics import Critic, plugin_stand_ins
 from judging.panel.jury_checks import check_juries
 from judging.panel.panel_checks import check_panel
@@ -131,6 +129,11 @@ def validation_message(error: ValidationError, prefix: str = "") -> str:
     parts: list[str] = []
     for item in error.errors(include_url=False):
         loc = _path_text(item.get("loc", ()))
+        if item.get("type") == UNKNOWN_FIELD:
+            # Raised by the model holding the field (`judging.known_fields`): its path, then
+            # the field's own name.
+            name = item["ctx"]["field"]
+            loc = name if loc == "panel" else f"{loc}.{name}"
         if prefix:
             loc = (
                 prefix
@@ -139,10 +142,11 @@ def validation_message(error: ValidationError, prefix: str = "") -> str:
                 if not loc.startswith("[")
                 else (prefix + loc)
             )
-        reason = _reason(item)
+        reason = item["ctx"]["reason"] if item.get("type") == UNKNOWN_FIELD else _reason(item)
         shown = None
         field = str(item.get("loc", ("",))[-1]) if item.get("loc") else ""
-        if item.get("type") not in ("missing", "value_error") and "key" not in field.lower():
+        if (item.get("type") not in ("missing", "value_error", UNKNOWN_FIELD)
+                and "key" not in field.lower()):
             shown = _show(item.get("input"))
         parts.append(f"{loc}: {reason}" + (f" (got {shown})" if shown is not None else ""))
     return "; ".join(parts)
@@ -261,56 +265,6 @@ def _read_source(path_or_text: str | os.PathLike[str]) -> tuple[str, str]:
     return path_or_text, "panel file"
 
 
-# ----------------------------------------------------------------------------- unknown fields
-
-
-def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool | str]:
-    """The pydantic model an annotation holds, and whether it is a list of them (True), a
-    mapping of names to them ("dict", e.g. `limits`), or one (False)."""
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):  # `Model | None`, e.g. a tier's `voting`
-        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
-        return _model_of(inner[0]) if len(inner) == 1 else (None, False)
-    if origin in (list, tuple):
-        args = typing.get_args(annotation)
-        if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
-            return args[0], True
-        return None, False
-    if origin is dict:
-        args = typing.get_args(annotation)
-        if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
-            return args[1], "dict"
-        return None, False
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    return None, False
-
-
-def _unknown_fields(data: Any, model: type[BaseModel], path: str) -> None:
-    """Refuse keys the model does not have: a typo like 'temprature' must not vanish silently."""
-    if not isinstance(data, dict) or model.model_config.get("extra") == "allow":
-        return
-    fields = model.model_fields
-    for key, value in data.items():
-        sub = f"{path}.{key}" if path else str(key)
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"fields: {', '.join(fields)}"
-            raise ConfigError(f"{sub}: unknown field; {hint}")
-        inner, is_list = _model_of(fields[key].annotation)
-        if inner is None:
-            continue
-        if is_list == "dict":
-            if isinstance(value, dict):
-                for name, entry in value.items():
-                    _unknown_fields(entry, inner, f"{sub}.{name}")
-        elif is_list and isinstance(value, list):
-            for index, entry in enumerate(value):
-                _unknown_fields(entry, inner, f"{sub}[{index}]")
-        elif not is_list:
-            _unknown_fields(value, inner, sub)
-
-
 # ----------------------------------------------------------------------------- panels
 
 
@@ -338,7 +292,6 @@ def panel_from_dict(data: Any, what: str = "panel file") -> Panel:
         raise ConfigError(f"{what}: expected a mapping with scale, critics and voting, got {got}")
     _refuse_secrets(data)
     _check_version(data)
-    _unknown_fields(data, Panel, "")
     data = {**data, "schema_version": PANEL_SCHEMA_VERSION}
     try:
         panel = Panel.model_validate(data)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from judging.known_fields import StrictModel
 from judging.panel.cascade import CascadeConfig
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
@@ -24,7 +25,7 @@ __all__ = ["PANEL_SCHEMA_VERSION", "CascadeConfig", "Panel", "VendorLimits"]
 PANEL_SCHEMA_VERSION = 1
 
 
-class VendorLimits(BaseModel):
+class VendorLimits(StrictModel):
     """How hard a panel run may press one vendor (a `Panel.limits` entry, keyed by preset name).
 
     Both limits hold for each run of the panel (every critic of that vendor together, retries
@@ -48,7 +49,7 @@ class VendorLimits(BaseModel):
     )
 
 
-class Panel(BaseModel):
+class Panel(StrictModel):
     """A scale, critics and a voting configuration: data. `judging.judge(panel, item)` and
     `judging.judge_many(panel, items)` (`judging.engine.panel_runner`) judge items with it.
 

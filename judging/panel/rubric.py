@@ -26,9 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from judging.errors import ParseError
+from judging.known_fields import StrictModel
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
 from judging.voting.strategies import VotingConfig, band, vote
@@ -45,10 +46,9 @@ _SYNONYMS = {
 }
 
 
-class Criterion(BaseModel):
+class Criterion(StrictModel):
     """One criterion of a rubric."""
 
-    model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, max_length=64)
     text: str = Field(min_length=1)
@@ -62,10 +62,9 @@ class Criterion(BaseModel):
         return value
 
 
-class RubricConfig(BaseModel):
+class RubricConfig(StrictModel):
     """A panel's rubric (off while it has no criteria)."""
 
-    model_config = ConfigDict(extra="forbid")
 
     criteria: list[Criterion] = Field(default_factory=list)
     per_criterion: bool = False  # one call per criterion instead of one for all

@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from judging.known_fields import StrictModel
 
 RuleCheck = Literal["regex", "no-regex", "json-schema", "length", "keywords", "range", "exact"]
 
@@ -44,7 +46,7 @@ _PARAMETERS: dict[str, tuple[str, ...]] = {
 _SNIPPET = 60  # characters of a match shown in the reasoning
 
 
-class Rule(BaseModel):
+class Rule(StrictModel):
     """What a rule critic checks (`Critic.rule`); see the module docstring for each check.
 
     Attributes:

@@ -11,6 +11,7 @@
                                                    can each critic answer? one sentence each
     jurybox verify RUN [--head HEX]              was any verdict, decision or override
                                                    changed since it was stored?
+    jurybox app [--port N] [--db PATH] [--host A]  start the web app (127.0.0.1:8501)
 
 `judge` and `demo` write their runs to the SQLite database (`--db PATH`, default $JURYBOX_DB or
 ./jurybox.db), the same one the app uses; `judging/cli_runs.py` holds those commands.
@@ -33,6 +34,7 @@ from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_pro
 from judging.engine.calls import CallRunner
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel.panel_files import load_panel
+from judging.runs.cli_app import add_app
 from judging.runs.cli_compare import add_compare
 from judging.runs.cli_reliability import add_reliability
 from judging.runs.cli_runs import (
@@ -175,6 +177,8 @@ def _add_check(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
+    # The web app, from a checkout or an installed wheel (judging/runs/cli_app.py).
+    add_app,
     _add_judge,
     _add_demo,
     _add_check,

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from judging.known_fields import StrictModel
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
 from judging.voting.strategies import VotingConfig, vote
@@ -34,7 +35,7 @@ from judging.voting.strategies import VotingConfig, vote
 __all__ = ["JuryConfig", "combine_juries", "jury_outcomes", "vote_juries"]
 
 
-class JuryConfig(BaseModel):
+class JuryConfig(StrictModel):
     """One jury of a panel of juries (`Panel.juries`).
 
     Attributes:

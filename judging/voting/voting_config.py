@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from judging.known_fields import StrictModel
 
 TiePolicy = Literal["pessimistic", "optimistic", "abstain"]
 ErrorPolicy = Literal["ignore", "abstain", "count_as"]
 
 
-class VotingConfig(BaseModel):
+class VotingConfig(StrictModel):
     """How a panel turns verdicts into a consensus. Saved in the panel file."""
 
     strategy: str = "plurality"

@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from judging.run_status import RunStatus
 from judging.runs.evidence import fill_requests
 from judging.runs.final_decisions import decision_rule
 from judging.runs.messages import EXPECTED, sentence_for
@@ -51,7 +52,7 @@ if run["simulated"]:
 notice = simulated_notice(db(), run)
 if notice:
     st.warning(plain(notice), icon=":material/smart_toy:")
-if run["status"] in ("pending", "running"):
+if not RunStatus(run["status"]).finished:
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
 k = f"rv{run_id}."
@@ -344,7 +345,7 @@ def item_panel(detail: dict[str, Any], item_id: str, filters: rv.Filters, review
     # fixed prompt): every critic is called afresh, bypassing the cache, and its old verdicts
     # replaced.
     if st.button("Re-judge this item with every critic", icon=":material/refresh:",
-                 key=f"{k}rejudge.{item_id}", disabled=run["status"] in ("pending", "running")):
+                 key=f"{k}rejudge.{item_id}", disabled=not RunStatus(run["status"]).finished):
         with user_errors("The item was not re-judged"):
             job = registry().rejudge_item(str(db_path()), run_id, str(item_id),
                                           key_lookup=worker_key_lookup())

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judging.engine.ledger import Ledger, LedgerTotals
+from judging.run_status import RunStatus
 
 JobKind = Literal["start", "resume", "rerun_failures", "rejudge"]
 KeyLookup = Callable[[str], "str | None"]
@@ -34,8 +35,8 @@ class JobProgress(LedgerTotals):
     Attributes:
         run_id: the run.
         kind: "start", "resume", "rerun_failures" or "rejudge".
-        status: "starting", "running", "cancelling", then the run's final status: "done",
-            "cancelled" or "failed".
+        status: a `RunStatus`: starting, running, cancelling, then the run's final status
+            (done, cancelled, interrupted or failed; `finished` says which are final).
         total: calls planned for this job (items x critics; an upper bound for cascades).
         written: verdicts stored in the database so far.
         items_total / items_done: items in the job / items with a panel verdict.
@@ -52,7 +53,7 @@ class JobProgress(LedgerTotals):
 
     run_id: int
     kind: str
-    status: str
+    status: RunStatus
     total: int = 0
     written: int = 0
     items_total: int = 0
@@ -64,25 +65,17 @@ class JobProgress(LedgerTotals):
     elapsed_s: float = 0.0
     error: str | None = None
     vendor: str | None = None
-
-
-
-
-
-
-
-
-
     @property
     def fraction(self) -> float:
         """Share of the planned calls finished, 0..1 (for `st.progress`)."""
         if not self.total:
-            return 1.0 if self.status in ("done", "cancelled", "failed") else 0.0
+            return 1.0 if self.finished else 0.0
         return min(1.0, (self.done + self.calls_saved) / self.total)
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "cancelled", "failed", "interrupted")
+        """True once the job has written its final status (`RunStatus.finished`)."""
+        return RunStatus(self.status).finished
 
 
 class Job:
@@ -97,7 +90,7 @@ class Job:
         self.token = uuid.uuid4().hex
         self.thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._progress = JobProgress(run_id=run_id, kind=kind, status="starting")
+        self._progress = JobProgress(run_id=run_id, kind=kind, status=RunStatus.STARTING)
         self._started = time.perf_counter()
         self._done = threading.Event()
 
@@ -119,7 +112,7 @@ class Job:
         with self._lock:
             if not self._progress.finished:
                 data = {name: getattr(self._progress, name) for name in JobProgress.__slots__}
-                data["status"] = "cancelling"
+                data["status"] = RunStatus.CANCELLING
                 self._progress = JobProgress(**data)
 
     @property

@@ -25,6 +25,7 @@ from judging.engine.panel_runner import RunProgress, run_panel
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
+from judging.run_status import RunStatus
 from judging.runs.batch_phase import (
     Clients,
     StoredAnswers,
@@ -100,14 +101,14 @@ class Worker:
     def run(self) -> None:
         job = self.job
         db = None
-        final_status = "failed"
+        final_status = RunStatus.FAILED
         message: str | None = None
         try:
             db = open_db(self.db_path)
             final_status, message = self._run(db)
         except BaseException as error:
             log.exception("run %s failed", job.run_id)
-            final_status = "failed"
+            final_status = RunStatus.FAILED
             message = _describe(error)
         finally:
             try:
@@ -121,7 +122,8 @@ class Worker:
                 elif self.previous is not None:
                     status, earlier_error = self.previous
                     set_run_status(db, job.run_id, status,
-                                   error=message if final_status == "failed" else earlier_error,
+                                   error=(message if final_status is RunStatus.FAILED
+                                          else earlier_error),
                                    owner=job.token)
                 else:
                     set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
@@ -134,7 +136,7 @@ class Worker:
                             written=self.writer.written if self.writer else 0)
                 job._done.set()
 
-    def _run(self, db: Any) -> tuple[str, str | None]:
+    def _run(self, db: Any) -> tuple[RunStatus, str | None]:
         job = self.job
         run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
@@ -152,14 +154,15 @@ class Worker:
         if not rejudge:  # a new start: why it stopped last time no longer holds
             set_stop_reason(db, job.run_id, None)
         n_critics = len(panel.critics)
-        job._update(status="running", total=len(items) * n_critics, items_total=len(items))
+        job._update(status=RunStatus.RUNNING, total=len(items) * n_critics, items_total=len(items))
 
         def on_progress(p: RunProgress) -> None:
             rate = p.ledger.sent_calls / p.elapsed_s if p.elapsed_s > 0 else 0.0
             remaining = max(0, p.total - p.done - p.calls_saved)
             eta = remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
             job._update(
-                status="cancelling" if job.cancel_event.is_set() else "running",
+                status=(RunStatus.CANCELLING if job.cancel_event.is_set()
+                        else RunStatus.RUNNING),
                 total=p.total, items_total=p.items_total, items_done=p.items_done,
                 per_critic={
                     name: CriticProgress(p.critic_done.get(name, 0), p.critic_failed.get(name, 0))
@@ -237,9 +240,9 @@ class Worker:
         if budget is not None and budget.reached and unfinished:
             # Stopped by its cap: resumable like a cancelled run, and says why.
             set_stop_reason(db, job.run_id, "budget")
-            return "cancelled", budget.summary()
+            return RunStatus.CANCELLED, budget.summary()
         if job.cancel_event.is_set() and unfinished:
-            return "cancelled", None
+            return RunStatus.CANCELLED, None
         # A critic that gave no verdict on any item is a panel that did not run as built,
         # whatever the other critics did: every vote, agreement figure and review of the run is
         # short of that critic, and "done" with exit 0 let that pass unnoticed (a bad key, an
@@ -250,7 +253,7 @@ class Worker:
         silent = {} if rejudge else critics_without_verdict(db, job.run_id)
         if silent:
             set_stop_reason(db, job.run_id, STOP_NO_VERDICT)
-            return "failed", no_verdict_sentence(silent, n_critics=n_critics, stopped_elsewhere=[
+            return RunStatus.FAILED, no_verdict_sentence(silent, n_critics=n_critics, stopped_elsewhere=[
                 f"{name}: {reason}" for name, reason in stops
                 if name not in silent or reason not in silent[name][1]])
         adjusted = "; ".join(f"{name}: {' '.join(notes)}"
@@ -259,11 +262,11 @@ class Worker:
             f"Critics stopped during the run: {stopped}" if stopped else "",
             f"Parameters the vendors refused, dropped or renamed for the run: {adjusted}"
             if adjusted else "") if text]
-        return "done", (" ".join(notes) if notes else None)
+        return RunStatus.DONE, (" ".join(notes) if notes else None)
 
 
     def _wait_for_vendor(self, db: Any, panel: Panel, items: Sequence[Item],
-                         cache: CallCacheStore | None) -> tuple[str, str | None] | None:
+                         cache: CallCacheStore | None) -> tuple[RunStatus, str | None] | None:
         """Submit what the batch critics lack and wait for the vendor. Returns the job's
         final status when it ends here (detached, cancelled, lease lost), else None."""
         job = self.job
@@ -274,7 +277,7 @@ class Worker:
             self.awaited_batches = set(open_ids)
             if open_ids and self.detach:
                 set_stop_reason(db, job.run_id, "vendor_batch")
-                return "interrupted", (
+                return RunStatus.INTERRUPTED, (
                     f"Submitted to the vendor: {', '.join(open_ids)}. Results come within 24 h; "
                     f"`jurybox resume {job.run_id}` (or Resume on the Run page) collects them.")
             finished = wait_for_batches(
@@ -288,13 +291,13 @@ class Worker:
             clients.close()
         job._update(vendor=None)
         if not finished:
-            return "cancelled", (
+            return RunStatus.CANCELLED, (
                 "Cancelled while the vendor ran its batches; they were asked to stop. Resume "
                 "the run to collect what they finished.")
         return None
 
 
-def _taken_over(db: Any, job: Job) -> tuple[str, str] | None:
+def _taken_over(db: Any, job: Job) -> tuple[RunStatus, str] | None:
     """When another job owns the run now (it claimed the run after this one's lease lapsed):
     the status this job ends with and why, else None. The run's own status stands: "done" when
     the new owner finished it, "interrupted" (this job's part is over) while it still works."""
@@ -302,9 +305,9 @@ def _taken_over(db: Any, job: Job) -> tuple[str, str] | None:
     if run.get("owner_token") in (None, job.token):
         return None
     where = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
-    status = str(run["status"])
-    if status == "running":
-        return "interrupted", (
+    status = RunStatus(run["status"])
+    if status is RunStatus.RUNNING:
+        return RunStatus.INTERRUPTED, (
             f"Another job ({where}) took this run over while this one was not answering, and "
             f"is running it now: follow it on the Run page or with `jurybox runs`.")
     return status, (

@@ -23,12 +23,11 @@ import pathlib
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judging.analysis.stability import stability_text
 from judging.engine.budget import BudgetCap
 from judging.engine.ledger import Ledger
-from judging.engine.panel_runner import RunProgress
 from judging.errors import ConfigError, DataError
 from judging.panel.panel_files import load_panel
 from judging.run_status import RunStatus
@@ -68,7 +67,7 @@ if TYPE_CHECKING:
     import sqlite_utils
 
     from judging.panel.panel_model import Panel
-    from judging.runs.job import Job, JobProgress
+    from judging.runs.job import Job
     from storage.importing import ParsedDataset
 
 EXIT_OK = 0
@@ -214,7 +213,7 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
                 said = current.vendor
                 print(said, file=sys.stderr, flush=True)
             if current.total:  # nothing planned yet: a 0-of-0 bar would read as finished
-                bar.update(_as_run_progress(current))
+                bar.update(current)
     except KeyboardInterrupt:
         interrupted = True
         print("\nCancelling: calls in flight finish and are kept...", file=sys.stderr, flush=True)
@@ -222,7 +221,7 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         job.wait()
     finally:
         progress = job.progress()
-        bar.update(_as_run_progress(progress))
+        bar.update(progress)
         bar.close()
     elapsed = time.perf_counter() - start
     if progress.status is RunStatus.INTERRUPTED:  # --no-wait: the vendor has the batches
@@ -304,17 +303,6 @@ def _in_panel_order(verdicts: Iterable[PanelVerdict], order: dict[str, int]
     for pv in verdicts:
         pv.verdicts.sort(key=lambda v: order.get(v.critic, len(order)))
         yield pv
-
-
-def _as_run_progress(p: JobProgress) -> Any:
-    """The engine's `RunProgress` shape, for the CLI's progress bar."""
-
-    return RunProgress(
-        total=p.total, items_total=p.items_total, items_done=p.items_done,
-        critic_done={k: v.done for k, v in p.per_critic.items()},
-        critic_failed={k: v.failed for k, v in p.per_critic.items()},
-        ledger=p.ledger.copy(), elapsed_s=p.elapsed_s,
-    )
 
 
 # -- runs / resume / export --------------------------------------------------------------------

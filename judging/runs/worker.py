@@ -34,7 +34,7 @@ from judging.runs.batch_phase import (
     submit_missing,
     wait_for_batches,
 )
-from judging.runs.job import CriticProgress, Job, KeyLookup
+from judging.runs.job import Job, KeyLookup
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from storage.calls import (
@@ -154,21 +154,14 @@ class Worker:
         if not rejudge:  # a new start: why it stopped last time no longer holds
             set_stop_reason(db, job.run_id, None)
         n_critics = len(panel.critics)
-        job._update(status=RunStatus.RUNNING, total=len(items) * n_critics, items_total=len(items))
+        job._update(status=RunStatus.RUNNING,
+                    run=RunProgress(total=len(items) * n_critics, items_total=len(items)))
 
         def on_progress(p: RunProgress) -> None:
-            rate = p.ledger.sent_calls / p.elapsed_s if p.elapsed_s > 0 else 0.0
-            remaining = max(0, p.total - p.done - p.calls_saved)
-            eta = remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
             job._update(
                 status=(RunStatus.CANCELLING if job.cancel_event.is_set()
                         else RunStatus.RUNNING),
-                total=p.total, items_total=p.items_total, items_done=p.items_done,
-                per_critic={
-                    name: CriticProgress(p.critic_done.get(name, 0), p.critic_failed.get(name, 0))
-                    for name in p.critic_done
-                },
-                calls_per_s=rate, ledger=p.ledger, eta_s=eta,
+                run=p,
                 written=self.writer.written if self.writer else 0,
             )
 

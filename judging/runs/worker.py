@@ -35,24 +35,20 @@ from judging.runs.batch_phase import (
     wait_for_batches,
 )
 from judging.runs.job import Job, KeyLookup
+from judging.runs.job_modes import job_mode
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from storage.calls import (
     CallCacheStore,
-    delete_item_calls,
-    stored_critics,
     successful_pairs_of,
 )
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.dataset_store import DatasetItems, get_item
 from storage.db import open_db
-from storage.record_chain import seal_deleted_calls, sealing
 from storage.runs import (
     STOP_NO_VERDICT,
-    critics_without_verdict,
     get_run,
     heartbeat,
-    refresh_run_totals,
     set_run_status,
     set_stop_reason,
 )
@@ -140,7 +136,7 @@ class Worker:
         job = self.job
         run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
-        rejudge = job.kind == "rejudge"
+        mode = job_mode(job.kind, self.item_id)
         # The run's stored successes, for the items in flight only: loaded with each page of
         # items, forgotten as each item is decided (a resumed million-item run never holds
         # all of them).
@@ -150,9 +146,8 @@ class Worker:
             items = [get_item(db, run["dataset_id"], self.item_id)]
         else:
             items = DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE,
-                                 on_page=None if rejudge else already_ok.load)
-        if not rejudge:  # a new start: why it stopped last time no longer holds
-            set_stop_reason(db, job.run_id, None)
+                                 on_page=mode.on_page(already_ok.load))
+        mode.begin(db, job.run_id)
         n_critics = len(panel.critics)
         job._update(status=RunStatus.RUNNING,
                     run=RunProgress(total=len(items) * n_critics, items_total=len(items)))
@@ -165,11 +160,10 @@ class Worker:
                 written=self.writer.written if self.writer else 0,
             )
 
-        cache = None if rejudge else CallCacheStore(self.db_path)
-        # Batch critics first hand their requests to the vendor and wait for the results;
-        # re-judging one item asks every critic live (a day's wait for one item helps no one).
+        cache = mode.cache(self.db_path)
+        # Batch critics first hand their requests to the vendor and wait for the results.
         answers = None
-        if batch_critics(panel) and not rejudge:
+        if batch_critics(panel) and mode.uses_vendor_batches:
             # Its own view of the items: the vendor phase reads them all, the successes of
             # none of them are wanted there.
             waited = self._wait_for_vendor(
@@ -181,7 +175,7 @@ class Worker:
                 return waited
             answers = StoredAnswers(BatchResultStore(self.db_path, job.run_id))
         self.writer = Writer(
-            self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
+            self.db_path, job.run_id, already_ok=already_ok, replace_success=mode.replace_success,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
             owner=job.token, on_lost=job.cancel,
             # A batch critic's request went in a batch line: kept whole, as the vendor got it.
@@ -198,7 +192,7 @@ class Worker:
                     panel, items, concurrency=self.concurrency, on_progress=on_progress,
                     on_verdict=self.writer.add, on_item=decided, cancel=job.cancel_event,
                     runner=runner, budget=budget,
-                    keep_verdicts=rejudge,  # one item: which critics it called, below
+                    keep_verdicts=mode.keep_verdicts,
                 )
                 self.writer.saved_by_cascade(result.progress.calls_saved)
             finally:
@@ -209,16 +203,7 @@ class Worker:
                 cache.close()
             if answers is not None:
                 answers.close()
-        if rejudge:
-            # Only now that the new verdicts are safely stored: drop outcomes of critics that
-            # were not called this time (e.g. a later cascade tier no longer needed).
-            called = {v.critic for pv in result.verdicts for v in pv.verdicts
-                      if v.failure != FailureKind.CANCELLED}
-            for old in set(stored_critics(db, job.run_id, self.item_id or "")) - called:
-                with sealing(db):  # the deletion is part of the run's record
-                    delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
-                    seal_deleted_calls(db, job.run_id, [(self.item_id or "", old)])
-            refresh_run_totals(db, job.run_id)
+        mode.after(db, job.run_id, result)
         unfinished = len(items) - decided.complete  # cancelled part way, or never started
         if answers is not None and not unfinished:
             clear_results(db, job.run_id)  # every line is in the run's calls now
@@ -241,14 +226,14 @@ class Worker:
         # short of that critic, and "done" with exit 0 let that pass unnoticed (a bad key, an
         # unknown model, a template the vendor cannot take). So the run ends failed, naming the
         # critic and its first failure; the other critics' verdicts stay stored and reviewable,
-        # and a resume sends only the failed calls. One item re-judged leaves the run's status
-        # as it was, so it is not judged by this rule.
-        silent = {} if rejudge else critics_without_verdict(db, job.run_id)
+        # and a resume sends only the failed calls (a re-judged item is not judged by it).
+        silent = mode.silent_critics(db, job.run_id)
         if silent:
             set_stop_reason(db, job.run_id, STOP_NO_VERDICT)
-            return RunStatus.FAILED, no_verdict_sentence(silent, n_critics=n_critics, stopped_elsewhere=[
-                f"{name}: {reason}" for name, reason in stops
-                if name not in silent or reason not in silent[name][1]])
+            return RunStatus.FAILED, no_verdict_sentence(
+                silent, n_critics=n_critics, stopped_elsewhere=[
+                    f"{name}: {reason}" for name, reason in stops
+                    if name not in silent or reason not in silent[name][1]])
         adjusted = "; ".join(f"{name}: {' '.join(notes)}"
                              for name, notes in result.adjusted_critics.items())
         notes = [text for text in (

@@ -128,6 +128,7 @@ def run() -> None:
         print(f"# bench_review_save skipped: {CHROMIUM} is missing (apt-get install -y chromium)")
         return
     from storage.db import open_db
+    from storage.review_filter import ReviewFilter
     from storage.review_queue import review_table
 
     before = os.environ.get("JURYBOX_BENCH_BEFORE")
@@ -135,7 +136,7 @@ def run() -> None:
         work = pathlib.Path(tmp)
         template = work / "template.db"
         run_id, _ = build_run(template, N_ITEMS)
-        frame, _ = review_table(open_db(template), run_id, disagreements_only=True,
+        frame, _ = review_table(open_db(template), run_id, ReviewFilter(disagreements_only=True),
                                 limit=SAVES + 1)
         order = [str(i) for i in frame["item_id"]]
         load = [os.getloadavg()[0]]

@@ -211,6 +211,7 @@ def bench_review(workdir: Path) -> None:
     from storage.calls import write_verdicts
     from storage.consensus import set_item_alpha, write_consensus
     from storage.db import open_db
+    from storage.review_filter import ReviewFilter
     from storage.review_queue import review_table
 
     db = open_db(workdir / "review.db")
@@ -232,10 +233,10 @@ def bench_review(workdir: Path) -> None:
     set_item_alpha(db, run_id, {item.id: rng.uniform(-1, 1) for item in items})
 
     def page() -> None:
-        review_table(db, run_id, disagreements_only=True, sort="contested", limit=50)
+        review_table(db, run_id, ReviewFilter(disagreements_only=True), sort="contested", limit=50)
 
     def search() -> None:
-        review_table(db, run_id, search="number 4242", sort="contested", limit=50)
+        review_table(db, run_id, ReviewFilter(search="number 4242"), sort="contested", limit=50)
 
     def everything() -> None:
         frame, total = review_table(db, run_id, limit=None, sort="item")

@@ -24,6 +24,12 @@ files); pages turn them into a sentence with `str(error)`. No message ever conta
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+# The one spelling of failure kinds: a CallFailure names its kind with the enum a failed
+# Verdict stores (both leaves; verdicts imports nothing of judging, so no circle).
+from judging.verdicts import FailureKind
+
 
 class JuryboxError(Exception):
     """Base of every error Jurybox raises on purpose."""
@@ -71,9 +77,10 @@ class JobConflict(JuryboxError):
 
 
 class CallFailure(JuryboxError):
-    """One model call did not produce a verdict. `kind` is a `FailureKind` value."""
+    """One model call did not produce a verdict. `kind`: the `FailureKind` the failed verdict
+    stores."""
 
-    kind: str = "error"
+    kind: ClassVar[FailureKind] = FailureKind.ERROR
 
     def __init__(self, message: str, *, raw: str | None = None) -> None:
         super().__init__(message)
@@ -85,7 +92,7 @@ class RetryableCallError(CallFailure):
     `rate_limited`: the vendor's rate limit, retried longer and never counted as a critic's
     recurring error."""
 
-    kind = "error"
+    kind = FailureKind.ERROR
 
     def __init__(
         self, message: str, *, raw: str | None = None, retry_after: float | None = None,
@@ -97,7 +104,7 @@ class RetryableCallError(CallFailure):
 
 
 class ItemCallError(CallFailure):
-    kind = "item_error"
+    kind = FailureKind.ITEM_ERROR
 
 
 class UnsupportedParameterError(ItemCallError):
@@ -113,16 +120,16 @@ class UnsupportedParameterError(ItemCallError):
 
 
 class CriticCallError(CallFailure):
-    kind = "critic_error"
+    kind = FailureKind.CRITIC_ERROR
 
 
 class RefusalError(CallFailure):
-    kind = "refusal"
+    kind = FailureKind.REFUSAL
 
 
 class TruncatedError(CallFailure):
-    kind = "truncated"
+    kind = FailureKind.TRUNCATED
 
 
 class ParseError(CallFailure):
-    kind = "parse_fail"
+    kind = FailureKind.PARSE_FAIL

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from judging.run_status import RunStatus
 from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
 from pages.ui.error_notes import user_errors
 from pages.ui.runs_table import working_runs_table
@@ -21,7 +22,7 @@ st.write(
 
 def _run_page(run: dict) -> str:
     """Where a run is best looked at: its disagreements once done, else its progress."""
-    return "pages/review.py" if run["status"] == "done" else "pages/run.py"
+    return "pages/review.py" if run["status"] == RunStatus.DONE else "pages/run.py"
 
 
 def _start_demo_run(demo: Demo) -> None:
@@ -42,7 +43,7 @@ def demo_buttons(demo: Demo, title: str) -> None:
                    "leaves this machine.")
         return
     # The demo was tried already: its run is the thing to open, not a new copy of it.
-    if latest["status"] in ("running", "pending"):
+    if not RunStatus(latest["status"]).finished:
         # Working (or about to): follow it. A second copy beside it only splits the figures.
         if st.button(f"Follow the {title[8:]} run #{latest['id']}",
                      type="primary" if demo is TAXONOMY else "secondary",
@@ -74,7 +75,7 @@ if runs:
     st.page_link(_run_page(latest), icon=":material/arrow_forward:",
                  query_params={"run": str(latest["id"])},
                  label=(f"Review the disagreements of run #{latest['id']}"
-                        if latest["status"] == "done" else f"Follow run #{latest['id']}"))
+                        if latest["status"] == RunStatus.DONE else f"Follow run #{latest['id']}"))
     notice = simulated_notice(db(), latest)
     if notice:
         st.warning(notice, icon=":material/science:")

@@ -6,11 +6,13 @@ the filters or the reviewer's row above it (at 100,000 items a save that reran t
 took 0.9 s to open the next item).
 """
 
+import dataclasses
 import math
 from typing import Any
 
 import streamlit as st
 
+from judging.run_status import RunStatus
 from judging.runs.evidence import fill_requests
 from judging.runs.final_decisions import decision_rule
 from judging.runs.messages import EXPECTED, sentence_for
@@ -36,7 +38,7 @@ from storage.db import StorageError
 from storage.jury_decisions import item_jury_decisions
 from storage.leases import held_by_others, release_lease, take_lease
 from storage.overrides import accept_consensus, add_override, blind_label
-from storage.review_queue import item_detail, item_position, review_table
+from storage.review_queue import item_detail
 from storage.runs import get_run
 
 ensure_app_shell()
@@ -53,7 +55,7 @@ if run["simulated"]:
 notice = simulated_notice(db(), run)
 if notice:
     st.warning(plain(notice), icon=":material/smart_toy:")
-if run["status"] in ("pending", "running"):
+if not RunStatus(run["status"]).finished:
     st.info(f"Run #{run_id} is {run['status']}: items appear here as the critics answer.")
 
 k = f"rv{run_id}."
@@ -73,12 +75,12 @@ with mine_col:
 filters = rv.filter_bar(run_id, rv.filter_labels(run, str(db_path())), critics, panel,
                         blind=blind)
 if only_mine:
-    filters.kwargs["assigned_to"] = reviewer
+    filters.where = dataclasses.replace(filters.where, assigned_to=reviewer)
     st.caption(f"This list holds only the items assigned to {plain(reviewer)} (switch off "
                "**Only the items assigned** above to see every item).")
 # -- The audit sample (issue 25): "Draw an audit sample of N items", and the "Label next"
 # queue recomputed before the table is read. Everything of it lives in pages/ui/audit_view.py.
-audit_view.review_hook(run, filters.kwargs, blind)
+audit_view.review_hook(run, filters, blind)
 # -- end of the audit block
 # What the user is looking at lives in one place: session state keyed by run (the open item,
 # the page, the filters' widgets, the reviewer), the open item mirrored in the URL for sharing.
@@ -93,7 +95,7 @@ def _page_size() -> int:
     return int(st.session_state.get(k + "size") or rv.PAGE_SIZES[1])
 
 
-def open_item(following: str | None, kwargs: dict[str, Any], done: str) -> None:
+def open_item(following: str | None, filters: rv.Filters, done: str) -> None:
     """Open `following` (None: there is none: say so and stay), with a one-time line saying
     what was `done`. Called from the loop's buttons (before the fragment reruns)."""
     st.session_state[move_key] = int(st.session_state.get(move_key) or 0) + 1
@@ -103,7 +105,7 @@ def open_item(following: str | None, kwargs: dict[str, Any], done: str) -> None:
         return
     # The saved item may have left the list (e.g. "Overridden: not yet"): find the next one
     # where it sits now.
-    position = item_position(db(), run_id, following, **kwargs)
+    position = filters.position(run_id, following)
     st.session_state[item_key] = following
     if position is not None:
         st.session_state[goto_key] = position // _page_size() + 1
@@ -131,7 +133,7 @@ def _decision_values(draft: str, detail: dict[str, Any]
             str(state.get(f"{k}children.{draft}") or ""), state.get(f"{k}merge.{draft}"))
 
 
-def save_decision(item_id: str, hidden: bool, kwargs: dict[str, Any], who: str,
+def save_decision(item_id: str, hidden: bool, filters: rv.Filters, who: str,
                   detail: dict[str, Any]) -> None:
     """The decision form's Save (a callback: it runs before the fragment reruns, so the rerun
     draws the next item at once, in one run). A refusal is kept for the rerun to show."""
@@ -149,33 +151,33 @@ def save_decision(item_id: str, hidden: bool, kwargs: dict[str, Any], who: str,
             st.session_state[move_key] = int(st.session_state.get(move_key) or 0) + 1
             st.session_state[k + "queue_moved"] = True
             return
-        following = rv.next_item(run_id, item_id, kwargs, who)
+        following = rv.next_item(run_id, item_id, filters, who)
         add_override(db(), run_id, item_id, label, note, who, **decided)
         release_lease(db(), run_id, who)
-        open_item(following, kwargs, f"Saved {plain(label)} for {plain(item_id)}")
+        open_item(following, filters, f"Saved {plain(label)} for {plain(item_id)}")
     except EXPECTED as error:
         text = sentence_for(error) or str(error)
         st.session_state[error_key] = plain(f"The override was not saved: {text}")
 
 
-def step(item_id: str, kwargs: dict[str, Any], who: str, where: str) -> None:
+def step(item_id: str, filters: rv.Filters, who: str, where: str) -> None:
     """Next, Previous or Skip (`where`): open that item without saving anything."""
     if where == "previous":
-        target = rv.previous_item(run_id, item_id, kwargs)
+        target = rv.previous_item(run_id, item_id, filters)
         if target is None:
             st.session_state[flash_key] = "That is the first item of this list."
             return
-        open_item(target, kwargs, f"Back to {plain(target)}")
+        open_item(target, filters, f"Back to {plain(target)}")
         return
     undecided = where == "skip"
-    target = rv.next_item(run_id, item_id, kwargs, who, undecided=undecided)
+    target = rv.next_item(run_id, item_id, filters, who, undecided=undecided)
     done = (f"Skipped {plain(item_id)}, left undecided" if undecided
             else f"Left {plain(item_id)} as it was")
-    open_item(target, kwargs, done)
+    open_item(target, filters, done)
 
 
-def keep_blind_label(item_id: str, kwargs: dict[str, Any], who: str) -> None:
-    open_item(rv.next_item(run_id, item_id, kwargs, who), kwargs,
+def keep_blind_label(item_id: str, filters: rv.Filters, who: str) -> None:
+    open_item(rv.next_item(run_id, item_id, filters, who), filters,
               f"Kept your blind label for {plain(item_id)}")
 
 
@@ -185,17 +187,17 @@ def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
     # The audit queue's line ("Next to label") is drawn outside this fragment: once a label
     # moves the queue, the whole page is drawn again, or the line would name a done item.
     moved = st.session_state.pop(k + "queue_moved", False)
-    if moved and filters.kwargs.get("sort") == audit_view.LABEL_NEXT:
+    if moved and filters.sort == audit_view.LABEL_NEXT:
         st.rerun()
     size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
     page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
     # Only one page of rows is read: a 100,000-item run costs what a 300-item one does.
-    _, total = review_table(db(), run_id, limit=0, **filters.kwargs)
+    _, total = filters.table(run_id, limit=0)
     pages = max(1, math.ceil(total / page_size))
 
     if item_key not in st.session_state:  # first visit of this run: a shared link opens its item
         st.session_state[item_key] = st.query_params.get("item")
-    signature = repr((sorted(filters.kwargs.items()), page_size))
+    signature = repr((filters.where, filters.sort, filters.rule, page_size))
     if st.session_state.get(sig_key) != signature:
         # New filters, search or sort: keep the open item if it still matches (on its page),
         # else start at the top of the new list.
@@ -204,7 +206,7 @@ def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
         position = None
         if current is not None:
             with user_errors():
-                position = item_position(db(), run_id, str(current), **filters.kwargs)
+                position = filters.position(run_id, str(current))
         if position is None:
             st.session_state[item_key] = None
         st.session_state[page_key] = 1 if position is None else position // page_size + 1
@@ -214,8 +216,7 @@ def review_loop(filters: rv.Filters, reviewer: str, blind: bool) -> None:
     page = int(page_col.number_input("Page", 1, pages, key=page_key))
     count_col.caption(f"{rv.count_of(total, 'item matches', 'items match')} · page {page} of "
                       f"{pages}")
-    frame, _ = review_table(db(), run_id, limit=page_size, offset=(page - 1) * page_size,
-                            **filters.kwargs)
+    frame, _ = filters.table(run_id, limit=page_size, offset=(page - 1) * page_size)
 
     # The open item is always a row of the page shown: after a filter, a search or a page
     # change that leaves it out, the first row opens (never an item from an earlier filter).
@@ -294,7 +295,7 @@ def item_panel(detail: dict[str, Any], item_id: str, filters: rv.Filters, review
     # No anchor: its slug would be made of the item id (data) and add a link to the page.
     title_col.subheader(f"Item {plain(item_id)}", anchor=False)
     with nav_col, st.container(horizontal=True, horizontal_alignment="right"):
-        args = (item_id, filters.kwargs, reviewer)
+        args = (item_id, filters, reviewer)
         st.button("Previous", icon=":material/arrow_back:", key=k + "previous",
                   shortcut=keys.PREVIOUS_KEY, on_click=step, args=(*args, "previous"))
         st.button("Next", icon=":material/arrow_forward:", key=k + "next",
@@ -351,7 +352,7 @@ def item_panel(detail: dict[str, Any], item_id: str, filters: rv.Filters, review
     # fixed prompt): every critic is called afresh, bypassing the cache, and its old verdicts
     # replaced.
     if st.button("Re-judge this item with every critic", icon=":material/refresh:",
-                 key=f"{k}rejudge.{item_id}", disabled=run["status"] in ("pending", "running")):
+                 key=f"{k}rejudge.{item_id}", disabled=not RunStatus(run["status"]).finished):
         with user_errors("The item was not re-judged"):
             job = registry().rejudge_item(str(db_path()), run_id, str(item_id),
                                           key_lookup=worker_key_lookup())
@@ -416,7 +417,7 @@ def decision_form(detail: dict[str, Any], item_id: str, filters: rv.Filters, rev
         st.form_submit_button(
             "Save and show the critics" if hidden else "Save and go to the next item",
             type="primary", shortcut=keys.SAVE_KEY, disabled=held,
-            on_click=save_decision, args=(item_id, hidden, filters.kwargs, reviewer, detail))
+            on_click=save_decision, args=(item_id, hidden, filters, reviewer, detail))
     decision.caption(keys.shortcuts_caption(options))
     # Signed in: the name comes from the sign-in, nothing to remember in the browser.
     keys.keyboard(decision_key, int(st.session_state.get(move_key) or 0),
@@ -424,7 +425,7 @@ def decision_form(detail: dict[str, Any], item_id: str, filters: rv.Filters, rev
     if mine is not None:
         st.button("Keep my blind label and go to the next item", icon=":material/skip_next:",
                   key=f"{k}keep.{item_id}", on_click=keep_blind_label,
-                  args=(item_id, filters.kwargs, reviewer))
+                  args=(item_id, filters, reviewer))
 
 
 def bulk_accept(filters: rv.Filters, reviewer: str, total: int) -> None:
@@ -439,7 +440,7 @@ def bulk_accept(filters: rv.Filters, reviewer: str, total: int) -> None:
                            key=k + "bulk_sure")
         if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
             with user_errors("Nothing was accepted"):
-                ids = list(review_table(db(), run_id, limit=None, **filters.kwargs)[0]["item_id"])
+                ids = list(filters.table(run_id, limit=None)[0]["item_id"])
                 accepted = accept_consensus(db(), run_id, ids, reviewer,
                                             rule=decision_rule(panel))
                 st.session_state[flash_key] = plain(accepted.sentence())

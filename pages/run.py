@@ -10,6 +10,7 @@ from judging.engine.ledger import Ledger, format_usd
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel, panel_hash
 from judging.panel.web_policy import refuse_python_critics
+from judging.run_status import RunStatus
 from judging.runs.jobs import prepare_run
 from pages.ui import panel_form as pf
 from pages.ui.budget_view import budget_inputs
@@ -129,7 +130,7 @@ with st.expander("Start a new run", icon=":material/add:", key=NEW_RUN_BOX, on_c
                     if r["panel_hash"] == panel_hash(panel)]
             # A twin that is working now: a second run would send (and pay for) the same calls
             # at the same time, before either has stored a reply to share. Follow it instead.
-            working = next((r for r in same if r["status"] == "running"), None)
+            working = next((r for r in same if r["status"] == RunStatus.RUNNING), None)
             if working is not None:
                 st.warning(f"Run #{working['id']} is running this exact panel on this dataset "
                            "now: follow it instead. A second run started now would pay for the "
@@ -194,7 +195,7 @@ def elsewhere_progress(run_id: int) -> None:
     second (they froze at the page's first draw); a full rerun when its status changes."""
     run = get_run(db(), run_id)
     stored_progress(run)
-    if run["status"] != "running":
+    if run["status"] != RunStatus.RUNNING:
         st.rerun()
 
 
@@ -202,6 +203,7 @@ st.subheader("Progress")
 run = pick_run(empty_hint="No run yet: start one above, or click **Try the demo** on Home.")
 if run is not None:
     run_id = int(run["id"])
+    status = RunStatus(run["status"])
     job = registry().get(run_id)
     # One test of "is it working" for the whole page: the job's own status (a job that has
     # written its final status is finished, even in the instant before its thread ends).
@@ -212,14 +214,14 @@ if run is not None:
                    "prices).")
     if live:
         live_progress(run_id)
-    elif run["status"] == "running":
+    elif status is RunStatus.RUNNING:
         st.caption("Another process (`jurybox` on the command line, or another app) is working "
                    "on this run; its figures here follow what it stores.")
         elsewhere_progress(run_id)
     else:
         stored_progress(run)
     if run["error"]:
-        (st.error if run["status"] == "failed" else st.info)(run["error"])
+        (st.error if status is RunStatus.FAILED else st.info)(run["error"])
     vendor_batches = run_batches(db(), run_id)
     if vendor_batches:
         with st.expander(f"Vendor batches ({len(vendor_batches)})",
@@ -233,7 +235,7 @@ if run is not None:
     if live and actions.button("Cancel", icon=":material/stop:", key="cancel_run"):
         registry().cancel(run_id)
         st.rerun()
-    can_resume = not live and run["status"] in ("pending", "cancelled", "interrupted", "failed")
+    can_resume = not live and status.resumable
     if can_resume and run.get("stop_reason") == "budget":
         # Stopped by its cap: go on only with a higher one (the same cap would stop at once).
         with st.form("resume_budget"):
@@ -248,7 +250,7 @@ if run is not None:
                                   budget=new_cap)
                 st.rerun()
         can_resume = False
-    resume_label = ("Start" if run["status"] == "pending" else
+    resume_label = ("Start" if status is RunStatus.PENDING else
                     "Collect the vendor's results" if status_text(run) == "submitted to vendor"
                     else "Resume")
     if can_resume and actions.button(resume_label, icon=":material/play_arrow:",
@@ -256,14 +258,14 @@ if run is not None:
         with user_errors("The run did not resume"):
             registry().resume(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()
-    if (not live and run["failed_calls"] and run["status"] != "running"
+    if (not live and run["failed_calls"] and status is not RunStatus.RUNNING
             and actions.button(f"Re-run {run['failed_calls']:,} failed calls",
                                icon=":material/replay:", key="rerun_failures",
                                help="Calls that succeeded are read from the cache, not paid again.")):
         with user_errors("The failed calls were not re-run"):
             registry().rerun_failures(str(db_path()), run_id, key_lookup=worker_key_lookup())
             st.rerun()
-    if run["status"] == "done":
+    if status is RunStatus.DONE:
         actions.page_link("pages/review.py", label="Review its disagreements",
                           icon=":material/rate_review:", query_params={RUN_PARAM: str(run_id)})
 

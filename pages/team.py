@@ -25,6 +25,7 @@ from storage.assignments import (
     save_assignment,
 )
 from storage.overrides import add_override
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
@@ -70,8 +71,9 @@ else:
         go = st.form_submit_button("Assign", type="primary")
     if go:
         with user_errors("Nothing was assigned"):
-            items, _ = review_table(db(), run_id, disagreements_only=scope == "contested items",
-                                    sort="item", limit=None)
+            items, _ = review_table(
+                db(), run_id, ReviewFilter(disagreements_only=scope == "contested items"),
+                sort="item", limit=None)
             reviewers = [n.strip() for n in names.splitlines() if n.strip()]
             pairs = save_assignment(db(), run_id, plan_assignment(
                 [str(i) for i in items["item_id"]], reviewers, overlap / 100, seed=run_id))

@@ -273,9 +273,10 @@ def _read_streamed(
 
 
 class _IdCheck:
-    """Empty and repeated ids of a streamed file, found with a temporary SQLite table of the
-    ids seen (on disk, private to this import, deleted on close) instead of a set in memory:
-    the same findings, and the same message, as `_item_ids`."""
+    """Empty and repeated ids of a dataset file, the one check of them (a streamed import and
+    a file read whole both go through it), found with a temporary SQLite table of the ids seen
+    (on disk, private to this import, deleted on close) instead of a set in memory, so a file
+    of any length is checked in bounded memory."""
 
     def __init__(self, name: str, id_column: str | None) -> None:
         self.name = name
@@ -303,7 +304,7 @@ class _IdCheck:
             self.n_empty += 1
             if len(self.empty) <= _SHOW:
                 self.empty.append(where)
-            item_id = ""  # as `_item_ids`: an empty id is also an id that can repeat
+            item_id = ""  # an empty id is also an id that can repeat
         self.pending.append((item_id, where))
         if len(self.pending) >= ID_CHUNK:
             self._flush()
@@ -333,7 +334,7 @@ class _IdCheck:
         self.conn.executemany("INSERT OR IGNORE INTO repeated VALUES (?)", repeated)
 
     def check(self) -> None:
-        """Raise the error `_item_ids` raises for the same file, if any."""
+        """Raise the error for the empty and repeated ids seen, if any."""
         self._flush()
         if self.id_column is None:
             return
@@ -574,27 +575,20 @@ def _check_mapped(
 
 
 def _item_ids(records: list[Record], id_column: str | None, name: str) -> list[str]:
+    """The items' ids, in file order, checked by `_IdCheck` (the one check of ids, streamed
+    or not)."""
     if id_column is None:
         # By position, not by a hash of the row: identical rows would get identical hashes (a
         # duplicate-id error on a file with no id column), and the same bytes always give the
         # same positions, so re-importing the same file gives the same ids.
         return [f"row-{n:06d}" for n in range(1, len(records) + 1)]
     ids: list[str] = []
-    empty: list[str] = []
-    first_seen: dict[str, str] = {}
-    repeats: list[tuple[str, str, str]] = []
-    for rec in records:
-        item_id = _label_text(rec.values.get(id_column))
-        if item_id is None:
-            empty.append(rec.where)
-            item_id = ""
-        elif item_id in first_seen:
-            repeats.append((item_id, first_seen[item_id], rec.where))
-        else:
-            first_seen[item_id] = rec.where
-        ids.append(item_id)
-    distinct = len({i for i, _, _ in repeats})
-    _raise_id_problems(name, id_column, empty, len(empty), repeats, len(repeats), distinct)
+    with _IdCheck(name, id_column) as check:
+        for rec in records:
+            item_id = _label_text(rec.values.get(id_column))
+            check.add(item_id, rec.where)
+            ids.append("" if item_id is None else item_id)
+        check.check()
     return ids
 
 

@@ -15,6 +15,8 @@ from storage.keys import cache_hash
 
 MIGRATION_SET = "jurybox"
 
+# The CHECK constraint of 0001 as it shipped: written out, not read from `RunStatus`, because a
+# shipped migration never changes (a new status needs a new migration; a test holds the two equal).
 RUN_STATUSES = ("pending", "running", "done", "cancelled", "interrupted", "failed")
 
 migrations = Migrations(MIGRATION_SET)

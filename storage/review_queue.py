@@ -22,6 +22,7 @@ from storage.db import NotFoundError, StorageError, loads
 from storage.decisions import DecisionRule, decision_records, final_decisions, needs_decision_sql
 from storage.overrides import override_history
 from storage.replies import unpack
+from storage.review_filter import ANY_FAILURE, ReviewFilter
 
 # sort name -> its keys, most significant first: (SQL expression, descending?). The only way a
 # sort reaches the SQL (an allow-list). Every key is a number that is never NULL, and the last
@@ -59,6 +60,7 @@ FIXED_COLUMNS = (
 )
 
 _PREVIEW_CHARS = 160
+NO_FILTER = ReviewFilter()  # every item of the run
 
 
 def _like(text: str) -> str:
@@ -100,24 +102,7 @@ _OVERRIDE_JOIN = (
 
 
 def _filtered(
-    run_id: int,
-    dataset_id: int,
-    *,
-    disagreements_only: bool,
-    consensus_label: str | None,
-    critic_label: tuple[str, str] | None,
-    alpha_range: tuple[float | None, float | None] | None,
-    failures_only: bool | str,
-    overridden: bool | None,
-    search: str | None,
-    critic_pair: tuple[str, str] | None,
-    ties_only: bool,
-    sort: str,
-    assigned_to: str | None = None,
-    unstable: float | None = None,
-    disputed: bool | str = False,
-    needs_decision: DecisionRule | None = None,
-    search_reasons: bool = True,
+    run_id: int, dataset_id: int, filters: ReviewFilter, sort: str,
 ) -> tuple[str, str, dict[str, Any]]:
     """The review filters as SQL: `(" FROM ... WHERE ...", " WHERE ...", params)`.
 
@@ -126,26 +111,27 @@ def _filtered(
     """
     if sort not in SORTS:
         raise StorageError(f"Unknown sort {sort!r}; choose one of {', '.join(SORTS)}.")
+    f = filters
     where = ["c.run_id = :run"]
     params: dict[str, Any] = {"run": run_id, "ds": dataset_id}
-    if disagreements_only:
+    if f.disagreements_only:
         where.append("c.disagreement = 1")
-    if ties_only:
+    if f.ties_only:
         where.append("c.tie = 1")
-    if consensus_label is not None:
+    if f.consensus_label is not None:
         where.append("c.consensus = :consensus_label")
-        params["consensus_label"] = str(consensus_label)
-    if critic_label is not None:
-        if not (isinstance(critic_label, (tuple, list)) and len(critic_label) == 2):
+        params["consensus_label"] = str(f.consensus_label)
+    if f.critic_label is not None:
+        if not (isinstance(f.critic_label, (tuple, list)) and len(f.critic_label) == 2):
             raise StorageError("critic_label must be a (critic, label) pair.")
         where.append(
             "EXISTS (SELECT 1 FROM calls k WHERE k.run_id = c.run_id AND k.item_id = c.item_id"
             " AND k.critic = :cl_critic AND (k.label = :cl_label OR k.failure = :cl_label"
             " OR (k.label IS NULL AND k.failure IS NULL AND CAST(k.score AS TEXT) = :cl_label)))"
         )
-        params["cl_critic"], params["cl_label"] = str(critic_label[0]), str(critic_label[1])
-    if alpha_range is not None:
-        low, high = alpha_range
+        params["cl_critic"], params["cl_label"] = str(f.critic_label[0]), str(f.critic_label[1])
+    if f.alpha_range is not None:
+        low, high = f.alpha_range
         if low is not None:
             where.append("c.item_alpha >= :alpha_low")
             params["alpha_low"] = float(low)
@@ -153,31 +139,31 @@ def _filtered(
             where.append("c.item_alpha <= :alpha_high")
             params["alpha_high"] = float(high)
         where.append("c.item_alpha IS NOT NULL")
-    if failures_only is True:
+    if f.failures == ANY_FAILURE:
         where.append("c.failed > 0")
-    elif isinstance(failures_only, str) and failures_only:
+    elif f.failures is not None:
         where.append(
             "EXISTS (SELECT 1 FROM calls k WHERE k.run_id = c.run_id AND k.item_id = c.item_id"
             " AND k.failure = :failure_kind)"
         )
-        params["failure_kind"] = failures_only
-    if overridden is True:
+        params["failure_kind"] = str(f.failures)
+    if f.overridden is True:
         where.append("o.id IS NOT NULL")
-    elif overridden is False:
+    elif f.overridden is False:
         where.append("o.id IS NULL")
-    if search is not None and search.strip():
-        params["q"] = _like(search.strip())
+    if f.search is not None and f.search.strip():
+        params["q"] = _like(f.search.strip())
         # One pass over the items and one over the reasons, not a lookup per row. A blind
         # first pass searches the items only: a match in a reason would tell what was said.
         reasons = (" UNION SELECT item_id FROM calls WHERE run_id = :run"
-                   " AND reasoning LIKE :q ESCAPE '\\'") if search_reasons else ""
+                   " AND reasoning LIKE :q ESCAPE '\\'") if f.search_reasons else ""
         where.append(
             "(c.item_id LIKE :q ESCAPE '\\' OR c.item_id IN ("
             "SELECT item_id FROM items WHERE dataset_id = :ds AND fields LIKE :q ESCAPE '\\'"
             + reasons + "))"
         )
-    if critic_pair is not None:
-        if not (isinstance(critic_pair, (tuple, list)) and len(critic_pair) == 2):
+    if f.critic_pair is not None:
+        if not (isinstance(f.critic_pair, (tuple, list)) and len(f.critic_pair) == 2):
             raise StorageError("critic_pair must be a pair of critic names.")
         where.append(
             "EXISTS (SELECT 1 FROM calls a JOIN calls b ON b.run_id = a.run_id"
@@ -186,8 +172,8 @@ def _filtered(
             " AND a.failure IS NULL AND b.failure IS NULL"
             " AND coalesce(a.label, a.score) IS NOT coalesce(b.label, b.score))"
         )
-        params["pair_a"], params["pair_b"] = str(critic_pair[0]), str(critic_pair[1])
-    if unstable is not None:
+        params["pair_a"], params["pair_b"] = str(f.critic_pair[0]), str(f.critic_pair[1])
+    if f.unstable is not None:
         # A critic asked several times gave different answers (`judging.analysis.stability`): labels
         # that differ, or scores further apart than the tolerance.
         where.append(
@@ -195,23 +181,23 @@ def _filtered(
             " AND s.item_id = c.item_id AND s.final AND s.failure IS NULL GROUP BY s.critic"
             " HAVING count(DISTINCT s.label) > 1 OR max(s.score) - min(s.score) > :unstable)"
         )
-        params["unstable"] = float(unstable)
-    if disputed:
-        sql, extra = disputed_filter_sql(disputed if isinstance(disputed, str) else None)
+        params["unstable"] = float(f.unstable)
+    if f.disputed:
+        sql, extra = disputed_filter_sql(f.disputed if isinstance(f.disputed, str) else None)
         where.append(sql)
         params.update(extra)
-    if needs_decision is not None:  # the final decision cannot be acted on (storage.decisions)
-        sql, extra = needs_decision_sql(needs_decision)
+    if f.needs_decision is not None:  # the final decision cannot be acted on (storage.decisions)
+        sql, extra = needs_decision_sql(f.needs_decision)
         where.append(sql)
         params.update(extra)
-    if assigned_to is not None:
+    if f.assigned_to is not None:
         where.append("EXISTS (SELECT 1 FROM assignments a WHERE a.run_id = c.run_id"
                      " AND a.item_id = c.item_id AND a.reviewer = :assigned_to)")
-        params["assigned_to"] = str(assigned_to)
+        params["assigned_to"] = str(f.assigned_to)
     # Joins only where a filter or the sort needs them: the count and the sort touch every
     # matching row, the details (preview, override) only the rows of the page.
-    needs_override = (overridden is not None or sort == "recent_override"
-                      or needs_decision is not None)
+    needs_override = (f.overridden is not None or sort == "recent_override"
+                      or f.needs_decision is not None)
     where_sql = " WHERE " + " AND ".join(where)
     filter_sql = " FROM consensus c" + (_OVERRIDE_JOIN if needs_override else "") + where_sql
     return filter_sql, where_sql, params
@@ -220,23 +206,10 @@ def _filtered(
 def review_table(
     db: sqlite_utils.Database,
     run_id: int,
+    filters: ReviewFilter = NO_FILTER,
     *,
-    disagreements_only: bool = False,
-    consensus_label: str | None = None,
-    critic_label: tuple[str, str] | None = None,
-    alpha_range: tuple[float | None, float | None] | None = None,
-    failures_only: bool | str = False,
-    overridden: bool | None = None,
-    search: str | None = None,
-    critic_pair: tuple[str, str] | None = None,
-    ties_only: bool = False,
     sort: str = "contested",
-    assigned_to: str | None = None,
-    unstable: float | None = None,
-    disputed: bool | str = False,
-    needs_decision: DecisionRule | None = None,
     rule: DecisionRule | None = None,
-    search_reasons: bool = True,
     limit: int | None = 50,
     offset: int = 0,
 ) -> tuple[pd.DataFrame, int]:
@@ -245,30 +218,7 @@ def review_table(
     Args:
         db: this thread's connection.
         run_id: the run.
-        disagreements_only: only items whose panel disagreed (or had a failed critic).
-        consensus_label: only items with this consensus label.
-        critic_label: `(critic, label)`: only items where that critic said that label (a failure
-            kind such as "parse_fail" matches that critic's failures of that kind).
-        alpha_range: `(low, high)` inclusive bounds on the per-item alpha; None on a side is
-            open. Items with an undefined alpha are left out when a range is given.
-        failures_only: True: items with at least one failed critic; a failure kind (e.g.
-            "refusal"): items with a failure of that kind.
-        overridden: True only overridden items, False only items never overridden.
-        search: text searched (case-insensitive for ASCII) in the item id, its fields and every
-            critic's reasoning.
-        search_reasons: False: `search` looks in the item id and fields only (a blind first
-            pass, where a match in a critic's reason would reveal what it said).
-        critic_pair: `(critic_a, critic_b)`: only items where both gave a valid verdict and the
-            two differ (the Agreement heatmap's cell).
-        ties_only: only items whose vote was tied (the panel's tie rule chose, or abstained).
-        assigned_to: only the items assigned to this reviewer (`storage.assignments`).
-        unstable: only the items where a repeated critic's samples disagree: different labels,
-            or scores further apart than this (`judging.analysis.stability.tolerance`).
-        disputed: a rubric run's items with a criterion in dispute (True), or with that
-            criterion in dispute (its id).
-        needs_decision: the run's decision rule: only the items whose final decision cannot
-            be acted on (`storage.decisions`: no label, a SPLIT without children, a MERGE
-            without target).
+        filters: which items (`storage.review_filter.ReviewFilter`); by default every one.
         rule: the run's decision rule (`storage.decisions`): on a score or rubric panel the
             final label is the rule's (a human's score banded, a reviewer's marks rescored).
             Not a filter.
@@ -289,14 +239,7 @@ def review_table(
         StorageError: an unknown sort name or a malformed `critic_label` / `alpha_range`.
     """
     dataset_id, critics = _run_meta(db, run_id)
-    filter_sql, where_sql, params = _filtered(
-        run_id, dataset_id, disagreements_only=disagreements_only, consensus_label=consensus_label,
-        critic_label=critic_label, alpha_range=alpha_range, failures_only=failures_only,
-        overridden=overridden, search=search, critic_pair=critic_pair, ties_only=ties_only,
-        sort=sort, assigned_to=assigned_to, unstable=unstable, disputed=disputed,
-        needs_decision=needs_decision,
-        search_reasons=search_reasons,
-    )
+    filter_sql, where_sql, params = _filtered(run_id, dataset_id, filters, sort)
     item_join = " LEFT JOIN items i ON i.dataset_id = :ds AND i.item_id = c.item_id"
     total = int(db.execute("SELECT count(*)" + filter_sql, params).fetchone()[0])
     details = (
@@ -344,36 +287,25 @@ def review_table(
 
 
 def item_position(
-    db: sqlite_utils.Database, run_id: int, item_id: str, **filters: Any
+    db: sqlite_utils.Database, run_id: int, item_id: str, filters: ReviewFilter = NO_FILTER,
+    *, sort: str = "contested",
 ) -> int | None:
     """Where an item sits in the filtered, sorted review table (0 = first), or None when the
     filters leave it out.
 
-    Takes the same filter and sort arguments as `review_table` (not `limit` / `offset`), so the
-    Review page can open an item's page, and walk to the next item, in exactly the order the
-    table shows.
+    Takes the same filters and sort as `review_table`, so the Review page can open an item's
+    page, and walk to the next item, in exactly the order the table shows.
 
     Raises:
         NotFoundError: no such run.
         StorageError: as `review_table`.
     """
     dataset_id, _ = _run_meta(db, run_id)
-    args: dict[str, Any] = {
-        "disagreements_only": False, "consensus_label": None, "critic_label": None,
-        "alpha_range": None, "failures_only": False, "overridden": None, "search": None,
-        "critic_pair": None, "ties_only": False, "sort": "contested", "assigned_to": None,
-        "unstable": None, "disputed": False, "needs_decision": None, "search_reasons": True,
-    }
-    filters.pop("rule", None)  # how the final label reads, not which items are listed
-    unknown = set(filters) - set(args)
-    if unknown:
-        raise StorageError(f"Unknown review filter(s): {', '.join(sorted(unknown))}.")
-    args.update(filters)
-    filter_sql, _, params = _filtered(run_id, dataset_id, **args)
+    filter_sql, _, params = _filtered(run_id, dataset_id, filters, sort)
     # Counting the items that sort before this one reads each matching row once; numbering the
     # whole sorted list (a window function) took 1.4 s at 1,000,000 items, on every save.
     # A descending key is compared negated, so one row-value comparison orders like ORDER BY.
-    keys = ", ".join(f"-({expr})" if desc else expr for expr, desc in _SORT_KEYS[args["sort"]])
+    keys = ", ".join(f"-({expr})" if desc else expr for expr, desc in _SORT_KEYS[sort])
     params["item"] = str(item_id)
     mine = db.execute(f"SELECT {keys}" + filter_sql + " AND c.item_id = :item", params).fetchone()
     if mine is None:

@@ -1,10 +1,11 @@
 """Runs: a snapshot of a panel version and a dataset, with a status and running totals.
 
-Statuses: pending (created, never started) -> running -> done | cancelled | failed; a run found
-`running` when no live job owns it (the process died) becomes `interrupted`. Cancelled,
-interrupted and failed runs can be resumed (back to running). `stop_reason` says why a run
-stopped short when its status alone does not: 'budget' (cancelled by its cap), 'vendor_batch'
-(interrupted, waiting for the vendor), 'no_verdict' (failed: a critic gave no verdict at all).
+Statuses (`judging.run_status.RunStatus`, which holds the one rule of which are finished):
+pending (created, never started) -> running -> done | cancelled | failed; a run found `running`
+when no live job owns it (the process died) becomes `interrupted`. Cancelled, interrupted and
+failed runs can be resumed (back to running). `stop_reason` says why a run stopped short when
+its status alone does not: 'budget' (cancelled by its cap), 'vendor_batch' (interrupted,
+waiting for the vendor), 'no_verdict' (failed: a critic gave no verdict at all).
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from typing import Any
 
 import sqlite_utils
 
+from judging.run_status import STORED_STATUSES, RunStatus
 from storage.db import NotFoundError, StorageError, dumps, loads, now
-from storage.migrations import RUN_STATUSES
 
-TERMINAL_STATUSES = ("done", "cancelled", "interrupted", "failed")
+
+def _stored_status(status: str) -> RunStatus:
+    """`status` as a `RunStatus` a run row may hold, else StorageError."""
+    if status not in STORED_STATUSES:
+        names = ", ".join(str(s) for s in STORED_STATUSES)
+        raise StorageError(f"Unknown run status {str(status)!r}; expected one of {names}.")
+    return RunStatus(status)
 
 
 def create_run(
@@ -133,19 +140,19 @@ def set_run_status(
         StorageError: not a known status.
         NotFoundError: no run has this id.
     """
-    if status not in RUN_STATUSES:
-        raise StorageError(f"Unknown run status {status!r}; expected one of {RUN_STATUSES}.")
+    known = _stored_status(status)
     stamp = now()
-    if status == "running":
+    if known is RunStatus.RUNNING:
         sql = ("UPDATE runs SET status = ?, error = ?, started_at = coalesce(started_at, ?),"
                " finished_at = NULL, owner_pid = ?, owner_host = ?, heartbeat_at = ? WHERE id = ?")
-        params: list[Any] = [status, error, stamp, os.getpid(), socket.gethostname(), stamp, run_id]
-    elif status in TERMINAL_STATUSES:
+        params: list[Any] = [str(known), error, stamp, os.getpid(), socket.gethostname(), stamp,
+                             run_id]
+    elif known.finished:
         sql = "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE id = ?"
-        params = [status, error, stamp, run_id]
+        params = [str(known), error, stamp, run_id]
     else:
         sql = "UPDATE runs SET status = ?, error = ? WHERE id = ?"
-        params = [status, error, run_id]
+        params = [str(known), error, run_id]
     if owner is not None:
         sql = sql.replace(" WHERE id = ?", " WHERE id = ? AND owner_token = ?")
         params.append(owner)
@@ -224,10 +231,7 @@ def claim_run(
     Raises:
         StorageError: an unknown status in `from_statuses`.
     """
-    statuses = [str(s) for s in from_statuses]
-    unknown = [s for s in statuses if s not in RUN_STATUSES]
-    if unknown:
-        raise StorageError(f"Unknown run status {unknown[0]!r}; expected one of {RUN_STATUSES}.")
+    statuses = [str(_stored_status(s)) for s in from_statuses]
     stamp = now()
     cutoff = (_dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=take_over_after_s)).isoformat(
         timespec="microseconds"

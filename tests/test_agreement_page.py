@@ -22,6 +22,7 @@ from pages.ui import charts
 from storage.calls import write_verdicts
 from storage.db import open_db
 from storage.overrides import add_override, human_labels
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from storage.runs import add_to_ledger
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -69,7 +70,7 @@ def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
 
     # A reviewer's decision, recorded as the Review page records it, in another session.
     db = open_db(path)
-    item = str(review_table(db, run_id, disagreements_only=True, limit=1)[0]["item_id"].iloc[0])
+    item = str(review_table(db, run_id, ReviewFilter(disagreements_only=True), limit=1)[0]["item_id"].iloc[0])
     add_override(db, run_id, item, "MERGE", "belongs with its sibling", "ana")
     at.run()
     no_exception(at)

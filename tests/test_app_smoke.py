@@ -294,14 +294,14 @@ def test_panel_page_tests_one_critic_on_one_item_and_shows_the_raw_exchange(
 def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
+    from storage.review_filter import ReviewFilter
     from storage.review_queue import review_table
 
     path, run_id = demo_db
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id)})
     at.selectbox(key=k + "consensus").set_value("KEEP").run()
-    _, expected = review_table(open_db(path), run_id, disagreements_only=True,
-                               consensus_label="KEEP", limit=0)
+    _, expected = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True, consensus_label="KEEP"), limit=0)
     assert expected > 0
     at.text_input(key=k + "reviewer").set_value("lead")  # the one reviewer field of the page
     assert at.button(key=k + "bulk_go").disabled, "nothing happens before the confirmation"
@@ -316,8 +316,7 @@ def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     # A MERGE consensus names no class to merge into: accepted in bulk, it would be recorded
     # as a decision nobody can act on (issue 23). It is skipped, and the page says so.
     at.selectbox(key=k + "consensus").set_value("MERGE").run()
-    _, merges = review_table(open_db(path), run_id, disagreements_only=True,
-                             consensus_label="MERGE", limit=0)
+    _, merges = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True, consensus_label="MERGE"), limit=0)
     at.checkbox(key=k + "bulk_sure").check().run()
     at.button(key=k + "bulk_go").click().run()
     no_exception(at)

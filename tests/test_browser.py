@@ -84,12 +84,13 @@ def test_home_offers_the_demo_run_it_already_has(app_page: Any, app_server: dict
 
 
 def test_review_shows_the_contested_items(app_page: Any, app_server: dict[str, Any]) -> None:
+    from storage.review_filter import ReviewFilter
     from storage.review_queue import review_table
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/review?run={run_id}")
     db = open_db(app_server["db"])
-    contested, total = review_table(db, run_id, disagreements_only=True, sort="contested", limit=1)
+    contested, total = review_table(db, run_id, ReviewFilter(disagreements_only=True), sort="contested", limit=1)
     assert total > 0
     expect(main(app_page).get_by_text(f"{total:,} items match")).to_be_visible()
     # The most contested item is open in detail, with every critic's card (a card is drawn

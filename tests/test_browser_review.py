@@ -18,6 +18,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from tests.fixtures_app import (
     BROWSER_TIMEOUT_MS,
@@ -125,16 +126,14 @@ def test_search_and_filter_move_the_panel_and_the_tick_and_saves_walk_the_list(
     expect = _expect()
     path, run_id = demo_db
     db = open_db(path)
-    first = str(review_table(db, run_id, disagreements_only=True, limit=1)[0]["item_id"][0])
-    split_only, _ = review_table(db, run_id, disagreements_only=True, consensus_label="SPLIT",
-                                 limit=None)
+    first = str(review_table(db, run_id, ReviewFilter(disagreements_only=True), limit=1)[0]["item_id"][0])
+    split_only, _ = review_table(db, run_id, ReviewFilter(disagreements_only=True, consensus_label="SPLIT"), limit=None)
 
     def search_that_moves(word: str) -> bool:
         # A word the open item lacks, that leaves four SPLIT items in another order.
         nonlocal searched, wanted, total, walk
-        searched, _ = review_table(db, run_id, disagreements_only=True, search=word, limit=None)
-        wanted, total = review_table(db, run_id, disagreements_only=True, search=word,
-                                     consensus_label="SPLIT", limit=None)
+        searched, _ = review_table(db, run_id, ReviewFilter(disagreements_only=True, search=word), limit=None)
+        wanted, total = review_table(db, run_id, ReviewFilter(disagreements_only=True, search=word, consensus_label="SPLIT"), limit=None)
         walk = [str(i) for i in wanted["item_id"]]
         return (first not in set(searched["item_id"]) and len(walk) >= 4
                 and walk[:4] != [str(i) for i in split_only["item_id"][:4]])

@@ -73,13 +73,13 @@ def test_start_then_cancel_at_once_cancels_that_run(app_page: Any, slow_vendor_a
 
 
 def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) -> None:
+    from storage.review_filter import ReviewFilter
     from storage.review_queue import review_table
 
     expect = _expect()
     path, run_id = demo_db
     # What the page must walk: the contested SPLIT items, in the table's order.
-    frame, total = review_table(open_db(path), run_id, disagreements_only=True,
-                                consensus_label="SPLIT", limit=None)
+    frame, total = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True, consensus_label="SPLIT"), limit=None)
     expected = list(frame["item_id"][:3])
     assert len(expected) == 3
     with running_app(path) as app:

@@ -20,6 +20,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from storage.runs import get_run, list_runs
 from tests.fixtures_app import Watch, name_the_reviewer, running_app, script_run, settled
@@ -86,8 +87,7 @@ def _walk_review(page: Any, app: dict[str, Any], run_id: int) -> list[str]:
     expect = _expect()
     main = page.get_by_test_id("stMain")
     db = open_db(app["db"])
-    wanted, total = review_table(db, run_id, disagreements_only=True, search="with",
-                                 consensus_label="SPLIT", limit=None)
+    wanted, total = review_table(db, run_id, ReviewFilter(disagreements_only=True, search="with", consensus_label="SPLIT"), limit=None)
     walk = [str(i) for i in wanted["item_id"]]
     assert len(walk) >= 4, "the demo must have four contested SPLIT items mentioning 'with'"
 

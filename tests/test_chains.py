@@ -33,6 +33,7 @@ from storage.calls import CallCacheStore, successful_pairs, write_verdicts
 from storage.dataset_store import save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
@@ -304,7 +305,7 @@ def test_flip_rates_match_the_noise_of_the_simulator_profiles(tmp_path, simulato
     assert (steady.flip_rate, steady.agreement, steady.alpha.value) == (0.0, 1.0, 1.0)
 
     # Review's "unstable items" are exactly the items stability names.
-    frame, total = review_table(db, run_id, unstable=0.0, limit=None)
+    frame, total = review_table(db, run_id, ReviewFilter(unstable=0.0), limit=None)
     assert sorted(frame["item_id"]) == noisy.unstable and total == len(noisy.unstable)
 
     out = io.StringIO()

@@ -21,6 +21,7 @@ from storage.dataset_store import save_dataset
 from storage.decisions import DECIDED, NEEDS_DECISION, decision_counts, final_decisions
 from storage.overrides import accept_consensus, add_override, human_labels
 from storage.panels import save_panel
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_position, review_table
 from storage.runs import create_run
 from tests.fixtures_storage import make_parsed
@@ -156,12 +157,12 @@ def test_the_review_filter_lists_exactly_what_the_rule_says_needs_a_decision(db)
                             ("KEEP", "SPLIT", "MERGE", None, "SPLIT")])
     add_override(db, run_id, ids[4], "SPLIT", "", "ana", children=["A", "B"])
     rule = decision_rule(CURATION)
-    frame, total = review_table(db, run_id, needs_decision=rule, sort="item", limit=None)
+    frame, total = review_table(db, run_id, ReviewFilter(needs_decision=rule), sort="item", limit=None)
     final = final_decisions(db, run_id, rule)
     assert list(frame["item_id"]) == list(final.loc[final["status"] == NEEDS_DECISION, "item_id"])
     assert total == 3 and list(frame["item_id"]) == ids[1:4]
-    assert item_position(db, run_id, ids[2], needs_decision=rule, sort="item") == 1
-    assert item_position(db, run_id, ids[4], needs_decision=rule, sort="item") is None
+    assert item_position(db, run_id, ids[2], ReviewFilter(needs_decision=rule), sort="item") == 1
+    assert item_position(db, run_id, ids[4], ReviewFilter(needs_decision=rule), sort="item") is None
 
 
 def test_bulk_accept_skips_what_cannot_be_acted_on_and_says_why(db):

@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOPS = ("app.py", "pages", "judging", "storage")
 # What storage may take from judging: plain types, the error tree, and the pure hashing of
 # the review record (stdlib only: storage seals rows with it in their own transaction).
-LEAVES = {"judging.verdicts", "judging.errors", "judging.analysis.hash_chain"}
+LEAVES = {"judging.verdicts", "judging.errors", "judging.run_status", "judging.analysis.hash_chain"}
 ORCHESTRATION = "judging.runs"
 
 
@@ -214,7 +214,8 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path: pathlib.Path) -> No
 
 # Which capability package may import which (besides itself and the leaves): the docstring of
 # each package says the same. A new arrow upward is a design change, made here on purpose.
-LEAF_MODULES = {"judging.errors", "judging.verdicts", "judging.scales", "judging.known_fields"}
+LEAF_MODULES = {"judging.errors", "judging.verdicts", "judging.scales", "judging.known_fields",
+                "judging.run_status"}
 MAY_IMPORT = {
     "judging.agreement": set(),
     "judging.voting": {"judging.agreement"},

@@ -13,6 +13,7 @@ from storage.assignments import PACE_BREAK_SECONDS, reviewer_pace
 from storage.db import StorageError, open_db
 from storage.leases import LEASE_SECONDS, held_by_others, release_lease, take_lease
 from storage.overrides import add_override, override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from tests.test_app_smoke import APP, all_text, no_exception, open_page
 
@@ -64,8 +65,7 @@ def test_two_reviewers_on_one_list_are_never_handed_the_same_item(
 ) -> None:
     path, run_id = demo_db
     k = f"rv{run_id}."
-    order = [str(i) for i in review_table(open_db(path), run_id, disagreements_only=True,
-                                          limit=4)[0]["item_id"]]
+    order = [str(i) for i in review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=4)[0]["item_id"]]
     ana = _open_as("ana", run_id)
     assert ana.query_params["item"] == order[0]
     # Bob opens the same list: the first item is Ana's, he gets the next one.
@@ -92,8 +92,7 @@ def test_an_item_someone_else_has_open_says_who_and_cannot_be_saved(
 ) -> None:
     path, run_id = demo_db
     k = f"rv{run_id}."
-    first = str(review_table(open_db(path), run_id, disagreements_only=True,
-                             limit=1)[0]["item_id"][0])
+    first = str(review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=1)[0]["item_id"][0])
     take_lease(open_db(path), run_id, first, "ana")
     bob = open_page("review", query={"run": str(run_id), "item": first})
     bob.text_input(key=k + "reviewer").set_value("bob").run()

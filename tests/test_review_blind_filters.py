@@ -14,6 +14,7 @@ import pathlib
 
 from judging.runs.run_report import run_stability
 from storage.db import open_db
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 from tests.test_chains_pages import chains_db, chains_template  # noqa: F401 (fixtures)
@@ -41,7 +42,7 @@ def test_blind_mode_draws_no_filter_or_sort_that_follows_from_the_critics(
     at = open_page("review", query={"run": str(run_id)})
     at.toggle(key=k + "disagree").set_value(False)
     at.selectbox(key=k + "consensus").set_value("MERGE").run()
-    _, merges = review_table(open_db(path), run_id, consensus_label="MERGE", limit=0)
+    _, merges = review_table(open_db(path), run_id, ReviewFilter(consensus_label="MERGE"), limit=0)
     _, everything = review_table(open_db(path), run_id, limit=0)
     assert 0 < merges < everything
     assert f"{merges:,} items match" in all_text(at)
@@ -70,8 +71,7 @@ def test_a_blind_search_looks_in_the_items_not_in_the_critics_reasons(
     for item in frame["item_id"][:40]:
         for verdict in item_detail(db, run_id, str(item))["verdicts"]:
             for candidate in str(verdict["reasoning"] or "").split():
-                if len(candidate) > 5 and candidate.isalpha() and review_table(
-                        db, run_id, search=candidate, search_reasons=False, limit=0)[1] == 0:
+                if len(candidate) > 5 and candidate.isalpha() and review_table(db, run_id, ReviewFilter(search=candidate, search_reasons=False), limit=0)[1] == 0:
                     word = candidate
                     break
             if word:
@@ -79,7 +79,7 @@ def test_a_blind_search_looks_in_the_items_not_in_the_critics_reasons(
         if word:
             break
     assert word is not None, "no reason word outside the items in the demo"
-    assert review_table(db, run_id, search=word, limit=0)[1] > 0  # found among the reasons
+    assert review_table(db, run_id, ReviewFilter(search=word), limit=0)[1] > 0  # found among the reasons
 
     k = f"rv{run_id}."
     at = open_page("review", query={"run": str(run_id), "blind": "1"})
@@ -112,8 +112,7 @@ def test_a_link_from_agreement_opens_every_item_it_counted(
 ) -> None:
     path, run_id = chains_db
     unstable = run_stability(open_db(path), run_id)[0].unstable
-    contested = set(review_table(open_db(path), run_id, disagreements_only=True,
-                                 limit=None)[0]["item_id"])
+    contested = set(review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=None)[0]["item_id"])
     assert set(unstable) - contested, "every unstable item is contested: nothing to show"
     at = open_page("review", query={"run": str(run_id), "unstable": "1"})
     no_exception(at)
@@ -126,7 +125,7 @@ def test_a_link_to_the_tied_items_in_blind_mode_lists_every_item(
 ) -> None:
     path, run_id = demo_db
     _, everything = review_table(open_db(path), run_id, limit=0)
-    _, tied = review_table(open_db(path), run_id, ties_only=True, limit=0)
+    _, tied = review_table(open_db(path), run_id, ReviewFilter(ties_only=True), limit=0)
     assert 0 < tied < everything
     at = open_page("review", query={"run": str(run_id), "blind": "1", "ties": "1"})
     no_exception(at)

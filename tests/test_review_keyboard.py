@@ -18,6 +18,7 @@ import pytest
 
 from storage.db import open_db
 from storage.overrides import override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
 
@@ -62,8 +63,7 @@ def test_a_review_is_two_key_presses_and_the_next_decision_has_the_focus(
 ) -> None:
     expect = _expect()
     path, run_id = demo_db
-    walk = [str(i) for i in review_table(open_db(path), run_id, disagreements_only=True,
-                                         limit=6)[0]["item_id"]]
+    walk = [str(i) for i in review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=6)[0]["item_id"]]
     with running_app(path) as app:
         page = app_page
         page.goto(f"{app['url']}/review?run={run_id}")

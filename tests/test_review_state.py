@@ -7,6 +7,7 @@ import pathlib
 
 from storage.db import open_db
 from storage.overrides import override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import no_exception, open_page
 
@@ -29,8 +30,7 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
     at.text_input(key=k + "reviewer").set_value("carla")
     at.selectbox(key=k + "consensus").set_value("SPLIT").run()
     no_exception(at)
-    expected, total = review_table(open_db(path), run_id, disagreements_only=True,
-                                   consensus_label="SPLIT", limit=None)
+    expected, total = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True, consensus_label="SPLIT"), limit=None)
     assert total >= 4
     opened = []
     for n in range(3):
@@ -120,7 +120,7 @@ def test_a_search_opens_an_item_that_contains_the_words(demo_db: tuple[pathlib.P
 
 def test_a_filter_that_keeps_the_open_item_keeps_it(demo_db: tuple[pathlib.Path, int]) -> None:
     path, run_id = demo_db
-    frame, _ = review_table(open_db(path), run_id, disagreements_only=True, limit=None)
+    frame, _ = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=None)
     chosen = frame["item_id"].iloc[-1]  # on the last page of the contested list
     at = open_page("review", query={"run": str(run_id), "item": chosen})
     k = f"rv{run_id}."
@@ -133,7 +133,7 @@ def test_a_filter_that_keeps_the_open_item_keeps_it(demo_db: tuple[pathlib.Path,
 
 def test_a_shared_link_opens_its_item_on_its_page(demo_db: tuple[pathlib.Path, int]) -> None:
     path, run_id = demo_db
-    frame, _ = review_table(open_db(path), run_id, disagreements_only=True, limit=None)
+    frame, _ = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=None)
     far = frame["item_id"].iloc[-1]
     at = open_page("review", query={"run": str(run_id), "item": far})
     no_exception(at)
@@ -208,7 +208,7 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
     at.selectbox(key=k + "size").set_value(25)
     at.selectbox(key=k + "overridden").set_value("not yet").run()
     filters = {"disagreements_only": True, "overridden": False}
-    expected, total = review_table(open_db(path), run_id, limit=None, **filters)
+    expected, total = review_table(open_db(path), run_id, ReviewFilter(**filters), limit=None)
     pages = -(-total // 25)
     assert pages >= 2
     at.number_input(key=k + "page").set_value(pages).run()
@@ -228,4 +228,4 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
     assert any("that was the last item of this list" in s.value for s in at.success)
     for item in last_page:
         assert [o["reviewer"] for o in override_history(open_db(path), run_id, item)] == ["erin"]
-    assert review_table(open_db(path), run_id, limit=0, **filters)[1] == total - len(last_page)
+    assert review_table(open_db(path), run_id, ReviewFilter(**filters), limit=0)[1] == total - len(last_page)

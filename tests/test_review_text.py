@@ -15,6 +15,7 @@ from typing import Any
 
 from storage.db import open_db
 from storage.overrides import override_history
+from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from tests.fixtures_hostile import LABELS, REVIEWER, URL_ITEM
 from tests.test_app_smoke import no_exception, open_page
@@ -108,7 +109,7 @@ def test_counts_read_as_english(demo_db: tuple[pathlib.Path, int]) -> None:
     path, run_id = demo_db
     k = f"rv{run_id}."
     # A contested item's id (ids are TX-0001...TX-0300): a search that matches exactly one item.
-    only = str(review_table(open_db(path), run_id, disagreements_only=True, limit=1)[0]
+    only = str(review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=1)[0]
                ["item_id"].iloc[0])
     at = open_page("review", query={"run": str(run_id)})
     at.text_input(key=k + "search").set_value(only).run()

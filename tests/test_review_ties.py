@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, item_position, review_table, tie_breaks
 from tests.fixtures_app import shown
 from tests.test_app_smoke import no_exception, open_page
@@ -23,16 +24,16 @@ def test_ties_only_is_exactly_the_tied_items(demo_db: tuple[pathlib.Path, int]) 
     path, run_id = demo_db
     tied = _tied(path, run_id)
     assert len(tied) >= 2, "the demo run has tied votes"
-    frame, total = review_table(open_db(path), run_id, ties_only=True, limit=None)
+    frame, total = review_table(open_db(path), run_id, ReviewFilter(ties_only=True), limit=None)
     assert total == len(tied)
     assert set(frame["item_id"]) == set(tied)
     assert frame["tie"].all()
     # The position of an item agrees with the filtered table (the page walks it in order).
     last = str(frame["item_id"].iloc[-1])
-    assert item_position(open_db(path), run_id, last, ties_only=True) == total - 1
+    assert item_position(open_db(path), run_id, last, ReviewFilter(ties_only=True)) == total - 1
     untied = next(str(i) for i in review_table(open_db(path), run_id, limit=None)[0]["item_id"]
                   if str(i) not in tied)
-    assert item_position(open_db(path), run_id, untied, ties_only=True) is None
+    assert item_position(open_db(path), run_id, untied, ReviewFilter(ties_only=True)) is None
 
 
 def test_tie_breaks_count_the_label_the_rule_chose(demo_db: tuple[pathlib.Path, int]) -> None:

@@ -34,6 +34,7 @@ from storage.dataset_store import save_dataset
 from storage.db import NotFoundError, StorageError, open_db
 from storage.export_files import export_bytes
 from storage.importing import read_dataset
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from storage.runs import get_run
 
@@ -182,9 +183,9 @@ def test_a_rubric_run_stores_every_mark_and_scores_the_panels_marks(
             assert [s["role"] for s in detail["steps"]["sharp"]] == [
                 "criterion accurate", "criterion complete", "criterion rival"]
     assert disputed  # at 60% accuracy the rough critic disagrees somewhere
-    frame, total = review_table(db, run_id, disputed=True, limit=None)
+    frame, total = review_table(db, run_id, ReviewFilter(disputed=True), limit=None)
     assert set(frame["item_id"]) == disputed and total == len(disputed)
-    only_rival, _ = review_table(db, run_id, disputed="rival", limit=None)
+    only_rival, _ = review_table(db, run_id, ReviewFilter(disputed="rival"), limit=None)
     assert set(only_rival["item_id"]) <= disputed
 
     report = {c.criterion: c for c in run_rubric(db, run_id).criteria}

@@ -13,6 +13,7 @@ from judging.demo import pairwise_dataset_path
 from judging.panel.rubric import MET, UNMET
 from storage.criteria import final_marks
 from storage.db import open_db
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -61,7 +62,7 @@ def test_review_shows_the_criteria_grid_and_saves_a_reviewers_mark(
 ) -> None:
     path, run_id = rubric_db
     db = open_db(path)
-    frame, total = review_table(db, run_id, disputed="answers", limit=None)
+    frame, total = review_table(db, run_id, ReviewFilter(disputed="answers"), limit=None)
     assert total > 0
     at = open_page("review", query={"run": str(run_id)})
     key = f"rv{run_id}."

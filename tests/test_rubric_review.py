@@ -8,7 +8,6 @@ import csv
 import io
 import pathlib
 import shutil
-from typing import Any
 
 import pytest
 
@@ -23,6 +22,7 @@ from judging.voting.strategies import band
 from storage.criteria import add_criterion_override, final_marks
 from storage.db import open_db
 from storage.export_files import export_bytes
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -77,9 +77,11 @@ def _flip(path: pathlib.Path, run_id: int, item: str) -> tuple[str, float, str] 
     return flipped, score, label
 
 
-def _flippable(path: pathlib.Path, run_id: int, **filters: Any) -> tuple[str, str, float, str]:
+def _flippable(path: pathlib.Path, run_id: int, filters: ReviewFilter | None = None,
+               sort: str = "contested") -> tuple[str, str, float, str]:
     """The first item of the review list (`filters`) whose "answers" flip changes its band."""
-    frame, _ = review_table(open_db(path), run_id, limit=None, **filters)
+    frame, _ = review_table(open_db(path), run_id, filters or ReviewFilter(), sort=sort,
+                            limit=None)
     for item in map(str, frame["item_id"]):
         flip = _flip(path, run_id, item)
         if flip is not None:
@@ -129,7 +131,7 @@ def test_a_rubric_review_counts_as_reviewed_by_a_human(banded_db):
 def test_review_s_mark_form_shows_the_label_the_marks_give(banded_db):
     path, run_id = banded_db
     k = f"rv{run_id}."
-    item, flipped, score, label = _flippable(path, run_id, disagreements_only=True)
+    item, flipped, score, label = _flippable(path, run_id, ReviewFilter(disagreements_only=True))
     at = open_page("review", query={"run": str(run_id), "item": item})
     at.text_input(key=k + "reviewer").input("ana").run()
     assert at.session_state[k + "item"] == item

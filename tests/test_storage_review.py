@@ -11,6 +11,7 @@ from judging.verdicts import Verdict
 from storage.calls import load_verdicts_of, load_votes_of, write_verdicts
 from storage.db import NotFoundError, StorageError, open_db
 from storage.overrides import add_override
+from storage.review_filter import ReviewFilter
 from storage.review_queue import SORTS, item_detail, item_position, review_labels, review_table
 from tests.fixtures_storage import seed_run
 
@@ -41,10 +42,10 @@ FILTERS = {
                         lambda run: _critic_said(run, "beta", "SPLIT")),
     "gamma parse_fail": ({"critic_label": ("gamma", "parse_fail")},
                          lambda run: _critic_said(run, "gamma", "parse_fail")),
-    "failures": ({"failures_only": True}, lambda run: lambda item: run.outcomes[item.id].failed > 0),
-    "parse failures": ({"failures_only": "parse_fail"},
+    "failures": ({"failures": "any"}, lambda run: lambda item: run.outcomes[item.id].failed > 0),
+    "parse failures": ({"failures": "parse_fail"},
                        lambda run: lambda item: run.outcomes[item.id].failed > 0),
-    "refusals": ({"failures_only": "refusal"}, lambda run: lambda item: False),
+    "refusals": ({"failures": "refusal"}, lambda run: lambda item: False),
     "search item text": ({"search": "NUMBER 12"}, lambda run: lambda item: item.id == "item-000012"),
     "search reasoning": ({"search": "100% cotton_blend"},
                          lambda run: lambda item: item.id == "item-000017"),
@@ -64,14 +65,14 @@ FILTERS = {
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_filters_return_exactly_the_matching_items(db, run, name):
     kwargs, make_predicate = FILTERS[name]
-    frame, total = review_table(db, run.run_id, limit=None, **kwargs)
+    frame, total = review_table(db, run.run_id, ReviewFilter(**kwargs), limit=None)
     expected = _expected(run, make_predicate(run))
     assert set(frame["item_id"]) == expected
     assert total == len(expected)
 
 
 def test_alpha_range(db, run):
-    frame, total = review_table(db, run.run_id, alpha_range=(0.0, 0.5), limit=None)
+    frame, total = review_table(db, run.run_id, ReviewFilter(alpha_range=(0.0, 0.5)), limit=None)
     alphas = dict(zip(frame["item_id"], frame["item_alpha"]))
     assert total == len(frame) > 0
     assert all(0.0 <= a <= 0.5 for a in alphas.values())
@@ -79,15 +80,15 @@ def test_alpha_range(db, run):
     expected = {i for i, a in zip(everything["item_id"], everything["item_alpha"])
                 if not math.isnan(a) and 0.0 <= a <= 0.5}  # NaN: undefined alpha
     assert set(alphas) == expected
-    open_high, _ = review_table(db, run.run_id, alpha_range=(None, -0.25), limit=None)
+    open_high, _ = review_table(db, run.run_id, ReviewFilter(alpha_range=(None, -0.25)), limit=None)
     assert set(open_high["item_alpha"]) <= {-0.5, -0.25}
 
 
 def test_overridden_filter(db, run):
     add_override(db, run.run_id, "item-000003", "SPLIT", "checked", "ann")
     add_override(db, run.run_id, "item-000009", "KEEP", "", "bob")
-    yes, n_yes = review_table(db, run.run_id, overridden=True, limit=None)
-    no, n_no = review_table(db, run.run_id, overridden=False, limit=None)
+    yes, n_yes = review_table(db, run.run_id, ReviewFilter(overridden=True), limit=None)
+    no, n_no = review_table(db, run.run_id, ReviewFilter(overridden=False), limit=None)
     assert set(yes["item_id"]) == {"item-000003", "item-000009"}
     assert n_yes + n_no == 60 and "item-000003" not in set(no["item_id"])
     row = yes.set_index("item_id").loc["item-000003"]
@@ -151,13 +152,13 @@ INJECTIONS = [
 
 @pytest.mark.parametrize("attack", INJECTIONS)
 def test_injection_attempts_are_just_text(db, run, attack):
-    frame, total = review_table(db, run.run_id, search=attack, limit=None)
+    frame, total = review_table(db, run.run_id, ReviewFilter(search=attack), limit=None)
     # LIKE wildcards are escaped: "%" and "_" match only the one reasoning that holds them.
     expected = {"item-000017"} if attack in ("%", "_") else set()
     assert set(frame["item_id"]) == expected and total == len(expected)
-    frame, total = review_table(db, run.run_id, critic_label=(attack, "KEEP"), limit=None)
+    frame, total = review_table(db, run.run_id, ReviewFilter(critic_label=(attack, "KEEP")), limit=None)
     assert total == 0
-    frame, total = review_table(db, run.run_id, consensus_label=attack, limit=None)
+    frame, total = review_table(db, run.run_id, ReviewFilter(consensus_label=attack), limit=None)
     assert total == 0
     assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 180
 
@@ -166,7 +167,7 @@ def test_an_evil_critic_name_is_data(db):
     evil = "x\"; DELETE FROM calls; --"
     run = seed_run(db, 4, critics=(evil, "ok"), fail_rate=0.0)
     said = run.verdicts[("item-000000", evil)].label
-    frame, _ = review_table(db, run.run_id, critic_label=(evil, said), limit=None)
+    frame, _ = review_table(db, run.run_id, ReviewFilter(critic_label=(evil, said)), limit=None)
     assert "item-000000" in set(frame["item_id"])
     assert evil in frame.columns
     assert db.execute("SELECT count(*) FROM calls").fetchone()[0] == 8
@@ -176,7 +177,7 @@ def test_bad_arguments_are_clear(db, run):
     with pytest.raises(StorageError, match="Unknown sort"):
         review_table(db, run.run_id, sort="id; DROP TABLE runs")
     with pytest.raises(StorageError, match="critic, label"):
-        review_table(db, run.run_id, critic_label=("only-one",))  # type: ignore[arg-type]
+        review_table(db, run.run_id, ReviewFilter(critic_label=("only-one",)))  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         review_table(db, 999)
 
@@ -289,10 +290,8 @@ def test_the_default_first_page_is_read_in_index_order_not_sorted(db, run, disag
         f"EXPLAIN QUERY PLAN SELECT c.rowid FROM consensus c WHERE {where} ORDER BY "
         + SORTS["contested"] + " LIMIT 50", [run.run_id]))
     assert "consensus_contested_order" in plan and "TEMP B-TREE" not in plan, plan
-    everything, total = review_table(db, run.run_id, disagreements_only=disagreements_only,
-                                     limit=None)
-    last, same_total = review_table(db, run.run_id, disagreements_only=disagreements_only,
-                                    limit=7, offset=(math.ceil(total / 7) - 1) * 7)
+    everything, total = review_table(db, run.run_id, ReviewFilter(disagreements_only=disagreements_only), limit=None)
+    last, same_total = review_table(db, run.run_id, ReviewFilter(disagreements_only=disagreements_only), limit=7, offset=(math.ceil(total / 7) - 1) * 7)
     assert same_total == total and 0 < len(last) <= 7
     assert list(last["item_id"]) == list(everything["item_id"])[-len(last):]
 
@@ -313,11 +312,11 @@ def test_item_position_is_the_row_of_the_item_in_the_table(db, run, sort, filter
     # given so that "recently overridden first" has an order of its own).
     for n, item in enumerate(run.items[5:40:6]):
         add_override(db, run.run_id, item.id, "MERGE", f"note {n}", "ana")
-    table, _ = review_table(db, run.run_id, sort=sort, limit=None, **filters)
+    table, _ = review_table(db, run.run_id, ReviewFilter(**filters), sort=sort, limit=None)
     rows = [str(i) for i in table["item_id"]]
     for item in run.items:
         expected = rows.index(item.id) if item.id in rows else None
-        assert item_position(db, run.run_id, item.id, sort=sort, **filters) == expected, item.id
+        assert item_position(db, run.run_id, item.id, ReviewFilter(**filters), sort=sort) == expected, item.id
 
 
 def test_votes_are_the_stored_verdicts_without_their_evidence(db, run):
@@ -337,3 +336,22 @@ def test_votes_are_the_stored_verdicts_without_their_evidence(db, run):
          for v in whole]
     assert all(v.raw_response is None and v.reasoning is None and v.message is None
                for v in votes)
+
+
+def test_a_review_filter_is_one_frozen_value_with_a_typed_failure_filter(db, run):
+    import dataclasses
+
+    from judging.verdicts import FailureKind
+    from storage.review_filter import ANY_FAILURE
+
+    assert ReviewFilter(failures="parse_fail").failures is FailureKind.PARSE_FAIL
+    assert ReviewFilter(failures=ANY_FAILURE).failures == "any"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ReviewFilter().search = "x"  # type: ignore[misc]
+    with pytest.raises(StorageError, match="Unknown failure filter 'oops'; use 'any' or one of"):
+        ReviewFilter(failures="oops")  # type: ignore[arg-type]
+    # The same value drives the table and an item's position.
+    where = ReviewFilter(disagreements_only=True, consensus_label="SPLIT")
+    frame, _ = review_table(db, run.run_id, where, limit=None)
+    for n, item in enumerate(frame["item_id"]):
+        assert item_position(db, run.run_id, str(item), where) == n

@@ -12,6 +12,7 @@ from storage.assignments import adjudicated_items, save_assignment
 from storage.db import open_db
 from storage.decisions import NEEDS_DECISION
 from storage.overrides import add_override
+from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -127,8 +128,7 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     path, run_id = demo_db
     db = open_db(path)
     # The first two items of Review's list as it opens (contested first).
-    first, second = [str(i) for i in review_table(db, run_id, disagreements_only=True,
-                                                  limit=2)[0]["item_id"]]
+    first, second = [str(i) for i in review_table(db, run_id, ReviewFilter(disagreements_only=True), limit=2)[0]["item_id"]]
     classes = [item_detail(db, run_id, i)["fields"]["candidate_class"] for i in (first, second)]
     add_override(db, run_id, first, "SPLIT", "", "ana", children=["Trail", "Road"])
     add_override(db, run_id, second, "MERGE", "", "ana", merge_into=classes[0])

@@ -24,6 +24,7 @@ from storage.assignments import (
 )
 from storage.db import StorageError, open_db
 from storage.overrides import add_override, final_labels
+from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from tests.fixtures_storage import seed_run
 from tests.test_app_smoke import no_exception, open_page
@@ -107,7 +108,7 @@ def test_storage_keeps_one_assignment_per_run_and_each_reviewers_own_label(db):
     progress = {p["reviewer"]: p for p in reviewer_progress(db, run.run_id)}
     assert progress["ana"]["labelled"] == 1 and progress["bob"]["labelled"] == 1
     assert progress["ana"]["assigned"] + progress["bob"]["assigned"] == 9
-    mine, total = review_table(db, run.run_id, assigned_to="bob", limit=None)
+    mine, total = review_table(db, run.run_id, ReviewFilter(assigned_to="bob"), limit=None)
     assert total == progress["bob"]["assigned"]
     assert set(mine["item_id"]) == {i for i, names in plan.items() if "bob" in names}
 
@@ -124,7 +125,7 @@ def test_the_team_page_assigns_shows_the_conflict_and_records_the_adjudication(
     at.button(key=f"FormSubmitter:{k}assign-Assign").click().run()
     no_exception(at)
     plan = assignment(open_db(path), run_id)
-    contested, total = review_table(open_db(path), run_id, disagreements_only=True, limit=None)
+    contested, total = review_table(open_db(path), run_id, ReviewFilter(disagreements_only=True), limit=None)
     assert set(plan) == set(contested["item_id"]) and len(plan) == total
     assert all(sorted(names) == ["ana", "bob"] for names in plan.values())
 

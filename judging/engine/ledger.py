@@ -199,12 +199,15 @@ _MONEY_FIELDS = ("cost_usd", "saved_usd")
 class LedgerTotals:
     """The run-wide figures of a progress snapshot, read from its `ledger` (never counted apart).
 
-    Mixed into `judging.engine.panel_runner.RunProgress` and `judging.runs.job.JobProgress`, which both
-    carry a `ledger: Ledger` field.
+    Mixed into `judging.engine.panel_runner.RunProgress` (a `ledger` field) and
+    `judging.runs.job.JobProgress` (its run's ledger).
     """
 
     __slots__ = ()
-    ledger: Ledger
+
+    @property
+    def ledger(self) -> Ledger:
+        raise NotImplementedError  # a field (or property) of the class it is mixed into
 
     @property
     def done(self) -> int:

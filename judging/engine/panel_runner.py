@@ -100,8 +100,17 @@ class RunProgress(LedgerTotals):
 
     @property
     def calls_per_second(self) -> float:
-        """Finished calls per second of wall time."""
-        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        """Requests actually sent per second of the run's wall time: cache hits and calls a
+        cascade settled early cost no time, so they would flatter the pace. The one pace rule
+        (a job's progress reads it too)."""
+        return self.ledger.sent_calls / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the current pace: 0 when nothing is left, None while unknown."""
+        remaining = max(0, self.total - self.done - self.calls_saved)
+        rate = self.calls_per_second
+        return remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
 
     @property
     def fraction(self) -> float:

@@ -407,6 +407,11 @@ def _clip(text: str) -> str:
 def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> ParsedReply:
     """Read one chat-completions reply.
 
+    Three jobs, one function each: the HTTP status and body into a JSON object or a classified
+    failure (`_reply_object`), the vendor's envelope into the model's text (`_unwrap`), and
+    that text into a verdict, by what the call asked for (`_free_text`, `_rubric_verdict`,
+    `_scale_verdict`).
+
     Args:
         status: the HTTP status code.
         body: the reply body as text.
@@ -422,6 +427,29 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
         CallFailure: a subclass saying what went wrong (see the module docstring). ParseError
             keeps the model's text in `raw`.
     """
+    data = _reply_object(status, body)
+    reply = _unwrap(data, body)
+    if not reply.answer.strip():
+        if reply.finish_reason == "length":
+            raise TruncatedError(
+                "the reply was cut off (finish_reason=length) before any answer: raise "
+                "max_tokens (thinking may have used the budget)",
+                raw=reply.content or None,
+            )
+        raise ParseError(
+            f"the reply content is blank (finish_reason={reply.finish_reason})",
+            raw=reply.content or None,
+        )
+    if scale is None:
+        return _free_text(reply)
+    if isinstance(scale, RubricConfig):
+        return _rubric_verdict(reply, scale)
+    return _scale_verdict(reply, scale)
+
+
+def _reply_object(status: int, body: str) -> dict[str, Any]:
+    """The reply's JSON object, or the failure its status and body say (an HTTP error, an
+    HTML page, a body that is not JSON, an error inside a 200)."""
     if looks_like_html(body):
         raise RetryableCallError(
             f"HTTP {status} with an HTML page instead of JSON (a proxy or gateway error)",
@@ -447,8 +475,31 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
         raise embedded
     if not isinstance(data, dict):
         raise ParseError("the reply is not a JSON object", raw=body)
-    usage = _usage(data)
-    tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """What the model said, out of its vendor's envelope: the content as sent, the answer
+    (what follows the last `</think>`), the reasoning it gave beside the answer, how it
+    finished, and the usage."""
+
+    content: str
+    answer: str
+    side_reasoning: str | None
+    finish_reason: str | None
+    usage: Usage
+
+    def parsed(self, **verdict: Any) -> ParsedReply:
+        return ParsedReply(**verdict, tokens_in=self.usage.tokens_in,
+                           tokens_out=self.usage.tokens_out,
+                           finish_reason=self.finish_reason, usage=self.usage)
+
+
+def _unwrap(data: dict[str, Any], body: str) -> _Reply:
+    """The model's text out of an Anthropic message or an OpenAI chat completion; a refusal
+    the envelope itself states (a `refusal` field, a content filter, stop_reason=refusal)
+    is raised here, before any text is read as a label."""
     if is_message(data):  # Anthropic's Messages API, live or from a batch
         view = read_message(data)
         content, finish_reason = view["content"], view["finish_reason"]
@@ -482,45 +533,38 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
     answer, thinking = split_thinking(content)
     if not isinstance(side_reasoning, str) or not side_reasoning.strip():
         side_reasoning = None
-    fallback_reasoning = side_reasoning or thinking
+    return _Reply(content=content, answer=answer, side_reasoning=side_reasoning or thinking,
+                  finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+                  usage=_usage(data))
 
-    if not answer.strip():
-        if finish_reason == "length":
-            raise TruncatedError(
-                "the reply was cut off (finish_reason=length) before any answer: raise "
-                "max_tokens (thinking may have used the budget)",
-                raw=content or None,
-            )
-        raise ParseError(
-            f"the reply content is blank (finish_reason={finish_reason})", raw=content or None
-        )
 
-    if scale is None:
-        if finish_reason == "length":
-            raise TruncatedError(
-                "the reply was cut off (finish_reason=length): raise max_tokens", raw=content
-            )
-        return ParsedReply(
-            label=None, score=None, confidence=None, reasoning=answer.strip(),
-            tokens_in=tokens_in, tokens_out=tokens_out,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-            usage=usage,
+def _free_text(reply: _Reply) -> ParsedReply:
+    """A free-text step (a compound critic's reasoning or argument): its text is the reply."""
+    if reply.finish_reason == "length":
+        raise TruncatedError(
+            "the reply was cut off (finish_reason=length): raise max_tokens", raw=reply.content
         )
-    if isinstance(scale, RubricConfig):
-        if finish_reason == "length":
-            raise TruncatedError(
-                "the reply was cut off (finish_reason=length) before every criterion was "
-                "marked: raise max_tokens", raw=content)
-        marks, said_confidence = parse_marks(answer, scale)
-        return ParsedReply(
-            label=None, score=rubric_score({c: m for c, (m, _) in marks.items()}, scale),
-            confidence=normalize_confidence(said_confidence), reasoning=marks_text(marks),
-            tokens_in=tokens_in, tokens_out=tokens_out,
-            finish_reason=finish_reason if isinstance(finish_reason, str) else None, marks=marks,
-            usage=usage,
-        )
-    label: str | None = None
-    score: float | None = None
+    return reply.parsed(label=None, score=None, confidence=None,
+                        reasoning=reply.answer.strip())
+
+
+def _rubric_verdict(reply: _Reply, rubric: RubricConfig) -> ParsedReply:
+    """A rubric call: a mark per criterion, and their score."""
+    if reply.finish_reason == "length":
+        raise TruncatedError(
+            "the reply was cut off (finish_reason=length) before every criterion was "
+            "marked: raise max_tokens", raw=reply.content)
+    marks, said_confidence = parse_marks(reply.answer, rubric)
+    return reply.parsed(
+        label=None, score=rubric_score({c: m for c, (m, _) in marks.items()}, rubric),
+        confidence=normalize_confidence(said_confidence), reasoning=marks_text(marks),
+        marks=marks)
+
+
+def _scale_verdict(reply: _Reply, scale: Scale) -> ParsedReply:
+    """A label (or score) on the scale: from the first JSON object that holds one, else a
+    bare label; prose with neither is a refusal, a truncation or a parse failure."""
+    answer, content = reply.answer, reply.content
     confidence: float | None = None
     reasoning: str | None = None
     objects = [_folded(o) for o in _objects_in(answer)]
@@ -539,7 +583,7 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
             # A bare label ("KEEP") is a verdict too; prose is not.
             value = scale.normalize(answer.strip())
     except ParseError as error:
-        if chosen is None and finish_reason == "length":
+        if chosen is None and reply.finish_reason == "length":
             raise TruncatedError(
                 "the reply was cut off (finish_reason=length) before a complete answer",
                 raw=content,
@@ -551,18 +595,6 @@ def parse_reply(status: int, body: str, scale: Scale | RubricConfig | None) -> P
                 f"no JSON verdict in the reply: {_clip(answer.strip())[:200]!r}", raw=content
             ) from None
         raise ParseError(str(error), raw=content) from None
-
-    if isinstance(value, float):
-        score = value
-    else:
-        label = value
-    return ParsedReply(
-        label=label,
-        score=score,
-        confidence=confidence,
-        reasoning=reasoning or fallback_reasoning,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=usage,
-    )
+    score, label = (value, None) if isinstance(value, float) else (None, value)
+    return reply.parsed(label=label, score=score, confidence=confidence,
+                        reasoning=reasoning or reply.side_reasoning)

@@ -40,6 +40,7 @@ from judging.analysis.audit_stats import (
 from judging.errors import ConfigError, StorageError
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
+from judging.run_status import RunStatus
 from storage import audit as store
 from storage.runs import get_run
 
@@ -54,7 +55,7 @@ def _auditable(db: sqlite_utils.Database, run_id: int) -> tuple[dict[str, Any], 
     if panel.scale.is_numeric:
         raise ConfigError("The audit compares the panel's labels with a reviewer's, and this "
                           "panel gives scores: it needs a panel with a label scale.")
-    if run["status"] in ("pending", "running"):
+    if not RunStatus(run["status"]).finished:
         raise StorageError(f"Run #{run_id} is {run['status']}: draw the audit sample once it "
                            "has finished, so every item can be drawn.")
     return run, panel

@@ -23,14 +23,14 @@ import pathlib
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from judging.analysis.stability import stability_text
 from judging.engine.budget import BudgetCap
 from judging.engine.ledger import Ledger
-from judging.engine.panel_runner import RunProgress
 from judging.errors import ConfigError, DataError
 from judging.panel.panel_files import load_panel
+from judging.run_status import RunStatus
 from judging.runs.export_run import export_options
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from judging.runs.pairs import pairs_dataset
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     import sqlite_utils
 
     from judging.panel.panel_model import Panel
-    from judging.runs.job import Job, JobProgress
+    from judging.runs.job import Job
     from storage.importing import ParsedDataset
 
 EXIT_OK = 0
@@ -213,7 +213,7 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
                 said = current.vendor
                 print(said, file=sys.stderr, flush=True)
             if current.total:  # nothing planned yet: a 0-of-0 bar would read as finished
-                bar.update(_as_run_progress(current))
+                bar.update(current)
     except KeyboardInterrupt:
         interrupted = True
         print("\nCancelling: calls in flight finish and are kept...", file=sys.stderr, flush=True)
@@ -221,19 +221,19 @@ def _follow(job: Job, args: argparse.Namespace, panel: Panel | None) -> int:
         job.wait()
     finally:
         progress = job.progress()
-        bar.update(_as_run_progress(progress))
+        bar.update(progress)
         bar.close()
     elapsed = time.perf_counter() - start
-    if progress.status == "interrupted":  # --no-wait: the vendor has the batches
+    if progress.status is RunStatus.INTERRUPTED:  # --no-wait: the vendor has the batches
         print(f"Run {job.run_id}: {progress.error}", flush=True)
         return EXIT_OK
     # A run failed because a critic gave no verdict at all still has the others' verdicts:
     # it shows them, then says why it failed, and exits 2 like any input that must be fixed.
-    no_verdict = progress.status == "failed" and _stop_reason(args, job.run_id) == STOP_NO_VERDICT
-    if progress.status == "failed" and not no_verdict:
+    no_verdict = progress.status is RunStatus.FAILED and _stop_reason(args, job.run_id) == STOP_NO_VERDICT
+    if progress.status is RunStatus.FAILED and not no_verdict:
         print(f"jurybox: error: run {job.run_id} failed: {progress.error}", file=sys.stderr)
         return EXIT_FAILED
-    if progress.status == "cancelled":
+    if progress.status is RunStatus.CANCELLED:
         if progress.error:  # stopped by its budget cap: the sentence says how far it got
             print(f"Run {job.run_id}: {progress.error} `jurybox resume {job.run_id} "
                   "--budget-usd ...` (or --budget-tokens).", file=sys.stderr, flush=True)
@@ -303,17 +303,6 @@ def _in_panel_order(verdicts: Iterable[PanelVerdict], order: dict[str, int]
     for pv in verdicts:
         pv.verdicts.sort(key=lambda v: order.get(v.critic, len(order)))
         yield pv
-
-
-def _as_run_progress(p: JobProgress) -> Any:
-    """The engine's `RunProgress` shape, for the CLI's progress bar."""
-
-    return RunProgress(
-        total=p.total, items_total=p.items_total, items_done=p.items_done,
-        critic_done={k: v.done for k, v in p.per_critic.items()},
-        critic_failed={k: v.failed for k, v in p.per_critic.items()},
-        ledger=p.ledger.copy(), elapsed_s=p.elapsed_s,
-    )
 
 
 # -- runs / resume / export --------------------------------------------------------------------
@@ -486,7 +475,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print(f"{r['id']:>4}  {r['status']:<11}  {r['created_at'][:19].replace('T', ' '):<19}  "
               f"{r['n_items']:>6}  {r['ok_calls']:>7}  {r['failed_calls']:>6}  "
               f"{r['total_calls']:>7}  {r['dataset_name']} / {r['panel_name']}{sim}  {cost}")
-        if r["error"] and r["status"] in ("failed", "interrupted"):
+        if r["error"] and r["status"] in (RunStatus.FAILED, RunStatus.INTERRUPTED):
             print(f"{'':>6}{r['error']}")
     return EXIT_OK
 

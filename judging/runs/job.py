@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judging.engine.ledger import Ledger, LedgerTotals
+from judging.engine.panel_runner import RunProgress
+from judging.run_status import RunStatus
 
 JobKind = Literal["start", "resume", "rerun_failures", "rejudge"]
 KeyLookup = Callable[[str], "str | None"]
@@ -27,24 +29,27 @@ class CriticProgress:
     failed: int = 0
 
 
+def _not_started() -> RunProgress:
+    return RunProgress(total=0, items_total=0)
+
+
 @dataclass(frozen=True, slots=True)
 class JobProgress(LedgerTotals):
-    """A consistent snapshot of a job (safe to keep; it never changes).
+    """A consistent snapshot of a job (safe to keep; it never changes): the engine's latest
+    `RunProgress` of the run and what only the job knows (its status, what it wrote).
+
+    The figures of the run (calls, items, per critic, pace, time left) are the engine's, read
+    through `run`: one progress type, one pace rule (`RunProgress.calls_per_second`).
 
     Attributes:
         run_id: the run.
         kind: "start", "resume", "rerun_failures" or "rejudge".
-        status: "starting", "running", "cancelling", then the run's final status: "done",
-            "cancelled" or "failed".
-        total: calls planned for this job (items x critics; an upper bound for cascades).
+        status: a `RunStatus`: starting, running, cancelling, then the run's final status
+            (done, cancelled, interrupted or failed; `finished` says which are final).
+        run: the engine's latest snapshot (a copy it handed over; nobody changes it): calls
+            planned and finished, items, per critic counts, the ledger, the run's wall time.
         written: verdicts stored in the database so far.
-        items_total / items_done: items in the job / items with a panel verdict.
-        per_critic: critic name -> `CriticProgress`.
-        calls_per_s: requests actually sent per second (cache hits excluded).
-        ledger: this job's totals (`judging.engine.ledger.Ledger`): calls done, failed, from cache,
-            saved by a cascade, sent, HTTP attempts, tokens, cost. The properties read it.
-        eta_s: seconds left at the current pace; None when unknown.
-        elapsed_s: seconds since the job started.
+        elapsed_s: seconds since the job started (setup and vendor batch waits included).
         error: why the job failed, or a note (e.g. a critic that was stopped); None otherwise.
         vendor: while the run waits for its vendor batches, what each open one is doing
             ("batch_abc (careful) in_progress: 120 of 300 answered"); None otherwise.
@@ -52,37 +57,59 @@ class JobProgress(LedgerTotals):
 
     run_id: int
     kind: str
-    status: str
-    total: int = 0
+    status: RunStatus
+    run: RunProgress = field(default_factory=_not_started)
     written: int = 0
-    items_total: int = 0
-    items_done: int = 0
-    per_critic: dict[str, CriticProgress] = field(default_factory=dict)
-    calls_per_s: float = 0.0
-    ledger: Ledger = field(default_factory=Ledger)
-    eta_s: float | None = None
     elapsed_s: float = 0.0
     error: str | None = None
     vendor: str | None = None
 
+    @property
+    def ledger(self) -> Ledger:
+        """This job's totals (`judging.engine.ledger.Ledger`); the `LedgerTotals` read it."""
+        return self.run.ledger
 
+    @property
+    def total(self) -> int:
+        """Calls planned for this job (items x critics; an upper bound for cascades)."""
+        return self.run.total
 
+    @property
+    def items_total(self) -> int:
+        return self.run.items_total
 
+    @property
+    def items_done(self) -> int:
+        """Items with a panel verdict."""
+        return self.run.items_done
 
+    @property
+    def per_critic(self) -> dict[str, CriticProgress]:
+        """Critic name -> its calls finished and failed."""
+        return {name: CriticProgress(done, self.run.critic_failed.get(name, 0))
+                for name, done in self.run.critic_done.items()}
 
+    @property
+    def calls_per_s(self) -> float:
+        """Requests actually sent per second (`RunProgress.calls_per_second`)."""
+        return self.run.calls_per_second
 
-
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds left at the current pace; None when unknown."""
+        return self.run.eta_s
 
     @property
     def fraction(self) -> float:
         """Share of the planned calls finished, 0..1 (for `st.progress`)."""
         if not self.total:
-            return 1.0 if self.status in ("done", "cancelled", "failed") else 0.0
+            return 1.0 if self.finished else 0.0
         return min(1.0, (self.done + self.calls_saved) / self.total)
 
     @property
     def finished(self) -> bool:
-        return self.status in ("done", "cancelled", "failed", "interrupted")
+        """True once the job has written its final status (`RunStatus.finished`)."""
+        return RunStatus(self.status).finished
 
 
 class Job:
@@ -97,7 +124,7 @@ class Job:
         self.token = uuid.uuid4().hex
         self.thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._progress = JobProgress(run_id=run_id, kind=kind, status="starting")
+        self._progress = JobProgress(run_id=run_id, kind=kind, status=RunStatus.STARTING)
         self._started = time.perf_counter()
         self._done = threading.Event()
 
@@ -119,7 +146,7 @@ class Job:
         with self._lock:
             if not self._progress.finished:
                 data = {name: getattr(self._progress, name) for name in JobProgress.__slots__}
-                data["status"] = "cancelling"
+                data["status"] = RunStatus.CANCELLING
                 self._progress = JobProgress(**data)
 
     @property

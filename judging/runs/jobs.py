@@ -33,6 +33,7 @@ from judging.errors import ConfigError, JobConflict, JuryboxError
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import get_preset
+from judging.run_status import STORED_STATUSES, RunStatus
 from judging.runs.job import Job, JobKind, KeyLookup
 from judging.runs.worker import Worker
 from judging.verdicts import PLUGIN_KINDS
@@ -42,11 +43,12 @@ from storage.panels import save_panel
 from storage.runs import claim_run, create_run, get_run, mark_interrupted, set_run_budget
 
 # Statuses a run may be (re)started from, per kind of job.
-_STARTABLE: dict[str, tuple[str, ...]] = {
-    "start": ("pending",),
-    "resume": ("pending", "cancelled", "interrupted", "failed"),
-    "rerun_failures": ("pending", "done", "cancelled", "interrupted", "failed"),
-    "rejudge": ("pending", "done", "cancelled", "interrupted", "failed"),
+_RESUMABLE = tuple(s for s in STORED_STATUSES if s.resumable)
+_STARTABLE: dict[str, tuple[RunStatus, ...]] = {
+    "start": (RunStatus.PENDING,),
+    "resume": _RESUMABLE,
+    "rerun_failures": (*_RESUMABLE, RunStatus.DONE),
+    "rejudge": (*_RESUMABLE, RunStatus.DONE),
 }
 
 
@@ -210,8 +212,8 @@ class JobRegistry:
             current = self._jobs.get(run_id)
             if current is not None and current.alive:
                 raise JobConflict(f"Run {run_id} is already being worked on ({current.kind}).")
-            status = run["status"]
-            if status == "running":
+            status = RunStatus(run["status"])
+            if status is RunStatus.RUNNING:
                 raise JobConflict(
                     f"Run {run_id} is marked running by another process; if that process died, "
                     "restart so it shows as interrupted, then resume it."
@@ -220,9 +222,9 @@ class JobRegistry:
                 verb = {"start": "started", "resume": "resumed",
                         "rerun_failures": "re-run", "rejudge": "re-judged"}[kind]
                 hint = ""
-                if status in _STARTABLE["resume"] and status != "pending":
+                if status.resumable and status is not RunStatus.PENDING:
                     hint = " Resume it instead."
-                elif status == "done":
+                elif status is RunStatus.DONE:
                     hint = " Re-run its failures or re-judge items instead."
                 raise JobConflict(f"Run {run_id} is {status}: it cannot be {verb}.{hint}")
             job = Job(run_id, kind)

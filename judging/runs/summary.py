@@ -18,6 +18,7 @@ from judging.engine.ledger import Ledger
 from judging.engine.panel_runner import RunProgress
 from judging.errors import JuryboxError
 from judging.panel.panel_model import Panel
+from judging.runs.job import JobProgress
 from judging.verdicts import Item, PanelVerdict
 
 
@@ -36,8 +37,8 @@ class ProgressBar:
         self._last_decile = -1
         self._drawn = False
 
-    def update(self, progress: RunProgress) -> None:
-        """Draw one `RunProgress` snapshot (the engine's `on_progress` callback)."""
+    def update(self, progress: RunProgress | JobProgress) -> None:
+        """Draw one snapshot: the engine's (`on_progress`) or a background job's."""
         if not self.enabled:
             return
         with self._lock:
@@ -54,7 +55,7 @@ class ProgressBar:
             self.stream.flush()
 
     @classmethod
-    def render(cls, p: RunProgress) -> str:
+    def render(cls, p: RunProgress | JobProgress) -> str:
         """One line: bar, items, calls, failures, calls not sent (cancelled), elapsed time."""
         filled = int(p.fraction * cls.WIDTH)
         bar = "#" * filled + "." * (cls.WIDTH - filled)

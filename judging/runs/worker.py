@@ -25,6 +25,7 @@ from judging.engine.panel_runner import RunProgress, run_panel
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
+from judging.run_status import RunStatus
 from judging.runs.batch_phase import (
     Clients,
     StoredAnswers,
@@ -33,25 +34,21 @@ from judging.runs.batch_phase import (
     submit_missing,
     wait_for_batches,
 )
-from judging.runs.job import CriticProgress, Job, KeyLookup
+from judging.runs.job import Job, KeyLookup
+from judging.runs.job_modes import job_mode
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from storage.calls import (
     CallCacheStore,
-    delete_item_calls,
-    stored_critics,
     successful_pairs_of,
 )
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.dataset_store import DatasetItems, get_item
 from storage.db import open_db
-from storage.record_chain import seal_deleted_calls, sealing
 from storage.runs import (
     STOP_NO_VERDICT,
-    critics_without_verdict,
     get_run,
     heartbeat,
-    refresh_run_totals,
     set_run_status,
     set_stop_reason,
 )
@@ -102,14 +99,14 @@ class Worker:
     def run(self) -> None:
         job = self.job
         db = None
-        final_status = "failed"
+        final_status = RunStatus.FAILED
         message: str | None = None
         try:
             db = open_db(self.db_path)
             final_status, message = self._run(db)
         except BaseException as error:
             log.exception("run %s failed", job.run_id)
-            final_status = "failed"
+            final_status = RunStatus.FAILED
             message = _describe(error)
         finally:
             try:
@@ -123,7 +120,8 @@ class Worker:
                 elif self.previous is not None:
                     status, earlier_error = self.previous
                     set_run_status(db, job.run_id, status,
-                                   error=message if final_status == "failed" else earlier_error,
+                                   error=(message if final_status is RunStatus.FAILED
+                                          else earlier_error),
                                    owner=job.token)
                 else:
                     set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
@@ -136,11 +134,11 @@ class Worker:
                             written=self.writer.written if self.writer else 0)
                 job._done.set()
 
-    def _run(self, db: Any) -> tuple[str, str | None]:
+    def _run(self, db: Any) -> tuple[RunStatus, str | None]:
         job = self.job
         run = get_run(db, job.run_id)  # already claimed (running) by `_launch`
         panel = load_panel(run["panel_yaml"])
-        rejudge = job.kind == "rejudge"
+        mode = job_mode(job.kind, self.item_id)
         # The run's stored successes, for the items in flight only: loaded with each page of
         # items, forgotten as each item is decided (a resumed million-item run never holds
         # all of them).
@@ -150,32 +148,24 @@ class Worker:
             items = [get_item(db, run["dataset_id"], self.item_id)]
         else:
             items = DatasetItems(db, run["dataset_id"], page_size=ITEM_PAGE_SIZE,
-                                 on_page=None if rejudge else already_ok.load)
-        if not rejudge:  # a new start: why it stopped last time no longer holds
-            set_stop_reason(db, job.run_id, None)
+                                 on_page=mode.on_page(already_ok.load))
+        mode.begin(db, job.run_id)
         n_critics = len(panel.critics)
-        job._update(status="running", total=len(items) * n_critics, items_total=len(items))
+        job._update(status=RunStatus.RUNNING,
+                    run=RunProgress(total=len(items) * n_critics, items_total=len(items)))
 
         def on_progress(p: RunProgress) -> None:
-            rate = p.ledger.sent_calls / p.elapsed_s if p.elapsed_s > 0 else 0.0
-            remaining = max(0, p.total - p.done - p.calls_saved)
-            eta = remaining / rate if rate > 0 else (0.0 if remaining == 0 else None)
             job._update(
-                status="cancelling" if job.cancel_event.is_set() else "running",
-                total=p.total, items_total=p.items_total, items_done=p.items_done,
-                per_critic={
-                    name: CriticProgress(p.critic_done.get(name, 0), p.critic_failed.get(name, 0))
-                    for name in p.critic_done
-                },
-                calls_per_s=rate, ledger=p.ledger, eta_s=eta,
+                status=(RunStatus.CANCELLING if job.cancel_event.is_set()
+                        else RunStatus.RUNNING),
+                run=p,
                 written=self.writer.written if self.writer else 0,
             )
 
-        cache = None if rejudge else CallCacheStore(self.db_path)
-        # Batch critics first hand their requests to the vendor and wait for the results;
-        # re-judging one item asks every critic live (a day's wait for one item helps no one).
+        cache = mode.cache(self.db_path)
+        # Batch critics first hand their requests to the vendor and wait for the results.
         answers = None
-        if batch_critics(panel) and not rejudge:
+        if batch_critics(panel) and mode.uses_vendor_batches:
             # Its own view of the items: the vendor phase reads them all, the successes of
             # none of them are wanted there.
             waited = self._wait_for_vendor(
@@ -187,7 +177,7 @@ class Worker:
                 return waited
             answers = StoredAnswers(BatchResultStore(self.db_path, job.run_id))
         self.writer = Writer(
-            self.db_path, job.run_id, already_ok=already_ok, replace_success=rejudge,
+            self.db_path, job.run_id, already_ok=already_ok, replace_success=mode.replace_success,
             batch_size=self.batch_size, flush_interval_s=self.flush_interval_s,
             owner=job.token, on_lost=job.cancel,
             # A batch critic's request went in a batch line: kept whole, as the vendor got it.
@@ -205,7 +195,7 @@ class Worker:
                     panel, items, concurrency=self.concurrency, on_progress=on_progress,
                     on_verdict=self.writer.add, on_item=decided, cancel=job.cancel_event,
                     runner=runner, budget=budget,
-                    keep_verdicts=rejudge,  # one item: which critics it called, below
+                    keep_verdicts=mode.keep_verdicts,
                 )
                 self.writer.saved_by_cascade(result.progress.ledger)
             finally:
@@ -216,16 +206,7 @@ class Worker:
                 cache.close()
             if answers is not None:
                 answers.close()
-        if rejudge:
-            # Only now that the new verdicts are safely stored: drop outcomes of critics that
-            # were not called this time (e.g. a later cascade tier no longer needed).
-            called = {v.critic for pv in result.verdicts for v in pv.verdicts
-                      if v.failure != FailureKind.CANCELLED}
-            for old in set(stored_critics(db, job.run_id, self.item_id or "")) - called:
-                with sealing(db):  # the deletion is part of the run's record
-                    delete_item_calls(db, job.run_id, self.item_id or "", critic=old)
-                    seal_deleted_calls(db, job.run_id, [(self.item_id or "", old)])
-            refresh_run_totals(db, job.run_id)
+        mode.after(db, job.run_id, result)
         unfinished = len(items) - decided.complete  # cancelled part way, or never started
         if answers is not None and not unfinished:
             clear_results(db, job.run_id)  # every line is in the run's calls now
@@ -240,33 +221,33 @@ class Worker:
         if budget is not None and budget.reached and unfinished:
             # Stopped by its cap: resumable like a cancelled run, and says why.
             set_stop_reason(db, job.run_id, "budget")
-            return "cancelled", budget.summary()
+            return RunStatus.CANCELLED, budget.summary()
         if job.cancel_event.is_set() and unfinished:
-            return "cancelled", None
+            return RunStatus.CANCELLED, None
         # A critic that gave no verdict on any item is a panel that did not run as built,
         # whatever the other critics did: every vote, agreement figure and review of the run is
         # short of that critic, and "done" with exit 0 let that pass unnoticed (a bad key, an
         # unknown model, a template the vendor cannot take). So the run ends failed, naming the
         # critic and its first failure; the other critics' verdicts stay stored and reviewable,
-        # and a resume sends only the failed calls. One item re-judged leaves the run's status
-        # as it was, so it is not judged by this rule.
-        silent = {} if rejudge else critics_without_verdict(db, job.run_id)
+        # and a resume sends only the failed calls (a re-judged item is not judged by it).
+        silent = mode.silent_critics(db, job.run_id)
         if silent:
             set_stop_reason(db, job.run_id, STOP_NO_VERDICT)
-            return "failed", no_verdict_sentence(silent, n_critics=n_critics, stopped_elsewhere=[
-                f"{name}: {reason}" for name, reason in stops
-                if name not in silent or reason not in silent[name][1]])
+            return RunStatus.FAILED, no_verdict_sentence(
+                silent, n_critics=n_critics, stopped_elsewhere=[
+                    f"{name}: {reason}" for name, reason in stops
+                    if name not in silent or reason not in silent[name][1]])
         adjusted = "; ".join(f"{name}: {' '.join(notes)}"
                              for name, notes in result.adjusted_critics.items())
         notes = [text for text in (
             f"Critics stopped during the run: {stopped}" if stopped else "",
             f"Parameters the vendors refused, dropped or renamed for the run: {adjusted}"
             if adjusted else "") if text]
-        return "done", (" ".join(notes) if notes else None)
+        return RunStatus.DONE, (" ".join(notes) if notes else None)
 
 
     def _wait_for_vendor(self, db: Any, panel: Panel, items: Sequence[Item],
-                         cache: CallCacheStore | None) -> tuple[str, str | None] | None:
+                         cache: CallCacheStore | None) -> tuple[RunStatus, str | None] | None:
         """Submit what the batch critics lack and wait for the vendor. Returns the job's
         final status when it ends here (detached, cancelled, lease lost), else None."""
         job = self.job
@@ -277,7 +258,7 @@ class Worker:
             self.awaited_batches = set(open_ids)
             if open_ids and self.detach:
                 set_stop_reason(db, job.run_id, "vendor_batch")
-                return "interrupted", (
+                return RunStatus.INTERRUPTED, (
                     f"Submitted to the vendor: {', '.join(open_ids)}. Results come within 24 h; "
                     f"`jurybox resume {job.run_id}` (or Resume on the Run page) collects them.")
             finished = wait_for_batches(
@@ -291,13 +272,13 @@ class Worker:
             clients.close()
         job._update(vendor=None)
         if not finished:
-            return "cancelled", (
+            return RunStatus.CANCELLED, (
                 "Cancelled while the vendor ran its batches; they were asked to stop. Resume "
                 "the run to collect what they finished.")
         return None
 
 
-def _taken_over(db: Any, job: Job) -> tuple[str, str] | None:
+def _taken_over(db: Any, job: Job) -> tuple[RunStatus, str] | None:
     """When another job owns the run now (it claimed the run after this one's lease lapsed):
     the status this job ends with and why, else None. The run's own status stands: "done" when
     the new owner finished it, "interrupted" (this job's part is over) while it still works."""
@@ -305,9 +286,9 @@ def _taken_over(db: Any, job: Job) -> tuple[str, str] | None:
     if run.get("owner_token") in (None, job.token):
         return None
     where = f"process {run.get('owner_pid')} on {run.get('owner_host')}"
-    status = str(run["status"])
-    if status == "running":
-        return "interrupted", (
+    status = RunStatus(run["status"])
+    if status is RunStatus.RUNNING:
+        return RunStatus.INTERRUPTED, (
             f"Another job ({where}) took this run over while this one was not answering, and "
             f"is running it now: follow it on the Run page or with `jurybox runs`.")
     return status, (

@@ -23,12 +23,12 @@ from judging.runs.audit_run import (
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.error_notes import user_errors
+from pages.ui.review_view import Filters
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db, db_path
 from pages.ui.text_format import plain
 from storage.audit import audit_stamp
 from storage.overrides import overrides_stamp
-from storage.review_queue import item_position
 
 LABEL_NEXT = "label_next"  # the Review sort (`storage.review_queue.SORTS`)
 
@@ -146,12 +146,12 @@ def _draw(run_id: int, count: int, message_key: str) -> None:
     st.session_state[k + "disagree"] = False
 
 
-def review_hook(run: dict[str, Any], filters: dict[str, Any], blind: bool) -> None:
+def review_hook(run: dict[str, Any], filters: Filters, blind: bool) -> None:
     """Review's audit block: "Draw an audit sample of N items" and, under the sort "Label
     next", the queue recomputed from the labels given so far (before the table is read).
 
     Args:
-        filters: the review table's arguments as the filter bar set them.
+        filters: the review table's query as the filter bar set it.
         blind: whether the blind first pass is on.
     """
     run_id = int(run["id"])
@@ -169,7 +169,7 @@ def review_hook(run: dict[str, Any], filters: dict[str, Any], blind: bool) -> No
     if message_key in st.session_state:
         kind, text = st.session_state.pop(message_key)
         (st.error if kind == "error" else st.success)(plain(text))
-    sort = filters.get("sort")
+    sort = filters.sort
     was_queue = st.session_state.get(k + "audit_sorted") == LABEL_NEXT
     st.session_state[k + "audit_sorted"] = sort
     if sort != LABEL_NEXT:
@@ -177,8 +177,7 @@ def review_hook(run: dict[str, Any], filters: dict[str, Any], blind: bool) -> No
     with user_errors("No label-next queue"):
         queue = refresh_label_next(db(), run_id)
         notes = []
-        listed = queue.head is not None and item_position(db(), run_id, queue.head,
-                                                          **filters) is not None
+        listed = queue.head is not None and filters.position(run_id, queue.head) is not None
         if queue.head is not None and not listed:
             notes.append("The filters hide it: turn off Disagreements only and the other "
                          "filters to follow the queue.")

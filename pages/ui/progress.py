@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from judging.engine.ledger import Ledger
+from judging.run_status import RunStatus
 from judging.runs.job import JobProgress
 
 
@@ -27,7 +28,7 @@ def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
     (`run_summary_line`) says once the job ends, a resumed run included. Calls a cancel
     stopped are "not sent", never "failed"; once cancelling there is no time left to show.
     """
-    status = "cancelling: the calls in flight finish" if p.status == "cancelling" else p.status
+    status = "cancelling: the calls in flight finish" if p.status is RunStatus.CANCELLING else p.status
     parts = [status, f"{p.done:,} / {p.total:,} calls"]
     if p.failed:
         parts.append(f"{p.failed:,} failed")
@@ -35,7 +36,7 @@ def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
         parts.append(f"{p.cancelled:,} not sent")
     if p.calls_saved:
         parts.append(f"{p.calls_saved:,} saved by the cascade")
-    if p.status == "running":
+    if p.status is RunStatus.RUNNING:
         parts.append(f"{p.calls_per_s:.1f} calls/s")
         parts.append(f"{_duration(p.eta_s)} left")
     elif p.finished:
@@ -62,7 +63,7 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
         left = max(0.0, share - c.done)
         if left == 0:
             time_left = "done"
-        elif p.status != "running":
+        elif p.status is not RunStatus.RUNNING:
             time_left = "stopped"
         else:
             time_left = _duration(left / rate if rate > 0 else None)
@@ -98,9 +99,9 @@ def stored_critic_rows(run: dict[str, Any], counts: dict[str, dict[str, int]]) -
 
 def status_text(run: dict[str, Any]) -> str:
     """A run's status as users read it: a run stopped by its cap says "budget reached"."""
-    if run["status"] == "cancelled" and run.get("stop_reason") == "budget":
+    if run["status"] == RunStatus.CANCELLED and run.get("stop_reason") == "budget":
         return "budget reached"
-    if run["status"] == "interrupted" and run.get("stop_reason") == "vendor_batch":
+    if run["status"] == RunStatus.INTERRUPTED and run.get("stop_reason") == "vendor_batch":
         return "submitted to vendor"
     return str(run["status"])
 

@@ -6,9 +6,10 @@ storage layer binds every value as a parameter, so nothing typed here reaches SQ
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
 from judging.analysis.stability import tolerance
@@ -22,8 +23,10 @@ from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
 from pages.ui.text_format import plain
 from storage.assignments import assigned_count
+from storage.decisions import DecisionRule
 from storage.leases import held_by_others
-from storage.review_queue import item_position, review_labels, review_table
+from storage.review_filter import ANY_FAILURE, ReviewFilter
+from storage.review_queue import NO_FILTER, item_position, review_labels, review_table
 
 ANY = "(any)"
 PAGE_SIZES = [25, 50, 100, 200]
@@ -44,10 +47,23 @@ UNSTABLE_PARAM = "unstable"  # "1": only the items where a repeated critic chang
 
 @dataclass
 class Filters:
-    """The review table's arguments as the widgets set them."""
+    """The review table's query as the widgets set it: which items (`where`), in what order
+    (`sort`), and how the final label reads (`rule`, the panel's decision rule)."""
 
-    kwargs: dict[str, Any] = field(default_factory=dict)
+    where: ReviewFilter = NO_FILTER
+    sort: str = "contested"
+    rule: DecisionRule | None = None
     pair: tuple[str, str] | None = None  # critics whose disagreements were opened from Agreement
+
+    def table(self, run_id: int, *, limit: int | None, offset: int = 0
+              ) -> tuple[pd.DataFrame, int]:
+        """One page of the list as filtered and sorted now, and how many items match."""
+        return review_table(db(), run_id, self.where, sort=self.sort, rule=self.rule,
+                            limit=limit, offset=offset)
+
+    def position(self, run_id: int, item_id: str) -> int | None:
+        """Where `item_id` sits in the list (0 = first), None when the filters leave it out."""
+        return item_position(db(), run_id, item_id, self.where, sort=self.sort)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -226,11 +242,12 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
             "Criterion in dispute", [ANY, "any criterion", *panel.rubric.ids],
             key=k + "disputed", help="Items whose critics gave different marks on a criterion")
 
-    kwargs: dict[str, Any] = {"disagreements_only": disagreements, "sort": sort}
+    kwargs: dict[str, Any] = {"disagreements_only": disagreements}
+    rule = None
     if panel is not None:  # how the table's final label reads (`storage.decisions`)
-        kwargs["rule"] = decision_rule(panel)
+        rule = decision_rule(panel)
         if needs:
-            kwargs["needs_decision"] = kwargs["rule"]
+            kwargs["needs_decision"] = rule
     if disputed not in (None, ANY):
         kwargs["disputed"] = True if disputed == "any criterion" else disputed
     if ties:
@@ -242,9 +259,9 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     if critic != ANY and critic_value != ANY:
         kwargs["critic_label"] = (critic, critic_value)
     if failures == "any failure":
-        kwargs["failures_only"] = True
+        kwargs["failures"] = ANY_FAILURE
     elif failures != ANY:
-        kwargs["failures_only"] = failures
+        kwargs["failures"] = failures
     if overridden != ANY:
         kwargs["overridden"] = overridden == "overridden"
     if use_alpha:
@@ -253,7 +270,7 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
         kwargs["search"] = search.strip()
     if filters.pair is not None:
         kwargs["critic_pair"] = filters.pair  # filtered in SQL, like every other filter
-    filters.kwargs = kwargs
+    filters.where, filters.sort, filters.rule = ReviewFilter(**kwargs), sort, rule
     # The URL as the switches above just mirrored it is not a link followed: next run, it
     # must not reset the filters the user set.
     st.session_state[k + "link_seen"] = _link_params(st.query_params, critics)
@@ -275,13 +292,13 @@ def _blind_filter_bar(k: str) -> Filters:
         st.session_state[k + "blind_sort"] = BLIND_SORTS[0]
     sort = row[2].selectbox("Sort", list(BLIND_SORTS), format_func=SORT_LABELS.get,
                             key=k + "blind_sort")
-    kwargs: dict[str, Any] = {"disagreements_only": False, "sort": sort}
+    kwargs: dict[str, Any] = {"disagreements_only": False}
     if overridden != ANY:
         kwargs["overridden"] = overridden == "overridden"
     if search.strip():
         kwargs["search"] = search.strip()
         kwargs["search_reasons"] = False
-    return Filters(kwargs=kwargs)
+    return Filters(where=ReviewFilter(**kwargs), sort=sort)
 
 
 def count_of(n: int, singular: str, plural: str | None = None) -> str:
@@ -567,7 +584,7 @@ def chain_of_calls(critic: str, steps: list[dict[str, Any]]) -> None:
 _WALK_ROWS, _WALK_LIMIT = 200, 5_000
 
 
-def _walk(run_id: int, start: int, filter_kwargs: dict[str, Any], reviewer: str,
+def _walk(run_id: int, start: int, filters: Filters, reviewer: str,
           skip: str, *, undecided: bool = False) -> str | None:
     """The first item from row `start` on of the list as filtered now that is not `skip`, not
     held by another reviewer (`storage.leases`) and, with `undecided`, never overridden."""
@@ -575,7 +592,7 @@ def _walk(run_id: int, start: int, filter_kwargs: dict[str, Any], reviewer: str,
     # with their critics' cells made a save a tenth of a second slower), then whole pages.
     offset, rows_wanted = start, 4
     while offset < start + _WALK_LIMIT:
-        frame, _ = review_table(db(), run_id, limit=rows_wanted, offset=offset, **filter_kwargs)
+        frame, _ = filters.table(run_id, limit=rows_wanted, offset=offset)
         offset, rows_wanted = offset + rows_wanted, _WALK_ROWS
         if frame.empty:
             return None
@@ -587,7 +604,7 @@ def _walk(run_id: int, start: int, filter_kwargs: dict[str, Any], reviewer: str,
     return None
 
 
-def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any], reviewer: str = "",
+def next_item(run_id: int, item_id: str, filters: Filters, reviewer: str = "",
               *, undecided: bool = False) -> str | None:
     """The item after `item_id` in the review table as filtered and sorted now, or None at the
     end of the list (or when the list is empty).
@@ -597,16 +614,16 @@ def next_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any], reviewer
     has open (their lease) are passed over, so two reviewers on one list are not handed the
     same item; with `undecided`, so are the items someone has already decided (Skip).
     """
-    position = item_position(db(), run_id, item_id, **filter_kwargs)
+    position = filters.position(run_id, item_id)
     start = 0 if position is None else position + 1
-    return _walk(run_id, start, filter_kwargs, reviewer, item_id, undecided=undecided)
+    return _walk(run_id, start, filters, reviewer, item_id, undecided=undecided)
 
 
-def previous_item(run_id: int, item_id: str, filter_kwargs: dict[str, Any]) -> str | None:
+def previous_item(run_id: int, item_id: str, filters: Filters) -> str | None:
     """The item before `item_id` in the list as filtered now (None on the first item, or when
     the filters leave it out). Going back is to look again: whoever holds it is shown there."""
-    position = item_position(db(), run_id, item_id, **filter_kwargs)
+    position = filters.position(run_id, item_id)
     if not position:
         return None
-    frame, _ = review_table(db(), run_id, limit=1, offset=position - 1, **filter_kwargs)
+    frame, _ = filters.table(run_id, limit=1, offset=position - 1)
     return str(frame["item_id"].iloc[0]) if len(frame) else None

@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from judging.engine.ledger import Ledger
+from judging.run_status import RunStatus
 from pages.ui.progress import status_text
 from pages.ui.state import db
 from storage.runs import list_runs
@@ -52,7 +53,7 @@ def working_runs_table(runs: list[dict[str, Any]], *, limit: int | None = None) 
     `REFRESH_S` seconds (drawn once, it said "0 / 150" next to a run that had stored 69), and
     the whole page reruns when none is working any more, so its other figures catch up.
     """
-    if not any(run["status"] == "running" for run in runs):
+    if not any(run["status"] == RunStatus.RUNNING for run in runs):
         runs_table(runs)
         return
 
@@ -60,7 +61,7 @@ def working_runs_table(runs: list[dict[str, Any]], *, limit: int | None = None) 
     def following() -> None:
         fresh = list_runs(db())[:limit]
         runs_table(fresh)
-        if not any(run["status"] == "running" for run in fresh):
+        if not any(run["status"] == RunStatus.RUNNING for run in fresh):
             st.rerun()
 
     following()

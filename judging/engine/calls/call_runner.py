@@ -292,7 +292,7 @@ class CallRunner:
             prepared = prepare_call(critic, item, scale, messages=messages,
                                     free_text=free_text, sample=sample)
         except CallFailure as failure:
-            return self._failed(critic, item, FailureKind(failure.kind), str(failure))
+            return self._failed(critic, item, failure.kind, str(failure))
         except PlaceholderError as error:  # this item lacks a field the prompt uses
             return self._failed(critic, item, FailureKind.ITEM_ERROR, str(error))
         except ConfigError as error:  # e.g. a prompt without placeholders: every item fails
@@ -447,7 +447,7 @@ class CallRunner:
         except CallFailure as failure:
             if 200 <= result.status < 300:  # answered without a verdict: billed all the same
                 self._add_usage(verdict, critic, reply_usage(result.body), batched=True)
-            self._fail(verdict, FailureKind(failure.kind), str(failure))
+            self._fail(verdict, failure.kind, str(failure))
         except Exception as error:  # noqa: BLE001 - nothing may raise out of a call
             self._fail(verdict, FailureKind.ERROR, f"unexpected error: {error!r}")
         else:

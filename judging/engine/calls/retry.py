@@ -154,7 +154,7 @@ def decide_retry(
         `RetryAfter(seconds, jitter)` or `GiveUp(kind, message)`; the message is the sentence
         the verdict keeps.
     """
-    kind = FailureKind(failure.kind)
+    kind = failure.kind
     message = str(failure)
     lowered = _lowered(headers) if headers else {}
     should = (lowered.get("x-should-retry") or "").strip().lower()

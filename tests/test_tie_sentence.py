@@ -35,7 +35,8 @@ LABEL_STRATEGIES = sorted(name for name, kind in STRATEGY_KINDS.items() if kind 
 
 
 def _config(strategy: str, tie_policy: str, fallback: str | None) -> VotingConfig:
-    extra = {"target_label": "mid"} if strategy == "any" else {}  # nobody says it: a plain vote
+    # Nobody says the target: a plain vote ("any"), the first dissenter ("all-of").
+    extra = {"target_label": "mid"} if strategy in ("any", "all-of") else {}
     return VotingConfig.model_validate({"strategy": strategy, "tie_policy": tie_policy,
                                         "priority": ["high"], "fallback": fallback, **extra})
 
@@ -62,6 +63,11 @@ def _promised(sentence: str, config: VotingConfig, labels: tuple[str, ...]) -> s
         return max(labels, key=SCALE.rank)
     if "comes first in the scale's order wins" in sentence:
         return min(labels, key=SCALE.rank)
+    if "the first critic (in panel order) that gave another label decides" in sentence:
+        return next(label for label in labels if label != config.target_label)
+    if "the label nearest the critics' mean expected score" in sentence:
+        mean = sum(SCALE.rank(label) for label in labels) / len(labels)
+        return min(SCALE.labels or [], key=lambda label: abs(SCALE.rank(label) - mean))
     raise AssertionError(f"the sentence promises nothing a reader can check: {sentence!r}")
 
 

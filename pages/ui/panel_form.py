@@ -567,7 +567,8 @@ def limits_editor(draft: dict[str, Any]) -> None:
 
 # Strategies that break a tied count by the tie policy and priority (`judging.voting.strategies._top`, the
 # median's two middle labels, Dawid-Skene's equal posteriors); the others never consult it.
-_TIE_POLICY_STRATEGIES = ("plurality", "weighted", "any", "median", "dawid-skene")
+_TIE_POLICY_STRATEGIES = ("plurality", "weighted", "any", "median", "dawid-skene",
+                          "pooled-probability")
 
 
 def tie_sentence(config: VotingConfig, scale: Scale, rubric: RubricConfig | None = None) -> str | None:
@@ -610,4 +611,12 @@ def tie_sentence(config: VotingConfig, scale: Scale, rubric: RubricConfig | None
         end = "last" if strategy == "max" else "first"
         return (f"There are no ties: of the labels the critics gave, the one that comes {end} in "
                 "the scale's order wins. The tie policy is not used.")
+    if strategy == "all-of":
+        return (f"There are no ties: the item gets {config.target_label} only when every critic "
+                "says it; otherwise the first critic (in panel order) that gave another label "
+                "decides. The tie policy is not used.")
+    if strategy == "mean-expected-score":
+        return ("A tie of votes is decided by the label nearest the critics' mean expected "
+                "score (two say the lowest label and two the highest: the label between them); "
+                "only a mean exactly halfway between two labels goes to the tie policy.")
     return None  # a custom strategy: its own code decides what a tie does

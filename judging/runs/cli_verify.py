@@ -60,7 +60,8 @@ def report_lines(result: Verification) -> list[str]:
                             + (" (a full run)" if p == 1.0 else "")
                             for p, n in sorted(result.probabilities.items()))
         return [f"Run {result.run_id}'s record is intact: {result.records:,} records "
-                f"({counts}).", f"Chain head: {result.head}{_version_note(result)}"] + ([sampled] if sampled else [])
+                f"({counts}).", f"Chain head: {result.head}{_version_note(result)}"] \
+            + ([sampled] if sampled else [])
     first = result.first
     assert first is not None
     more = len(result.mismatches) - 1

@@ -18,6 +18,14 @@ appending 0.87), so sealing costs about 1.3x the write it seals. A run's CPU is 
 calls: see NOTES_record.md for the throughput figures. The table takes about 117 bytes a
 record.
 
+Versions: what a record's hash covers is versioned (`judging.analysis.hash_chain.VERSIONS`;
+version 2 added a call's and a decision's label probabilities and expected scores, and a
+decision's cascade sub-verdicts). A run keeps the version of its first entry, read from the
+chain (`chain_version`: each version links its first entry to its own genesis), so a run
+sealed by an earlier release is extended and checked with that release's field lists, and a
+new run is sealed with the current one. Knowing the version costs the writer one primary-key
+read a batch.
+
 Sampling: a decision's entry holds the probability that its item was in the judged sample.
 `sample_probabilities` is the hook: every item of a run is judged today, so it is 1.0; an audit
 sample (a table of sampled items with their probability) plugs in there.
@@ -36,26 +44,33 @@ import sqlite_utils
 
 from judging.analysis.hash_chain import (
     CALL,
+    CHAIN_VERSION,
     CRITERION_OVERRIDE,
     DECISION,
     DELETED,
     JURY_DECISION,
-    KINDS,
     OVERRIDE,
+    VERSIONS,
     RecordKind,
     Sealed,
     changed_groups,
     describe_groups,
     genesis,
+    kinds_of,
     link,
     record_key,
     seal,
     seal_many,
+    version_of_chain,
 )
 from storage.db import NotFoundError
 
 # A full run judges every item: each was "sampled" with probability 1.
 FULL_RUN_PROBABILITY = 1.0
+# The chain version a run without a record starts with. A run already recorded keeps the
+# version of its first entry (`chain_version`). A module value so that a test or a benchmark
+# can make a run as an earlier release did.
+NEW_RUNS_VERSION = CHAIN_VERSION
 
 
 @contextlib.contextmanager
@@ -77,18 +92,34 @@ def sealing(db: sqlite_utils.Database) -> Iterator[None]:
     db.conn.execute("COMMIT")
 
 
-def _head(db: sqlite_utils.Database, run_id: int) -> tuple[int, bytes]:
+def chain_version(db: sqlite_utils.Database, run_id: int) -> int:
+    """The chain version of the run's record: the one its first entry was sealed with
+    (`judging.analysis.hash_chain.version_of_chain`), or `NEW_RUNS_VERSION` for a run with no
+    record yet. One primary-key read and a sha256 or two: the writer asks once a batch, inside
+    the batch's transaction. A first entry that follows from no version's genesis (edited
+    behind the app's back) reads as the current version; `verify_run` reports that entry."""
+    row = db.conn.execute(
+        "SELECT content, hash FROM record_chain WHERE run_id = ? ORDER BY seq LIMIT 1",
+        [run_id]).fetchone()
+    if row is None:
+        return NEW_RUNS_VERSION
+    return version_of_chain(run_id, bytes(row[0]), bytes(row[1])) or CHAIN_VERSION
+
+
+def _head(db: sqlite_utils.Database, run_id: int, version: int) -> tuple[int, bytes]:
     row = db.conn.execute(
         "SELECT seq, hash FROM record_chain WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
         [run_id]).fetchone()
-    return (int(row[0]), bytes(row[1])) if row else (0, genesis(run_id))
+    return (int(row[0]), bytes(row[1])) if row else (0, genesis(run_id, version))
 
 
-def append(db: sqlite_utils.Database, run_id: int, records: Sequence[Sealed]) -> None:
-    """Append sealed records to the run's chain, in order (call inside `sealing`)."""
+def append(db: sqlite_utils.Database, run_id: int, records: Sequence[Sealed],
+           version: int) -> None:
+    """Append sealed records (sealed with chain version `version`, the run's: see
+    `chain_version`) to the run's chain, in order (call inside `sealing`)."""
     if not records:
         return
-    seq, previous = _head(db, run_id)
+    seq, previous = _head(db, run_id, version)
     rows = []
     for record in records:
         seq += 1
@@ -116,7 +147,7 @@ def _sealed_rows(kind: RecordKind, rows: Sequence[Sequence[Any]],
         keys = [record_key(kind, row[:n_key]) for row in rows]
     values: list[Sequence[Any]] = [row[n_key:] for row in rows]
     chances: list[float | None] = [None] * len(rows)
-    if kind is DECISION:  # its last field is the chain's: the sampling probability
+    if kind.name == DECISION.name:  # its last field is the chain's: the sampling probability
         chances = [(probabilities or {}).get(key, FULL_RUN_PROBABILITY) for key in keys]
         values = [(*v[:-1], p) for v, p in zip(values, chances, strict=True)]
     return [Sealed(kind.name, key, content, parts, p) for key, (content, parts), p
@@ -129,13 +160,15 @@ def seal_calls(db: sqlite_utils.Database, run_id: int, pairs: Iterable[tuple[str
     keys = list(dict.fromkeys((str(i), str(c)) for i, c in pairs))
     if not keys:
         return 0
+    version = chain_version(db, run_id)
+    kind = kinds_of(version)[CALL.name]
     rows = db.conn.execute(
-        f"SELECT {_select(CALL)} FROM json_each(?) j JOIN calls t ON t.run_id = ?"
+        f"SELECT {_select(kind)} FROM json_each(?) j JOIN calls t ON t.run_id = ?"
         " AND t.item_id = json_extract(j.value, '$[0]')"
         " AND t.critic = json_extract(j.value, '$[1]') ORDER BY j.key",
         [json.dumps(keys), run_id]).fetchall()
-    sealed = _sealed_rows(CALL, rows)
-    append(db, run_id, sealed)
+    sealed = _sealed_rows(kind, rows)
+    append(db, run_id, sealed, version)
     return len(sealed)
 
 
@@ -153,40 +186,44 @@ def seal_decisions(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[st
     ids = list(dict.fromkeys(str(i) for i in item_ids))
     if not ids:
         return 0
+    version = chain_version(db, run_id)
+    kinds = kinds_of(version)
+    decision, jury = kinds[DECISION.name], kinds[JURY_DECISION.name]
     rows = db.conn.execute(
-        f"SELECT {_select(DECISION)} FROM json_each(?) j JOIN consensus t ON t.run_id = ?"
+        f"SELECT {_select(decision)} FROM json_each(?) j JOIN consensus t ON t.run_id = ?"
         " AND t.item_id = j.value ORDER BY j.key", [json.dumps(ids), run_id]).fetchall()
-    sealed = _sealed_rows(DECISION, rows, sample_probabilities(db, run_id, ids))
+    sealed = _sealed_rows(decision, rows, sample_probabilities(db, run_id, ids))
     jury_rows = db.conn.execute(
-        f"SELECT {_select(JURY_DECISION)} FROM json_each(?) j JOIN jury_decisions t"
+        f"SELECT {_select(jury)} FROM json_each(?) j JOIN jury_decisions t"
         " ON t.run_id = ? AND t.item_id = j.value ORDER BY j.key, t.position",
         [json.dumps(ids), run_id]).fetchall()
-    append(db, run_id, sealed + _sealed_rows(JURY_DECISION, jury_rows))
+    append(db, run_id, sealed + _sealed_rows(jury, jury_rows), version)
     return len(sealed)
 
 
-def _seal_ids(db: sqlite_utils.Database, run_id: int, kind: RecordKind,
-              ids: Iterable[int]) -> int:
+def _seal_ids(db: sqlite_utils.Database, run_id: int, name: str, ids: Iterable[int]) -> int:
     wanted = sorted({int(i) for i in ids})
     if not wanted:
         return 0
+    version = chain_version(db, run_id)
+    kind = kinds_of(version)[name]
     rows = db.conn.execute(
         f"SELECT {_select(kind)} FROM {kind.table} t WHERE t.run_id = ?"
         " AND t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id",
         [run_id, json.dumps(wanted)]).fetchall()
     sealed = _sealed_rows(kind, rows)
-    append(db, run_id, sealed)
+    append(db, run_id, sealed, version)
     return len(sealed)
 
 
 def seal_overrides(db: sqlite_utils.Database, run_id: int, ids: Iterable[int]) -> int:
     """Seal these overrides of the run (oldest first). Returns how many."""
-    return _seal_ids(db, run_id, OVERRIDE, ids)
+    return _seal_ids(db, run_id, OVERRIDE.name, ids)
 
 
 def seal_criterion_overrides(db: sqlite_utils.Database, run_id: int, ids: Iterable[int]) -> int:
     """Seal these criterion overrides of the run (oldest first). Returns how many."""
-    return _seal_ids(db, run_id, CRITERION_OVERRIDE, ids)
+    return _seal_ids(db, run_id, CRITERION_OVERRIDE.name, ids)
 
 
 def seal_deleted_calls(db: sqlite_utils.Database, run_id: int,
@@ -195,7 +232,8 @@ def seal_deleted_calls(db: sqlite_utils.Database, run_id: int,
     re-judged item whose critic was not called again), so their absence is in the record."""
     sealed = [Sealed(CALL.name, record_key(CALL, pair), DELETED, b"")
               for pair in dict.fromkeys((str(i), str(c)) for i, c in pairs)]
-    append(db, run_id, sealed)
+    if sealed:
+        append(db, run_id, sealed, chain_version(db, run_id))
     return len(sealed)
 
 
@@ -241,6 +279,7 @@ class Verification:
     run_id: int
     records: int = 0
     head: str | None = None  # the recomputed last link, hex
+    version: int | None = None  # the chain version the record was sealed with
     by_kind: dict[str, int] = field(default_factory=dict)
     mismatches: list[Mismatch] = field(default_factory=list)
     probabilities: dict[float, int] = field(default_factory=dict)  # decisions per probability
@@ -301,7 +340,16 @@ def verify_run(db: sqlite_utils.Database, run_id: int, *, head: str | None = Non
                                           "this database was written before Jurybox kept a "
                                           "record (migration 0025_record_chain)"))
         return result
-    previous = genesis(run_id)
+    first = db.conn.execute(
+        "SELECT content, hash FROM record_chain WHERE run_id = ? ORDER BY seq LIMIT 1",
+        [run_id]).fetchone()
+    # The version the record was sealed with, from its first link (None: that entry follows
+    # from no version's genesis; the loop below reports it, and the rows are checked with the
+    # current lists).
+    result.version = version_of_chain(run_id, bytes(first[0]), bytes(first[1])) if first \
+        else None
+    version = result.version or CHAIN_VERSION
+    previous = genesis(run_id, version)
     broken = False
     head_found = head is None
     for seq, kind, key, content, _parts, probability, stored in _chain_entries(db, run_id):
@@ -312,10 +360,13 @@ def verify_run(db: sqlite_utils.Database, run_id: int, *, head: str | None = Non
             result.probabilities[probability] = result.probabilities.get(probability, 0) + 1
         if not broken and previous != bytes(stored):
             broken = True
-            result.mismatches.append(Mismatch(
-                seq, "record_chain", f"{kind} {key}",
-                "the chain entry itself was changed, removed or inserted: its link does not "
-                "follow from the entries before it"))
+            what = ("the chain entry itself was changed, removed or inserted: its link does not "
+                    "follow from the entries before it")
+            if result.records == 1:
+                what = ("the run's first chain entry was changed, removed or inserted: its link "
+                        "follows from no chain version this Jurybox knows "
+                        f"({', '.join(map(str, VERSIONS))}; a later release may have sealed it)")
+            result.mismatches.append(Mismatch(seq, "record_chain", f"{kind} {key}", what))
         if head is not None and not head_found and not broken and bytes(stored).hex() == head.lower():
             head_found = True
     result.head = previous.hex() if result.records else None
@@ -323,7 +374,7 @@ def verify_run(db: sqlite_utils.Database, run_id: int, *, head: str | None = Non
         result.mismatches.append(Mismatch(
             None, "record_chain", f"head {head}",
             "the chain does not hold this head: the record was rewritten since it was exported"))
-    for kind in KINDS.values():
+    for kind in kinds_of(version).values():
         result.mismatches += _check_kind(db, run_id, kind)
     return result
 
@@ -348,7 +399,7 @@ def _check_kind(db: sqlite_utils.Database, run_id: int, kind: RecordKind) -> lis
                                   "or written before the record was kept)"))
             continue
         seq, content, parts, probability = entry
-        if kind is DECISION:
+        if kind.name == DECISION.name:
             values[-1] = probability
         if seal(kind, key, values, probability).content == content:
             continue

@@ -27,7 +27,8 @@ from tests.fixtures_storage import make_parsed, tiny_panel
 def test_a_record_s_hash_covers_its_content_and_key() -> None:
     values = ["KEEP", None, 0.9, None, "why", None, None,  # the verdict
               None, 1, b"\x28\xb5", 3, "k", "simulated", "m", 1,  # the evidence
-              12.5, 1, 10, 5, None, 0.0001, 0, "2026-11-26"]  # the accounting
+              12.5, 1, 10, 5, None, 0.0001, 0, "2026-11-26",  # the accounting
+              None, None, None]  # the probabilities (none asked for)
     one = seal(CALL, '["item-1","alpha"]', values)
     assert one == seal(CALL, '["item-1","alpha"]', list(values))  # deterministic
     assert one.content != seal(CALL, '["item-2","alpha"]', values).content  # key counts
@@ -187,7 +188,8 @@ def test_verify_an_unknown_run(db_path, capsys) -> None:
 
 
 def test_decision_content_holds_the_sampling_probability() -> None:
-    values = ["KEEP", None, None, 1.0, 0, 0, "{}", None, 0, None, 0, None, "plurality", None]
+    values = ["KEEP", None, None, 1.0, 0, 0, "{}", None, 0, None, 0, None, "plurality", None,
+              None, None, None, None]  # no cascade, no probabilities
     full = seal(DECISION, "item-1", [*values, 1.0], 1.0)
     sampled = seal(DECISION, "item-1", [*values, 0.1], 0.1)
     assert full.content != sampled.content

@@ -22,7 +22,14 @@ json's C encoder (measured side by side: 7 groups a call cost 1.26x what 3 do). 
 override, written at human speed, has one group per field.
 
 Why an explicit field list: a migration that adds a column must not change the hash of every
-record written before it. A new field means a new `CHAIN_VERSION`.
+record written before it. A new field means a new `CHAIN_VERSION`, with its own lists beside
+the old ones (`VERSIONS`). A run's record keeps the version its first entry was sealed with,
+and that version is readable from the chain itself: each version has its own genesis, so the
+first entry's link says which one it follows (`version_of_chain`). No column holds it, so none
+can be edited to claim an older version's shorter lists: a first entry relinked to another
+genesis breaks its link, and the version is in every content hash besides. A run sealed with
+version 1 is extended (a resume, an override) and checked with version 1's lists; a new run
+is sealed with `CHAIN_VERSION`.
 
 What the chain proves: a row edited, inserted or deleted behind the app's back no longer
 matches its latest chain entry; a chain entry edited or removed breaks every link after it.
@@ -42,7 +49,7 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
-CHAIN_VERSION = 1
+CHAIN_VERSION = 2  # what a new run's record is sealed with (`VERSIONS` holds every one)
 PART_BYTES = 4  # a CRC-32 per group kept in the chain: enough to name a changed group
 
 # kind -> (its table, the columns that make its key, its groups of (name, fields)).
@@ -51,72 +58,117 @@ Groups = tuple[tuple[str, tuple[str, ...]], ...]
 
 @dataclass(frozen=True)
 class RecordKind:
-    """One kind of record: where it is stored and which of its fields are hashed."""
+    """One kind of record in one chain version: where it is stored and which of its fields
+    are hashed (the version is part of every content hash, so a record sealed with one
+    version's field lists never matches another's)."""
 
     name: str
     table: str
     key: tuple[str, ...]
     groups: Groups
+    version: int = CHAIN_VERSION
 
     @property
     def fields(self) -> tuple[str, ...]:
         return tuple(f for _, fields in self.groups for f in fields)
 
 
-CALL = RecordKind(
-    "call", "calls", ("item_id", "critic"),
-    (
-        ("verdict", ("label", "score", "confidence", "marks", "reasoning", "failure",
-                     "message")),
-        ("evidence", ("raw_request", "request_rebuilt", "raw_response", "reply_dict",
-                      "cache_key", "vendor", "model", "simulated")),
-        ("accounting", ("latency_ms", "attempts", "tokens_in", "tokens_out", "tokens_cached",
-                        "cost_usd", "cached", "created_at")),
-    ),
+# -- version 1: the fields of the first release of the record ---------------------------------
+_CALL_V1: Groups = (
+    ("verdict", ("label", "score", "confidence", "marks", "reasoning", "failure", "message")),
+    ("evidence", ("raw_request", "request_rebuilt", "raw_response", "reply_dict", "cache_key",
+                  "vendor", "model", "simulated")),
+    ("accounting", ("latency_ms", "attempts", "tokens_in", "tokens_out", "tokens_cached",
+                    "cost_usd", "cached", "created_at")),
 )
 # A decision's `sample_probability` is not a column of `consensus`: the chain entry holds it
-# (the probability that the item was in the judged sample; 1.0 in a full run).
-DECISION = RecordKind(
-    "decision", "consensus", ("item_id",),
-    (
-        ("decision", ("consensus", "score", "recommendation")),
-        ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie",
-                       "marks")),
-        ("how", ("tier", "settled_by", "strategy", "note")),
-        ("sample", ("sample_probability",)),
-    ),
+# (the probability that the item was in the judged sample; 1.0 in a full run). It stays the
+# last field in every version: `storage.record_chain` puts it there.
+_DECISION_V1: Groups = (
+    ("decision", ("consensus", "score", "recommendation")),
+    ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie", "marks")),
+    ("how", ("tier", "settled_by", "strategy", "note")),
+    ("sample", ("sample_probability",)),
 )
-OVERRIDE = RecordKind(
-    "override", "overrides", ("id",),
-    tuple((f, (f,)) for f in ("item_id", "label", "note", "reviewer", "created_at", "blind",
-                              "children", "merge_into", "adjudication")),
+_OVERRIDE: Groups = tuple((f, (f,)) for f in (
+    "item_id", "label", "note", "reviewer", "created_at", "blind", "children", "merge_into",
+    "adjudication"))
+_CRITERION_OVERRIDE: Groups = tuple((f, (f,)) for f in (
+    "item_id", "criterion", "mark", "note", "reviewer", "created_at"))
+# A panel of juries' decision of one jury on one item (`judging.voting.juries`), sealed with
+# the item's decision.
+_JURY_DECISION: Groups = (
+    ("decision", ("consensus", "score", "recommendation")),
+    ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie")),
+    ("how", ("position", "note")),
 )
-CRITERION_OVERRIDE = RecordKind(
-    "criterion_override", "criterion_overrides", ("id",),
-    tuple((f, (f,)) for f in ("item_id", "criterion", "mark", "note", "reviewer",
-                              "created_at")),
-)
-# A panel of juries' decision of one jury on one item (`judging.voting.juries`), sealed with the item's
-# decision.
-JURY_DECISION = RecordKind(
-    "jury_decision", "jury_decisions", ("item_id", "jury"),
-    (
-        ("decision", ("consensus", "score", "recommendation")),
-        ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie")),
-        ("how", ("position", "note")),
-    ),
-)
-KINDS: dict[str, RecordKind] = {k.name: k for k in (CALL, DECISION, OVERRIDE,
-                                                     CRITERION_OVERRIDE, JURY_DECISION)}
+
+# -- version 2: what the first release stored but did not seal --------------------------------
+# A call's label probabilities, expected score and its spread (migration 0026_expected_scores)
+# are read from the sealed reply, but they are what a re-vote and the export use, so they are
+# sealed as stored. A decision's cascade sub-verdicts (0028_tier_verdicts) and its pooled
+# probabilities (0026). Each a group of its own, so `verify` names it; one group more a call
+# is one more call into json's C encoder (`benchmarks record_chain` measures what it costs).
+_PROBABILITIES = ("probabilities", ("label_probs", "expected_score", "expected_spread"))
+_CALL_V2: Groups = (*_CALL_V1, _PROBABILITIES)
+_DECISION_V2: Groups = (*_DECISION_V1[:3], ("cascade", ("tiers",)), _PROBABILITIES,
+                        _DECISION_V1[3])
+
+
+def _kinds(version: int, call: Groups, decision: Groups) -> dict[str, RecordKind]:
+    kinds = (
+        RecordKind("call", "calls", ("item_id", "critic"), call, version),
+        RecordKind("decision", "consensus", ("item_id",), decision, version),
+        RecordKind("override", "overrides", ("id",), _OVERRIDE, version),
+        RecordKind("criterion_override", "criterion_overrides", ("id",), _CRITERION_OVERRIDE,
+                   version),
+        RecordKind("jury_decision", "jury_decisions", ("item_id", "jury"), _JURY_DECISION,
+                   version),
+    )
+    return {k.name: k for k in kinds}
+
+
+# version -> kind name -> kind. A version, once released, is never edited: runs sealed with it
+# are checked with its lists for as long as they are kept.
+VERSIONS: dict[int, dict[str, RecordKind]] = {
+    1: _kinds(1, _CALL_V1, _DECISION_V1),
+    2: _kinds(2, _CALL_V2, _DECISION_V2),
+}
+KINDS = VERSIONS[CHAIN_VERSION]
+CALL = KINDS["call"]
+DECISION = KINDS["decision"]
+OVERRIDE = KINDS["override"]
+CRITERION_OVERRIDE = KINDS["criterion_override"]
+JURY_DECISION = KINDS["jury_decision"]
+
+
+def kinds_of(version: int) -> dict[str, RecordKind]:
+    """The kinds of records, with their field lists, of chain version `version`."""
+    try:
+        return VERSIONS[version]
+    except KeyError:
+        raise ValueError(f"chain version {version} is unknown to this Jurybox (it knows "
+                         f"{', '.join(map(str, VERSIONS))}); open the file with the release "
+                         "that wrote it") from None
 
 # The content of a record that was deleted on purpose (a re-judged item's critic no longer
 # called): an entry saying so, so that the row's absence is part of the record.
 DELETED = hashlib.sha256(b"jurybox record deleted").digest()
 
 
-def genesis(run_id: int) -> bytes:
-    """The "previous link" of a run's first record."""
-    return hashlib.sha256(f"jurybox record chain v{CHAIN_VERSION} run {run_id}".encode()).digest()
+def genesis(run_id: int, version: int = CHAIN_VERSION) -> bytes:
+    """The "previous link" of a run's first record in chain version `version`."""
+    return hashlib.sha256(f"jurybox record chain v{version} run {run_id}".encode()).digest()
+
+
+def version_of_chain(run_id: int, first_content: bytes, first_link: bytes) -> int | None:
+    """The chain version a run's record was sealed with: the version whose genesis its first
+    entry links to (each version has its own), or None when the entry follows from none (it
+    was edited, or is not the first)."""
+    for version in VERSIONS:
+        if link(genesis(run_id, version), first_content) == first_link:
+            return version
+    return None
 
 
 def _blob(value: object) -> str:
@@ -185,6 +237,9 @@ def seal(kind: RecordKind, key: str, values: Sequence[Any],
          sample_probability: float | None = None) -> Sealed:
     """A record's chain entry from its stored values (in `kind.fields` order; a decision's
     last value is its sample probability)."""
+    if len(values) != len(kind.fields):  # a short list would hash as empty groups, silently
+        raise ValueError(f"a {kind.name} record of chain version {kind.version} has "
+                         f"{len(kind.fields)} fields; {len(values)} values were given")
     ((content, parts),) = seal_many(kind, [key], [values])
     return Sealed(kind.name, key, content, parts, sample_probability)
 
@@ -199,12 +254,15 @@ def seal_many(kind: RecordKind, keys: Sequence[str],
     for _, fields in kind.groups:
         bounds.append((at, at + len(fields)))
         at += len(fields)
-    prefix = f"{CHAIN_VERSION}\x1f{kind.name}\x1f"
+    prefix = f"{kind.version}\x1f{kind.name}\x1f"
     pack = struct.Struct(f">{len(bounds)}I").pack
-    sha, crc, encode = hashlib.sha256, zlib.crc32, canonical
+    sha, crc, join, encode = hashlib.sha256, zlib.crc32, "".join, _ENCODE
     out = []
     for key, values in zip(keys, rows, strict=True):
-        texts = [encode(values[a:b]) for a, b in bounds]
+        # `canonical` inlined where the C encoder exists: a Python call less a group, about 5%
+        # of hashing a call (measured); the same bytes either way.
+        texts = ([join(encode(values[a:b], 0)).encode() for a, b in bounds] if encode is not None
+                 else [canonical(values[a:b]) for a, b in bounds])
         content = sha((prefix + key + "\x1f").encode() + b"\x1e".join(texts)).digest()
         out.append((content, pack(*[crc(t) for t in texts])))
     return out
@@ -226,10 +284,10 @@ def describe_groups(kind: RecordKind, groups: Sequence[str]) -> str:
                      for name in groups)
 
 
-def chain_links(run_id: int, contents: Sequence[bytes],
-                previous: bytes | None = None) -> list[bytes]:
+def chain_links(run_id: int, contents: Sequence[bytes], previous: bytes | None = None,
+                version: int = CHAIN_VERSION) -> list[bytes]:
     """The links of consecutive records with these content hashes."""
-    prev = genesis(run_id) if previous is None else previous
+    prev = genesis(run_id, version) if previous is None else previous
     out = []
     for content in contents:
         prev = link(prev, content)

@@ -39,6 +39,12 @@ def add_verify(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=cmd_verify)
 
 
+def _version_note(result: Verification) -> str:
+    # Which field lists the record was checked with: a run sealed by an earlier release keeps
+    # its version (version 1 did not seal label probabilities, expected scores, cascade tiers).
+    return f" (chain version {result.version})" if result.version is not None else ""
+
+
 def report_lines(result: Verification) -> list[str]:
     """What `verify` prints: one summary sentence, then the first mismatch (if any)."""
     counts = ", ".join(f"{n:,} {_KIND_NAMES.get(kind, kind)}"
@@ -54,7 +60,8 @@ def report_lines(result: Verification) -> list[str]:
                             + (" (a full run)" if p == 1.0 else "")
                             for p, n in sorted(result.probabilities.items()))
         return [f"Run {result.run_id}'s record is intact: {result.records:,} records "
-                f"({counts}).", f"Chain head: {result.head}"] + ([sampled] if sampled else [])
+                f"({counts}).", f"Chain head: {result.head}{_version_note(result)}"] \
+            + ([sampled] if sampled else [])
     first = result.first
     assert first is not None
     more = len(result.mismatches) - 1
@@ -64,7 +71,7 @@ def report_lines(result: Verification) -> list[str]:
              f"First: {first.sentence()}."]
     if more:
         lines.append(f"({more:,} more; the first is the one the rest may follow from.)")
-    lines.append(f"Chain head recomputed: {result.head}")
+    lines.append(f"Chain head recomputed: {result.head}{_version_note(result)}")
     return lines
 
 

@@ -104,9 +104,9 @@ class AuditTally:
         if panel is not None and panel in self.label_accuracy:
             self.label_accuracy[panel].add(stratum, right)
         for critic, sums in self.critics.items():
-            label = said.get(critic)
-            if label is not None:
-                sums.add(stratum, float(label == human))
+            given = said.get(critic)
+            if given is not None:
+                sums.add(stratum, float(given == human))
 
     def estimate(self, *, confidence: float = 0.95) -> AuditEstimate:
         """The figures `audit_stats.audit_estimate` gives on the same items."""

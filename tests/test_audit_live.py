@@ -10,8 +10,8 @@ import random
 
 import numpy as np
 
-from judging.audit_tally import AuditTally
 from judging.audit_stats import STRATA, AuditPopulation, AuditSample, audit_estimate
+from judging.audit_tally import AuditTally
 from judging.runs.audit import draw_audit_sample, refresh_label_next, run_audit
 from judging.runs.audit_live import LiveAudit
 from storage.audit import audit_items, stratum_sizes

@@ -131,6 +131,7 @@ def test_the_stored_grid_is_the_stored_verdicts(tmp_path):
     a failed call FAILED, a critic never asked ABSENT, the values the stored labels."""
     from judging.runs.calibrate import run_calibration
     from judging.runs.jobs import prepare_run
+    from judging.verdicts import PanelVerdict, VoteOutcome
     from storage.calls import write_verdicts
     from storage.consensus import load_panel_verdicts, write_consensus
     from storage.datasets import save_dataset
@@ -138,7 +139,6 @@ def test_the_stored_grid_is_the_stored_verdicts(tmp_path):
     from storage.importing import read_dataset
     from storage.overrides import add_override, human_labels
     from storage.vote_grid import vote_grid
-    from judging.verdicts import PanelVerdict, VoteOutcome
 
     verdicts, humans = _data(5, n=120)
     data = tmp_path / "d.csv"

@@ -27,8 +27,9 @@ import sqlite_utils
 
 from judging.audit_stats import EPSILON, STRATA, draw_within, stratum_cuts
 from judging.audit_tally import AuditTally
-from judging.runs.audit import QUEUE_AHEAD, Queue, RunAudit, _auditable, stats_population
 from judging.panel_files import load_panel
+from judging.runs.audit import QUEUE_AHEAD, Queue, RunAudit, _auditable, stats_population
+from judging.runs.figures import audit_population as kept_population
 from storage import audit as store
 from storage import audit_delta as delta
 from storage.runs import get_run
@@ -59,8 +60,15 @@ class LiveAudit:
     """The audit of one run, kept by its running sums (see the module's doc). Thread-safe: the
     pages share one per run across sessions."""
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: int, *, stamp: tuple[int, ...] | None = None) -> None:
+        """Args:
+            run_id: the run.
+            stamp: the state of its verdicts (`judging.runs.figures.verdicts_stamp`): the
+                population is then read from the figures kept for it (computed and kept when
+                missing); None reads it from the calls.
+        """
         self.run_id = run_id
+        self._stamp = stamp
         self._lock = threading.Lock()
         self._built = False
         self._numeric = False
@@ -171,7 +179,9 @@ class LiveAudit:
         if self._tally is None:
             run = get_run(db, self.run_id)
             panel = load_panel(run["panel_yaml"])
-            self._population = store.audit_population(db, self.run_id, stratum_cuts())
+            self._population = (
+                store.audit_population(db, self.run_id, stratum_cuts()) if self._stamp is None
+                else kept_population(db, self.run_id, self._stamp))
             self._tally = AuditTally(stats_population(run, panel, self._population))
         return self._tally
 

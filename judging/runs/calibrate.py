@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import sqlite_utils
 
 from judging.calibration import Calibration
-from judging.code_calibration import calibrate_codes
 from judging.cascade import CascadeConfig
+from judging.code_calibration import calibrate_codes
 from judging.errors import DataError
 from judging.few_shot import Example, choose_examples, with_examples
 from judging.panel import Panel

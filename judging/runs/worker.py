@@ -33,6 +33,7 @@ from judging.runs.batch_phase import (
     submit_missing,
     wait_for_batches,
 )
+from judging.runs.figures import precompute_figures
 from judging.runs.job import CriticProgress, Job, KeyLookup
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
@@ -127,6 +128,14 @@ class Worker:
                     set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
             except BaseException:
                 log.exception("could not record the final status of run %s", job.run_id)
+            try:
+                if final_status == "done" and db is not None:
+                    # The figures the Agreement page and the audit read, computed once now
+                    # rather than on the page's first load (`judging.runs.figures`); a
+                    # failure here costs the page that load, never the run.
+                    precompute_figures(db, job.run_id)
+            except Exception:
+                log.exception("could not keep the figures of run %s", job.run_id)
             finally:
                 if db is not None:
                     db.close()

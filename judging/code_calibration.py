@@ -25,10 +25,10 @@ import numpy.typing as npt
 
 from judging.agreement import RatingMatrix, proportion
 from judging.calibration import Calibration, Projection, Record, assemble
-from judging.dawid_skene import _label_code, _tie_pick, dawid_skene
+from judging.dawid_skene import _label_code, _tie_pick, dawid_skene, dawid_skene_vote
 from judging.panel import Panel
 from judging.verdicts import FailureKind, Verdict
-from judging.voting import DATASET_STRATEGIES, VotingConfig, vote_dataset
+from judging.voting import DATASET_STRATEGIES, STRATEGY_KINDS, VotingConfig, vote_dataset
 
 FAILED = -1  # as `storage.vote_grid.FAILED`: a call that gave no usable value
 ABSENT = -2  # as `storage.vote_grid.ABSENT`: no call of the critic on the item
@@ -218,8 +218,6 @@ class _Patterns:
 def _reads_confidence(config: VotingConfig) -> bool:
     """Whether a strategy may read the verdicts' confidences: the weighted vote with
     `use_confidence`, and any strategy that is not built in (it may read anything)."""
-    from judging.voting import STRATEGY_KINDS
-
     builtin_ignoring = set(STRATEGY_KINDS) - {"weighted"}
     if config.strategy == "weighted":
         return config.use_confidence
@@ -280,7 +278,5 @@ def _dawid_skene_decisions(panel: Panel, config: VotingConfig, cells: IntArray, 
 
 
 def _refused(config: VotingConfig, scale: Any) -> npt.NDArray[Any]:
-    from judging.dawid_skene import dawid_skene_vote
-
     dawid_skene_vote([[Verdict(critic="", item_id="", failure=FailureKind.ERROR)]], config, scale)
     raise AssertionError("unreachable: dawid_skene_vote refuses this configuration")

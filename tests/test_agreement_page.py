@@ -29,16 +29,18 @@ from tests.test_app_smoke import all_text, no_exception, open_page
 
 @pytest.fixture
 def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The runs whose critics' figures the page computed (once per entry: a cache hit adds
-    nothing)."""
+    """The runs whose critics' figures were computed (a cache hit, or a report kept in the
+    database by the worker when the run finished, adds nothing)."""
+    from judging.runs import figures
+
     runs: list[int] = []
-    real: Callable[..., Any] = agreement_data.run_agreement_report
+    real: Callable[..., Any] = figures.run_agreement_report
 
     def counting(db: Any, run_id: int, **kwargs: Any) -> Any:
         runs.append(run_id)
         return real(db, run_id, **kwargs)
 
-    monkeypatch.setattr(agreement_data, "run_agreement_report", counting)
+    monkeypatch.setattr(figures, "run_agreement_report", counting)
     return runs
 
 
@@ -65,7 +67,7 @@ def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
     no_exception(at)
     assert "0 items reviewed by humans" in _caption(at, "reviewed by humans")
     assert "agreement with the humans" not in _shown_table(at).columns
-    assert computed == [run_id]
+    assert computed == []  # kept by the worker when the run finished: read, not computed
 
     # A reviewer's decision, recorded as the Review page records it, in another session.
     db = open_db(path)
@@ -77,13 +79,13 @@ def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
     table, _ = _fresh_table(path, run_id)
     assert _shown_table(at).equals(table)  # every figure, humans' column included
     assert any(s.value == "Each critic against the humans" for s in at.subheader)
-    assert computed == [run_id]  # the critics' figures were kept, not computed again
+    assert computed == []  # the critics' figures were kept, not computed again
 
     # A second decision on the same item: the humans' figures follow the latest one.
     add_override(db, run_id, item, "KEEP", "on second thoughts", "ana")
     at.run()
     assert _shown_table(at).equals(_fresh_table(path, run_id)[0])
-    assert computed == [run_id]
+    assert computed == []
 
 
 def test_a_re_judged_item_gives_fresh_critics_figures(
@@ -114,7 +116,7 @@ def test_a_re_judged_item_gives_fresh_critics_figures(
     _, fresh = _fresh_table(path, run_id)
     shown = next(m.value for m in at.metric if m.label.startswith("Krippendorff"))
     assert shown == f"{fresh.alpha.value:.3f}" != before
-    assert computed == [run_id, run_id]
+    assert computed == [run_id]  # the kept figures are stale: computed once, and kept
 
 
 def test_on_a_large_run_calibration_waits_for_a_click(

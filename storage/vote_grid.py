@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd
 import sqlite_utils
 
 FAILED = -1
@@ -62,22 +63,25 @@ def vote_grid(db: sqlite_utils.Database, run_id: int, critics: Sequence[str], *,
     names = list(critics)
     picks = []
     for _ in names:
-        # Per critic: its call id (absent: NULL), its label and score when the call succeeded,
-        # and whether it failed.
-        picks.append("max(CASE WHEN k.critic = ? THEN k.id END)")
+        # Per critic: its call id (0: absent), its label and score when the call succeeded.
+        picks.append("coalesce(max(CASE WHEN k.critic = ? THEN k.id END), 0)")
         picks.append("max(CASE WHEN k.critic = ? AND k.failure IS NULL THEN k.label END)")
         picks.append("max(CASE WHEN k.critic = ? AND k.failure IS NULL THEN k.score END)")
         if confidence:
             picks.append("max(CASE WHEN k.critic = ? AND k.failure IS NULL THEN k.confidence END)")
     width = 4 if confidence else 3
     params: list[Any] = [name for name in names for _ in range(width)]
+    # Grouped in the order of the consensus position index (position, then rowid: the index's
+    # own order), so SQLite hands the rows over sorted, without a temporary B-tree; items that
+    # share a position (only items outside the dataset, at 0) are put in item order below.
     cursor = db.conn.execute(
-        f"SELECT c.item_id, {', '.join(picks) or 'NULL'} FROM consensus c"
+        f"SELECT c.item_id, c.position, {', '.join(picks) or 'NULL'} FROM consensus c"
         " LEFT JOIN calls k ON k.run_id = c.run_id AND k.item_id = c.item_id"
-        " WHERE c.run_id = ? GROUP BY c.position, c.item_id ORDER BY c.position, c.item_id",
+        " WHERE c.run_id = ? GROUP BY c.position, c.rowid ORDER BY c.position, c.rowid",
         [*params, run_id])
     index: dict[tuple[str | None, float | None], int] = {}
     items: list[npt.NDArray[Any]] = []
+    positions: list[npt.NDArray[np.int64]] = []
     codes: list[npt.NDArray[np.int32]] = []
     order: list[npt.NDArray[np.int64]] = []
     conf: list[npt.NDArray[np.float64]] = []
@@ -85,31 +89,26 @@ def vote_grid(db: sqlite_utils.Database, run_id: int, critics: Sequence[str], *,
         rows = cursor.fetchmany(_CHUNK)
         if not rows:
             break
-        columns = list(zip(*rows))
-        items.append(np.array(columns[0], dtype=object))
-        block = np.empty((len(rows), len(names)), dtype=np.int32)
-        ids = np.zeros((len(rows), len(names)), dtype=np.int64)
-        sure = np.full((len(rows), len(names)), np.nan)
+        table = np.array(rows, dtype=object).reshape(len(rows), 2 + width * len(names))
+        del rows
+        items.append(table[:, 0])
+        positions.append(table[:, 1].astype(np.int64))
+        block = np.empty((len(table), len(names)), dtype=np.int32)
+        ids = np.empty((len(table), len(names)), dtype=np.int64)
+        sure = np.full((len(table), len(names)), np.nan)
         for col in range(len(names)):
-            base = 1 + col * width
-            call_ids, labels, scores = columns[base], columns[base + 1], columns[base + 2]
-            keys = [index.setdefault((label, score), len(index))
-                    if label is not None or score is not None else FAILED
-                    for label, score in zip(labels, scores)]
-            cell = np.array(keys, dtype=np.int32)
-            present = np.array([i is not None for i in call_ids], dtype=bool)
-            cell[~present] = ABSENT
-            block[:, col] = cell
-            ids[present, col] = np.array([i for i in call_ids if i is not None], dtype=np.int64)
+            base = 2 + col * width
+            ids[:, col] = table[:, base].astype(np.int64)
+            block[:, col] = _encode(table[:, base + 1], table[:, base + 2], index)
             if confidence:
-                sure[:, col] = np.array([np.nan if c is None else c for c in columns[base + 3]],
-                                        dtype=np.float64)
+                sure[:, col] = pd.to_numeric(pd.Series(table[:, base + 3]),
+                                             errors="coerce").to_numpy(dtype=np.float64)
+        block[ids == 0] = ABSENT
         codes.append(block)
         order.append(ids)
         conf.append(sure)
-        del rows, columns
     n = len(names)
-    return VoteGrid(
+    grid = VoteGrid(
         items=np.concatenate(items) if items else np.zeros(0, dtype=object),
         critics=names,
         codes=np.concatenate(codes) if codes else np.zeros((0, n), dtype=np.int32),
@@ -117,3 +116,28 @@ def vote_grid(db: sqlite_utils.Database, run_id: int, critics: Sequence[str], *,
         order=np.concatenate(order) if order else np.zeros((0, n), dtype=np.int64),
         confidence=(np.concatenate(conf) if conf else np.zeros((0, n))) if confidence else None,
     )
+    where = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
+    if len(where) and (np.diff(where) == 0).any():
+        # `iter_panel_verdicts` orders by (position, item_id).
+        resort = np.lexsort((grid.items.astype(str), where))
+        grid = VoteGrid(grid.items[resort], names, grid.codes[resort], grid.values,
+                        grid.order[resort],
+                        None if grid.confidence is None else grid.confidence[resort])
+    return grid
+
+
+def _encode(labels: npt.NDArray[Any], scores: npt.NDArray[Any],
+            index: dict[tuple[str | None, float | None], int]) -> npt.NDArray[np.int32]:
+    """Each cell's (label, score) pair as its index in `index` (new pairs added), FAILED where
+    both are missing. Factorised by pandas (a hash table in C), then a few pairs mapped."""
+    out = np.full(len(labels), FAILED, dtype=np.int32)
+    scored = ~np.asarray(pd.isna(scores), dtype=bool)
+    plain = ~scored
+    local, uniques = pd.factorize(labels[plain])
+    mapping = np.array([index.setdefault((label, None), len(index)) for label in uniques]
+                       + [FAILED], dtype=np.int32)
+    out[plain] = mapping[local]  # -1 (no label) takes the trailing FAILED
+    for row in np.flatnonzero(scored).tolist():  # a score on a label scale: rare, one by one
+        label = labels[row]
+        out[row] = index.setdefault((label, float(scores[row])), len(index))
+    return out

@@ -186,9 +186,10 @@ class LiveAudit:
         if self._tally is None:
             run = get_run(db, self.run_id)
             panel = load_panel(run["panel_yaml"])
-            self._population = (
-                store.audit_population(db, self.run_id, stratum_cuts()) if self._stamp is None
-                else kept_population(db, self.run_id, self._stamp))
+            if self._population is None:
+                self._population = (
+                    store.audit_population(db, self.run_id, stratum_cuts()) if self._stamp is None
+                    else kept_population(db, self.run_id, self._stamp))
             self._tally = AuditTally(stats_population(run, panel, self._population))
         return self._tally
 
@@ -223,12 +224,17 @@ class LiveAudit:
         return {STRATA[h]: int(sizes[h]) for h in range(len(STRATA))}
 
     def _stratum_sizes(self, db: sqlite_utils.Database) -> np.ndarray:
+        """Items per stratum: from the population once it is read (kept with the run's
+        figures when a stamp was given), else one count over the run's consensus rows."""
         if self._tally is not None:
             return np.asarray(self._tally.population.sizes, dtype=np.int64)
-        if self._codes is None:
-            self._load_strata(db)
-        assert self._codes is not None
-        return np.bincount(self._codes, minlength=len(STRATA)).astype(np.int64)
+        if self._population is None and self._stamp is not None:
+            self._population = kept_population(db, self.run_id, self._stamp)
+        if self._population is not None:
+            sizes = self._population["sizes"]
+        else:
+            sizes = store.stratum_sizes(db, self.run_id, stratum_cuts())
+        return np.array([sizes.get(h, 0) for h in range(len(STRATA))], dtype=np.int64)
 
     # -- the label-next queue ------------------------------------------------------------------
 

@@ -57,7 +57,9 @@ def _show_saved(run_id: int, what: str) -> None:
                  query_params={RUN_PANEL_PARAM: version})
 
 
-@st.cache_data(max_entries=8, show_spinner="Calibrating...")
+# A resource, not data: at 1,000,000 items the projection holds two million-entry dicts, and
+# `cache_data` would unpickle a copy of them on every rerun. Shared and only read.
+@st.cache_resource(max_entries=4, show_spinner="Calibrating...")
 def _calibration(path: str, run_id: int, stamp: Stamp,
                  humans: tuple[tuple[str, str], ...]) -> Calibration:
     # Re-voting every stored verdict twice costs more than a rerun of the page: cached until

@@ -30,18 +30,12 @@ def last_override_id(db: sqlite_utils.Database) -> int:
     return int(db.execute("SELECT coalesce(max(id), 0) FROM overrides").fetchone()[0])
 
 
-def reviewed_items(db: sqlite_utils.Database, run_id: int,
-                   up_to_id: int) -> list[tuple[str, int | None, str | None]]:
-    """(item_id, id of its first blind override or None, that label) for every item of the run
-    with an override of id up to `up_to_id`: read once when a live audit starts (it grows with
-    the reviews, never with the run)."""
-    return [(str(item), None if first is None else int(first), label)
-            for item, first, label in db.execute(
-                "SELECT o.item_id, f.id, f.label FROM (SELECT DISTINCT item_id FROM overrides"
-                " WHERE run_id = :run AND id <= :top) o LEFT JOIN (SELECT item_id, min(id) AS id,"
-                " NULL AS label FROM overrides WHERE run_id = :run AND blind = 1 AND id <= :top"
-                " GROUP BY item_id) g ON g.item_id = o.item_id LEFT JOIN overrides f"
-                " ON f.id = g.id", {"run": run_id, "top": up_to_id})]
+def reviewed_items(db: sqlite_utils.Database, run_id: int, up_to_id: int) -> list[str]:
+    """Every item of the run with an override of id up to `up_to_id`: read once when a live
+    audit starts (it grows with the reviews, never with the run)."""
+    return [str(item) for (item,) in db.execute(
+        "SELECT DISTINCT item_id FROM overrides WHERE run_id = ? AND id <= ?",
+        [run_id, up_to_id])]
 
 
 def audit_items_after(db: sqlite_utils.Database, run_id: int, cuts: Mapping[str, float],

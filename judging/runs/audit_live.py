@@ -138,8 +138,7 @@ class LiveAudit:
             self._last_draw = max(self._last_draw, int(row["draw_order"]))
             if row["queue_rank"] is not None:
                 self._written[str(row["item_id"])] = int(row["queue_rank"])
-        for item_id, _, _ in delta.reviewed_items(db, self.run_id, self._last_override):
-            self._reviewed.add(item_id)
+        self._reviewed.update(delta.reviewed_items(db, self.run_id, self._last_override))
         self._use(db)
 
     def _add_item(self, item_id: str, code: int, panel: str | None, human: str | None,

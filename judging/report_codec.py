@@ -118,8 +118,12 @@ def _encode(value: Any, arrays: dict[str, np.ndarray]) -> Any:
     if isinstance(value, tuple):
         return {"__tuple__": [_encode(x, arrays) for x in value]}
     if isinstance(value, list):
+        # Long lists (item ids, Dawid-Skene's row positions) as arrays: a million JSON values
+        # took most of a load.
         if len(value) > 1000 and all(isinstance(x, str) for x in value):
             return {"__strings__": _array(np.array(value, dtype=object), arrays)}
+        if len(value) > 1000 and all(type(x) is int for x in value):
+            return {"__ints__": _array(np.array(value, dtype=np.int64), arrays)}
         return [_encode(x, arrays) for x in value]
     if isinstance(value, Mapping):  # dicts, and a kappa matrix's reasons (a mapping)
         return {"__map__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
@@ -137,8 +141,10 @@ def _decode(value: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     if "__objects__" in value:
         return np.array([_decode(x, arrays) for x in value["__objects__"]] + [None],
                         dtype=object)[:-1]
-    if "__strings__" in value:
-        return list(_decode(value["__strings__"], arrays).tolist())
+    if "__strings__" in value:  # straight to Python strings: no object array on the way
+        return arrays[value["__strings__"]["__array__"]].tolist()
+    if "__ints__" in value:
+        return arrays[value["__ints__"]["__array__"]].tolist()
     if "__tuple__" in value:
         return tuple(_decode(x, arrays) for x in value["__tuple__"])
     if "__map__" in value:

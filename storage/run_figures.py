@@ -26,3 +26,9 @@ def load_figures(db: sqlite_utils.Database, run_id: int, kind: str, stamp: str) 
     row = db.execute("SELECT payload FROM run_figures WHERE run_id = ? AND kind = ? AND stamp = ?",
                      [run_id, kind, stamp]).fetchone()
     return None if row is None else bytes(row[0])
+
+
+def has_figures(db: sqlite_utils.Database, run_id: int, kind: str, stamp: str) -> bool:
+    """Whether the run's `kind` figures are kept for `stamp` (without reading them)."""
+    return db.execute("SELECT 1 FROM run_figures WHERE run_id = ? AND kind = ? AND stamp = ?",
+                      [run_id, kind, stamp]).fetchone() is not None

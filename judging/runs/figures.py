@@ -23,7 +23,7 @@ from judging.report import AgreementReport
 from judging.report_codec import CodecError, decode_report, encode_report
 from judging.runs.report import run_agreement_report
 from storage.audit import audit_population as read_population
-from storage.run_figures import load_figures, save_figures
+from storage.run_figures import has_figures, load_figures, save_figures
 from storage.runs import get_run
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,7 @@ def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
     if not int(run.get("ok_calls") or 0):
         return  # no verdict: the page says so without figures
     stamp = verdicts_stamp(run)
-    critics_report(db, run_id, stamp)
+    if not has_figures(db, run_id, "report", _key(stamp)):
+        critics_report(db, run_id, stamp)
     if not load_panel(run["panel_yaml"]).scale.is_numeric:
         audit_population(db, run_id, stamp)

@@ -119,22 +119,16 @@ def test_a_re_judged_item_gives_fresh_critics_figures(
     assert computed == [run_id]  # the kept figures are stale: computed once, and kept
 
 
-def test_on_a_large_run_calibration_waits_for_a_click(
-    demo_db: tuple[pathlib.Path, int], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import pages.ui.calibration_view as calibration_view
-
+def test_calibration_shows_without_a_switch(demo_db: tuple[pathlib.Path, int]) -> None:
+    """Calibration no longer waits for a click on a large run (it reads code matrices): once
+    humans have labelled items, the section shows its table at the first load."""
     path, run_id = demo_db
-    monkeypatch.setattr(calibration_view, "AUTO_RATINGS", 10)  # the demo run counts as large
     db = open_db(path)
     for n, item in enumerate(review_table(db, run_id, limit=5)[0]["item_id"]):
         add_override(db, run_id, str(item), "REJECT", f"why {n}", "ana")
     at = open_page("agreement", query={"run": str(run_id)})
     no_exception(at)
-    assert any("Calibration votes all" in c.value for c in at.caption)
-    assert not any("suggested weight" in d.value.columns for d in at.dataframe)
-    at.toggle(key=f"cal{run_id}.on").set_value(True).run()
-    no_exception(at)
+    assert not any(t.label == "Compute calibration" for t in at.toggle)
     assert any("suggested weight" in d.value.columns for d in at.dataframe)
 
 

@@ -24,10 +24,10 @@ from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text import plain
 from storage.overrides import human_labels, overrides_stamp
 
-# Above this many ratings, calibration waits for a click: it votes every stored verdict again
-# after every new review, holding them all (without their replies) in memory: 7.6 s and 305 MB
-# at 300,000 ratings on a 2-core machine, so over a minute and about 3 GB at 3,000,000.
-AUTO_RATINGS = 300_000
+# No switch for large runs: calibration reads the votes as integer arrays and votes each distinct
+# pattern once (`judging.code_calibration`): 8.9 s and 860 MB at 1,000,000 items x 3 critics on
+# the shared 2-core machine, where the `Verdict` objects took 262 s and 3.1 GB side by side
+# (`benchmarks.large_analysis`).
 
 
 def _percent(p: Any) -> str:
@@ -81,15 +81,6 @@ def calibration_section(run: dict[str, Any]) -> None:
     """Draw the section for `run` (nothing to learn yet: a sentence saying what to do)."""
     run_id = int(run["id"])
     st.subheader("Calibration: what the reviews teach the panel")
-    ratings = int(run.get("n_items") or 0) * len(run.get("critics") or [])
-    if ratings > AUTO_RATINGS and not st.toggle(
-            "Compute calibration", key=f"cal{run_id}.on",
-            help=f"It votes all {ratings:,} stored verdicts again, and again after each new "
-            "review: a minute or more on a run this size, and about 1 GB of memory per "
-            "million verdicts."):
-        st.caption(f"Calibration votes all {ratings:,} stored verdicts again: turn it on above "
-                   "when you want it.")
-        return
     calibration = None
     with user_errors("No calibration yet"):
         humans = tuple(sorted(human_labels(db(), run_id).items()))

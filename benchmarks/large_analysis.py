@@ -17,6 +17,9 @@ Figures (<n> is the size: 1m, 100k, ...):
                                         Chromium, until alpha, the per-item chart and the
                                         per-critic table are drawn (`pages_browser`)
     agreement_later_load_<n>_s          the median of 3 loads after it
+    home_first_load_s                   Home's first load on another freshly started server:
+                                        the floor of any first load (Streamlit's imports, the
+                                        browser's first fetch of the app), computing nothing
     calibration_<n>_s, calibration_<n>_peak_rss_mb     `run_calibration` in a fresh process
     audit_update_<n>_ms                 one blind label's update: the override saved, the
                                         label-next queue and the estimate brought up to date
@@ -39,7 +42,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from benchmarks.pages_browser import CHROMIUM, build_run, launch, new_tab, open_agreement, settle
+from benchmarks.pages_browser import (
+    CHROMIUM,
+    build_run,
+    launch,
+    new_tab,
+    open_agreement,
+    open_home,
+    settle,
+)
 from benchmarks.report import bench_line, size_tag
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -169,6 +180,21 @@ def _agreement(checkout: pathlib.Path, db: pathlib.Path, run_id: int,
     return out
 
 
+def _home(checkout: pathlib.Path, db: pathlib.Path) -> float:
+    """Home's first load on a freshly started server of `checkout`, in a new browser."""
+    from playwright.sync_api import sync_playwright
+
+    with _server(checkout, db) as url, sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            _, tab = new_tab(browser)
+            seconds = open_home(tab, url + "/")
+            settle(tab)
+            return seconds
+        finally:
+            browser.close()
+
+
 def _seeded(path: pathlib.Path, n: int) -> int:
     from storage.db import open_db
 
@@ -212,6 +238,7 @@ def measure(seeded: pathlib.Path, n: int, before: pathlib.Path | None, tmp: path
             # reads none of it (the table is unknown to it), so the order only spreads the load
             figures["agreement_before"] = _agreement(before, work, run_id, warm=False)
         figures["agreement"] = _agreement(ROOT, work, run_id, warm=True)
+        figures["home"] = _home(ROOT, work)
     else:
         print(f"# agreement loads skipped: {CHROMIUM} is missing (apt-get install -y chromium)")
     if before is not None:
@@ -226,6 +253,8 @@ def measure(seeded: pathlib.Path, n: int, before: pathlib.Path | None, tmp: path
             bench_line(f"agreement_first_load_{tag}{suffix}_s", figures[key]["first"], "s")
             if "later" in figures[key]:
                 bench_line(f"agreement_later_load_{tag}{suffix}_s", figures[key]["later"], "s")
+    if "home" in figures:
+        bench_line("home_first_load_s", figures["home"], "s")
     for suffix, key in (("", "calibration"), ("_before", "calibration_before")):
         if key in figures:
             wall, peak = figures[key]

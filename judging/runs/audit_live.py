@@ -77,6 +77,10 @@ class LiveAudit:
         self.run_id = run_id
         self._stamp = stamp
         self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        """Nothing read yet (also after a build that failed half-way)."""
         self._built = False
         self._numeric = False
         self._critics: list[str] = []
@@ -102,7 +106,12 @@ class LiveAudit:
 
     def _sync(self, db: sqlite_utils.Database) -> None:
         if not self._built:
-            self._build(db)
+            try:
+                self._build(db)
+            except BaseException:
+                # Half a build must not stay behind in a shared object: start afresh next time.
+                self._reset()
+                raise
             return
         fresh = delta.audit_items_after(db, self.run_id, stratum_cuts(), self._last_draw)
         news = delta.overrides_after(db, self.run_id, self._last_override)
@@ -166,15 +175,20 @@ class LiveAudit:
         """Move each stratum's frontier over its newly labelled prefix, adding those items to
         the running sums (their critics' labels read for them alone)."""
         ready: list[_Item] = []
+        reach = []
         for stratum in self._strata:
-            while stratum.frontier < len(stratum.items) and \
-                    stratum.items[stratum.frontier].human is not None:
-                ready.append(stratum.items[stratum.frontier])
-                stratum.frontier += 1
+            end = stratum.frontier
+            while end < len(stratum.items) and stratum.items[end].human is not None:
+                ready.append(stratum.items[end])
+                end += 1
+            reach.append(end)
         if not ready:
             return
+        # Read first, then move: a failed read leaves the frontiers where they were.
         tally = self._ensure_tally(db)
         said = store.critic_labels(db, self.run_id, [i.item_id for i in ready])
+        for stratum, end in zip(self._strata, reach, strict=True):
+            stratum.frontier = end
         for item in ready:
             item.usable = True
             tally.add(item.code, item.panel, str(item.human), said.get(item.item_id, {}))

@@ -147,6 +147,12 @@ def test_the_stored_grid_is_the_stored_verdicts(tmp_path):
     dataset = save_dataset(db, read_dataset(data, id_column="id"), name="d")
     panel = _panel(VotingConfig(strategy="first-disagreement", fallback="MERGE"))
     run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
+    # Two items outside the dataset (written in reverse order): both at position 0, with the
+    # dataset's first item, so the grid puts those three by item id, as `iter_panel_verdicts`
+    # does.
+    extra = {"zz-outside": [Verdict(critic="a", item_id="zz-outside", label="KEEP")],
+             "aa-outside": [Verdict(critic="b", item_id="aa-outside", label="SPLIT")]}
+    verdicts = {**extra, **verdicts}
     for item, row in verdicts.items():
         write_verdicts(db, run_id, row, refresh_totals=False)
         write_consensus(db, run_id, [PanelVerdict(item, VoteOutcome(None, None, True), row,
@@ -155,12 +161,14 @@ def test_the_stored_grid_is_the_stored_verdicts(tmp_path):
         if item in verdicts:
             add_override(db, run_id, item, label, "", "ana")
     grid = vote_grid(db, run_id, CRITICS)
-    assert grid.items.tolist() == list(verdicts)
+    whole = {pv.item_id: pv.verdicts for pv in load_panel_verdicts(db, run_id)}
+    assert grid.items.tolist() == list(whole)
+    assert grid.items.tolist()[:3] == ["aa-outside", "i0000", "zz-outside"]
+    verdicts = {item: verdicts[item] for item in whole}
     expected = _arrays(verdicts)
     assert (grid.codes == ABSENT).tolist() == (expected["codes"] == ABSENT).tolist()  # type: ignore[operator]
     assert (grid.codes == FAILED).tolist() == (expected["codes"] == FAILED).tolist()  # type: ignore[operator]
     said = [[None if c < 0 else grid.values[c][0] for c in row] for row in grid.codes.tolist()]
     assert said == [[next((v.label for v in verdicts[i] if v.critic == c and v.ok), None)
                      for c in CRITICS] for i in verdicts]
-    whole = {pv.item_id: pv.verdicts for pv in load_panel_verdicts(db, run_id)}
     assert run_calibration(db, run_id) == calibrate(panel, whole, human_labels(db, run_id))

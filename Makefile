@@ -34,11 +34,13 @@ bench: $(VENV)/.installed
 	$(PY) -m benchmarks
 
 # Minutes to hours: `jurybox judge` over JURYBOX_BENCH_ITEMS items (default 1,000,000) x 3
-# critics against the simulator, measured from outside (wall time, peak memory).
+# critics against the simulator, measured from outside (wall time, peak memory); the pages and
+# the analysis over such a run (JURYBOX_BENCH_BEFORE=<checkout> adds the figures of that code).
 bench-large: $(VENV)/.installed
 	$(PY) -m benchmarks.large_import
 	$(PY) -m benchmarks.large_run
 	$(PY) -m benchmarks.large_pages
+	$(PY) -m benchmarks.large_analysis
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache site

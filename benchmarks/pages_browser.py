@@ -97,6 +97,7 @@ def build_run(path: pathlib.Path, n_items: int) -> tuple[int, int]:
         (run id, how many items the panel disagreed on).
     """
     from judging.runs.jobs import prepare_run
+    from judging.runs.kept_figures import precompute_figures
     from storage.calls import write_verdicts
     from storage.consensus import set_item_alpha, write_consensus
     from storage.dataset_store import save_dataset
@@ -127,6 +128,8 @@ def build_run(path: pathlib.Path, n_items: int) -> tuple[int, int]:
         contested += sum(pv.outcome.disagreement for pv in batch)
     refresh_run_totals(db, run_id)
     set_run_status(db, run_id, "done")
+    # What the worker does when a run finishes: keep the figures the pages read.
+    precompute_figures(db, run_id)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     return run_id, contested

@@ -30,16 +30,18 @@ from tests.test_app_smoke import all_text, no_exception, open_page
 
 @pytest.fixture
 def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The runs whose critics' figures the page computed (once per entry: a cache hit adds
-    nothing)."""
+    """The runs whose critics' figures were computed (a cache hit, or a report kept in the
+    database by the worker when the run finished, adds nothing)."""
+    from judging.runs import kept_figures as figures
+
     runs: list[int] = []
-    real: Callable[..., Any] = agreement_data.run_agreement_report
+    real: Callable[..., Any] = figures.run_agreement_report
 
     def counting(db: Any, run_id: int, **kwargs: Any) -> Any:
         runs.append(run_id)
         return real(db, run_id, **kwargs)
 
-    monkeypatch.setattr(agreement_data, "run_agreement_report", counting)
+    monkeypatch.setattr(figures, "run_agreement_report", counting)
     return runs
 
 
@@ -66,7 +68,7 @@ def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
     no_exception(at)
     assert "0 items reviewed by humans" in _caption(at, "reviewed by humans")
     assert "agreement with the humans" not in _shown_table(at).columns
-    assert computed == [run_id]
+    assert computed == []  # kept by the worker when the run finished: read, not computed
 
     # A reviewer's decision, recorded as the Review page records it, in another session.
     db = open_db(path)
@@ -78,13 +80,13 @@ def test_an_override_shows_at_the_next_rerun_without_reading_the_ratings_again(
     table, _ = _fresh_table(path, run_id)
     assert _shown_table(at).equals(table)  # every figure, humans' column included
     assert any(s.value == "Each critic against the humans" for s in at.subheader)
-    assert computed == [run_id]  # the critics' figures were kept, not computed again
+    assert computed == []  # the critics' figures were kept, not computed again
 
     # A second decision on the same item: the humans' figures follow the latest one.
     add_override(db, run_id, item, "KEEP", "on second thoughts", "ana")
     at.run()
     assert _shown_table(at).equals(_fresh_table(path, run_id)[0])
-    assert computed == [run_id]
+    assert computed == []
 
 
 def test_a_re_judged_item_gives_fresh_critics_figures(
@@ -115,25 +117,19 @@ def test_a_re_judged_item_gives_fresh_critics_figures(
     _, fresh = _fresh_table(path, run_id)
     shown = next(m.value for m in at.metric if m.label.startswith("Krippendorff"))
     assert shown == f"{fresh.alpha.value:.3f}" != before
-    assert computed == [run_id, run_id]
+    assert computed == [run_id]  # the kept figures are stale: computed once, and kept
 
 
-def test_on_a_large_run_calibration_waits_for_a_click(
-    demo_db: tuple[pathlib.Path, int], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import pages.ui.calibration_view as calibration_view
-
+def test_calibration_shows_without_a_switch(demo_db: tuple[pathlib.Path, int]) -> None:
+    """Calibration no longer waits for a click on a large run (it reads code matrices): once
+    humans have labelled items, the section shows its table at the first load."""
     path, run_id = demo_db
-    monkeypatch.setattr(calibration_view, "AUTO_RATINGS", 10)  # the demo run counts as large
     db = open_db(path)
     for n, item in enumerate(review_table(db, run_id, limit=5)[0]["item_id"]):
         add_override(db, run_id, str(item), "REJECT", f"why {n}", "ana")
     at = open_page("agreement", query={"run": str(run_id)})
     no_exception(at)
-    assert any("Calibration votes all" in c.value for c in at.caption)
-    assert not any("suggested weight" in d.value.columns for d in at.dataframe)
-    at.toggle(key=f"cal{run_id}.on").set_value(True).run()
-    no_exception(at)
+    assert not any(t.label == "Compute calibration" for t in at.toggle)
     assert any("suggested weight" in d.value.columns for d in at.dataframe)
 
 

@@ -182,8 +182,31 @@ def stratified_mean(
         raise ValueError(f"{k} stratum sizes but {len(label)} names.")
     if len(h) and (h.min() < 0 or h.max() >= k):
         raise ValueError(f"a stratum index is outside 0..{k - 1}.")
-    z = _z(confidence)
+    _z(confidence)
     n, total, squares = _cell_sums(y, h, k)
+    return stratified_from_sums(n, total, squares, size, names=label, bounds=bounds, clip=clip,
+                                confidence=confidence)
+
+
+def stratified_from_sums(
+    n: npt.ArrayLike,
+    total: npt.ArrayLike,
+    squares: npt.ArrayLike,
+    sizes: npt.ArrayLike,
+    *,
+    names: Sequence[str] | None = None,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    clip: tuple[float, float] | None = (0.0, 1.0),
+    confidence: float = 0.95,
+) -> Interval:
+    """`stratified_mean` from each stratum's audited count, sum and sum of squares of the
+    values, which is all it reads of them: running sums kept label by label
+    (`judging.analysis.audit_tally`) give the figures of the whole sample without reading it again."""
+    n, total, squares = (np.asarray(x, dtype=np.float64).ravel() for x in (n, total, squares))
+    size = np.asarray(sizes, dtype=np.float64).ravel()
+    k = len(size)
+    label = list(names) if names is not None else [f"stratum {i}" for i in range(k)]
+    z = _z(confidence)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, total / np.maximum(n, 1.0), np.nan)
     smoothed, variance = _smoothed(n, total, squares, bounds)
@@ -262,6 +285,15 @@ def label_gains(
     """
     size = np.asarray(sizes, dtype=np.float64).ravel()
     n, total, squares = _cell_sums(values, cells, len(size))
+    return gains_from_sums(n, total, squares, size, bounds=bounds)
+
+
+def gains_from_sums(n: npt.ArrayLike, total: npt.ArrayLike, squares: npt.ArrayLike,
+                    sizes: npt.ArrayLike, *, bounds: tuple[float, float] = (0.0, 1.0)
+                    ) -> FloatArray:
+    """`label_gains` from each stratum's audited count, sum and sum of squares."""
+    n, total, squares, size = (np.asarray(x, dtype=np.float64).ravel()
+                               for x in (n, total, squares, sizes))
     return _gains(n, total, squares, size, bounds)
 
 
@@ -303,10 +335,23 @@ def next_strata(
     Raises:
         ValueError: epsilon outside [0, 1].
     """
+    size = np.asarray(sizes, dtype=np.float64).ravel()
+    n, total, squares = _cell_sums(values, cells, len(size))
+    return next_strata_from_sums(n, total, squares, size, count, rng=rng, epsilon=epsilon,
+                                 bounds=bounds)
+
+
+def next_strata_from_sums(
+    n: npt.ArrayLike, total: npt.ArrayLike, squares: npt.ArrayLike, sizes: npt.ArrayLike,
+    count: int, *, rng: np.random.Generator, epsilon: float = EPSILON,
+    bounds: tuple[float, float] = (0.0, 1.0),
+) -> list[int]:
+    """`next_strata` from each stratum's audited count, sum and sum of squares (the running
+    sums of `judging.analysis.audit_tally`)."""
     if not 0.0 <= epsilon <= 1.0:
         raise ValueError(f"epsilon is a probability: between 0 and 1, not {epsilon}.")
     size = np.asarray(sizes, dtype=np.float64).ravel()
-    n, total, squares = _cell_sums(values, cells, len(size))
+    n, total, squares = (np.array(x, dtype=np.float64).ravel() for x in (n, total, squares))
     picks: list[int] = []
     for _ in range(max(0, int(count))):
         left = np.maximum(size - n, 0.0)

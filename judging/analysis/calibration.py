@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from judging.agreement import Proportion, proportion
@@ -143,25 +143,54 @@ def calibrate(
             reference[item] = humans[item]
         elif outcome.consensus is not None:
             reference[item] = str(outcome.consensus)
-    n_labels = len(panel.scale.labels)
-    notes = []
-    critics = []
+    records = []
     for critic in panel.critics:
         said = {v.item_id: _label(v) for item in items for v in verdicts[item]
                 if v.critic == critic.name}
         compared = [i for i in reference if said.get(i) is not None]
         correct = sum(said[i] == reference[i] for i in compared)
         wrong = Counter((str(said[i]), reference[i]) for i in compared if said[i] != reference[i])
-        if len(compared) >= MIN_EVIDENCE:
-            weight = suggested_weight(correct, len(compared), n_labels)
+        records.append(Record(critic.name, correct, len(compared), len(reference), dict(wrong)))
+    from_humans = sum(1 for i in reference if i in humans)
+    return assemble(panel, records, from_humans, len(reference) - from_humans,
+                    lambda suggested: project(panel, suggested, verdicts, humans))
+
+
+@dataclass(frozen=True)
+class Record:
+    """One critic against the reference: `correct` of `compared` reference items it labelled,
+    of `reference` in all, and its mistakes (it said, the reference said) -> items, in the
+    order they first occur."""
+
+    critic: str
+    correct: int
+    compared: int
+    reference: int
+    confusions: dict[tuple[str, str], int]
+
+
+def assemble(panel: Panel, records: Sequence[Record], from_humans: int, from_dawid_skene: int,
+             projected: Callable[[Panel], Projection]) -> Calibration:
+    """The calibration from each critic's record: the suggested weights (a critic with fewer
+    than `MIN_EVIDENCE` reference labels keeps its own), the suggested panel, and its
+    projection by `projected(suggested)`. Shared by `calibrate` and the code-matrix path
+    (`judging.analysis.code_calibration`), so both suggest the same thing from the same records."""
+    n_labels = len(panel.scale.labels)
+    notes = []
+    critics = []
+    weights_now = {c.name: c.weight for c in panel.critics}
+    for record in records:
+        if record.compared >= MIN_EVIDENCE:
+            weight = suggested_weight(record.correct, record.compared, n_labels)
         else:
-            weight = critic.weight
-            notes.append(f"{critic.name}: {len(compared)} reference labels, fewer than "
+            weight = weights_now[record.critic]
+            notes.append(f"{record.critic}: {record.compared} reference labels, fewer than "
                          f"{MIN_EVIDENCE}: its weight is left as it is.")
         critics.append(CriticCalibration(
-            critic=critic.name,
-            accuracy=proportion(correct, len(compared), missing=len(reference) - len(compared)),
-            confusions=dict(wrong), weight=critic.weight, suggested=weight))
+            critic=record.critic,
+            accuracy=proportion(record.correct, record.compared,
+                                missing=record.reference - record.compared),
+            confusions=record.confusions, weight=weights_now[record.critic], suggested=weight))
     if critics and all(c.suggested == 0 for c in critics):
         notes.append("Every critic is at chance or worse against the reference: no weighting "
                      "can help; the suggestion keeps the current weights.")
@@ -178,9 +207,7 @@ def calibrate(
            {"voting": panel.voting.model_copy(update=weighted)}),
     })
     suggested = Panel.model_validate(suggested.model_dump())  # checked like any panel
-    from_humans = sum(1 for i in reference if i in humans)
     return Calibration(
-        critics=critics, from_humans=from_humans,
-        from_dawid_skene=len(reference) - from_humans, suggested=suggested,
-        projection=project(panel, suggested, verdicts, humans), notes=notes,
+        critics=critics, from_humans=from_humans, from_dawid_skene=from_dawid_skene,
+        suggested=suggested, projection=projected(suggested), notes=notes,
     )

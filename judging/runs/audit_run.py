@@ -321,6 +321,11 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
         return RunAudit(None, reason="the audit compares labels, and this panel gives scores")
     cuts = stratum_cuts()
     items = store.audit_items(db, run_id, cuts)
+    contest = store.contest_reviews(db, run_id)
+    if not items:
+        # Nothing to estimate: the population (a pass over every call) is not read for it.
+        return RunAudit(None, contest_reviews=contest, reason="no audit sample yet: draw one on "
+                        "the Review page and label its items in a blind first pass")
     if population is None:
         population = store.audit_population(db, run_id, cuts)
     sizes = _sizes(population["sizes"])
@@ -328,28 +333,15 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
     sampled = Counter(STRATA[int(i["code"])] for i in items)
     labelled_items, waiting = usable_labels(items)
     labelled = Counter(STRATA[int(i["code"])] for i in labelled_items)
-    contest = store.contest_reviews(db, run_id)
     meta: dict[str, Any] = {"sampled": dict(sampled), "labelled": dict(labelled),
                             "stratum_sizes": names, "contest_reviews": contest,
                             "waiting": waiting}
-    if not items:
-        return RunAudit(None, **meta, reason="no audit sample yet: draw one on the Review page "
-                        "and label its items in a blind first pass")
     if not labelled_items:
         return RunAudit(None, **meta, reason=f"none of the {len(items):,} audit items has a "
                         "usable blind label yet: label them on the Review page with the sort "
                         "\"Label next\" and Blind first pass on")
     critics = list(run["critics"])
     said = store.critic_labels(db, run_id, [str(i["item_id"]) for i in labelled_items])
-    labels = list(panel.scale.labels)
-    labels += sorted({label for _, label in population["panel"] if label not in labels})
-    stats_population = AuditPopulation(
-        sizes=sizes,
-        panel_counts={label: np.array([population["panel"].get((h, label), 0)
-                                       for h in range(len(STRATA))]) for label in labels},
-        critic_counts={critic: np.array([population["critics"].get((critic, h), 0)
-                                         for h in range(len(STRATA))]) for critic in critics},
-    )
     sample = AuditSample(
         strata=np.array([int(i["code"]) for i in labelled_items], dtype=np.int64),
         panel=[i["panel"] for i in labelled_items],
@@ -357,4 +349,22 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
         critics={critic: [said[str(i["item_id"])].get(critic) for i in labelled_items]
                  for critic in critics},
     )
-    return RunAudit(audit_estimate(stats_population, sample, confidence=confidence), **meta)
+    return RunAudit(audit_estimate(stats_population(run, panel, population), sample,
+                                   confidence=confidence), **meta)
+
+
+def stats_population(run: dict[str, Any], panel: Panel,
+                     population: dict[str, Any]) -> AuditPopulation:
+    """The statistics' view of `storage.audit.audit_population`: labels in the scale's order
+    (then any other label the panel gave), critics in the run's order."""
+    sizes = _sizes(population["sizes"])
+    labels = list(panel.scale.labels)
+    labels += sorted({label for _, label in population["panel"] if label not in labels})
+    return AuditPopulation(
+        sizes=sizes,
+        panel_counts={label: np.array([population["panel"].get((h, label), 0)
+                                       for h in range(len(STRATA))]) for label in labels},
+        critic_counts={critic: np.array([population["critics"].get((critic, h), 0)
+                                         for h in range(len(STRATA))])
+                       for critic in run["critics"]},
+    )

@@ -36,6 +36,7 @@ from judging.runs.batch_phase import (
 )
 from judging.runs.job import Job, KeyLookup
 from judging.runs.job_modes import job_mode
+from judging.runs.kept_figures import precompute_figures
 from judging.runs.writer import Writer
 from judging.verdicts import FailureKind, Item, PanelVerdict
 from storage.calls import (
@@ -127,6 +128,14 @@ class Worker:
                     set_run_status(db, job.run_id, final_status, error=message, owner=job.token)
             except BaseException:
                 log.exception("could not record the final status of run %s", job.run_id)
+            try:
+                if final_status == "done" and db is not None:
+                    # The figures the Agreement page and the audit read, computed once now
+                    # rather than on the page's first load (`judging.runs.kept_figures`); a
+                    # failure here costs the page that load, never the run.
+                    precompute_figures(db, job.run_id)
+            except Exception:
+                log.exception("could not keep the figures of run %s", job.run_id)
             finally:
                 if db is not None:
                     db.close()

@@ -5,7 +5,9 @@ ratings read into pandas, a bootstrap, Dawid-Skene), and it only changes when ve
 reviews do. It is cached in two floors:
 
 - the critics' figures (everything but the figures against the humans), once per run and
-  per state of its verdicts (`calls_stamp`);
+  per state of its verdicts (`calls_stamp`): computed by the worker when the run finished and
+  kept in the database (`judging.runs.kept_figures`), so even the first load after a start reads
+  them rather than computing them;
 - the figures against the humans (`judging.analysis.agreement_report.with_humans`), redone
   from the first floor's encoded ratings whenever the humans' labels change: an override
   shows on the page at its next rerun, without reading the run's ratings again.
@@ -29,8 +31,9 @@ from judging.analysis.rubric_stats import RubricReport
 from judging.analysis.stability import CriticStability
 from judging.analysis.verbosity import VerbosityProbe
 from judging.runs.final_decisions import run_human_labels
+from judging.runs.kept_figures import RESAMPLES as FIGURE_RESAMPLES
+from judging.runs.kept_figures import critics_report, verdicts_stamp
 from judging.runs.run_report import (
-    run_agreement_report,
     run_expected_scores,
     run_pairwise,
     run_rubric,
@@ -39,24 +42,21 @@ from judging.runs.run_report import (
 )
 from pages.ui.state import db, db_path
 
-RESAMPLES = 1000
+RESAMPLES = FIGURE_RESAMPLES
 Stamp = tuple[int, ...]
 
 
 def calls_stamp(run: dict[str, Any]) -> Stamp:
-    """What changes whenever a run's stored verdicts do (a run from `storage.runs.list_runs`):
-    the counts of stored successes and failures, and the ledger's count of calls made (a
-    re-judged item replaces its verdicts without changing the counts, but its calls are
-    counted). Part of every cache key below, so a change gives fresh figures at once."""
-    ledger = run.get("ledger") or {}
-    return (int(run.get("ok_calls") or 0), int(run.get("failed_calls") or 0),
-            int(ledger.get("calls") or 0), int(ledger.get("cache_hits") or 0))
+    """What changes whenever a run's stored verdicts do (`judging.runs.kept_figures.verdicts_stamp`).
+    Part of every cache key below, so a change gives fresh figures at once."""
+    return verdicts_stamp(run)
 
 
 @st.cache_resource(max_entries=4, show_spinner="Computing agreement...")
 def _critics_report(path: str, run_id: int, stamp: Stamp) -> AgreementReport:
-    del path, stamp  # part of the cache key only
-    return run_agreement_report(db(), run_id, resamples=RESAMPLES, seed=0, humans={})
+    del path  # part of the cache key only
+    # Kept in the database when the run finished (`judging.runs.kept_figures`): read, not computed.
+    return critics_report(db(), run_id, stamp)
 
 
 # Few entries: each shares (and so keeps alive) its critics' report, hundreds of MB at 1M items.

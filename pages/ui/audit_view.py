@@ -13,12 +13,10 @@ from typing import Any
 import streamlit as st
 
 from judging.analysis.audit_stats import Interval
+from judging.runs.audit_live import LiveAudit
 from judging.runs.audit_run import (
     RunAudit,
     draw_audit_sample,
-    refresh_label_next,
-    run_audit,
-    run_population,
 )
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui.agreement_data import Stamp, calls_stamp
@@ -27,31 +25,26 @@ from pages.ui.review_view import Filters
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db, db_path
 from pages.ui.text_format import plain
-from storage.audit import audit_stamp
-from storage.overrides import overrides_stamp
 
 LABEL_NEXT = "label_next"  # the Review sort (`storage.review_queue.SORTS`)
 
 
-# Two floors, as the agreement report: what is known of every item (a pass over every call of
-# the run) changes with the verdicts only; the estimate, cheap from it, with every review.
-@st.cache_data(max_entries=8, show_spinner=False)
-def _population(path: str, run_id: int, verdicts: Stamp) -> dict[str, Any]:
-    del path, verdicts  # part of the cache key only
-    return run_population(db(), run_id)
+# One live audit per run and state of its verdicts, shared by every session: it reads the sample
+# once, then only the labels and draws that came since (`judging.runs.audit_live`), so a label
+# on Review updates the estimate and the queue without reading the run again.
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _live(path: str, run_id: int, verdicts: Stamp) -> LiveAudit:
+    del path  # part of the cache key only
+    return LiveAudit(run_id, stamp=verdicts)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _audit(path: str, run_id: int, reviews: tuple[int, int], sample: tuple[int, int],
-           verdicts: Stamp) -> RunAudit:
-    del reviews, sample  # part of the cache key only
-    return run_audit(db(), run_id, population=_population(path, run_id, verdicts))
+def live_audit(run: dict[str, Any]) -> LiveAudit:
+    """The run's live audit (the one the pages share)."""
+    return _live(str(db_path()), int(run["id"]), calls_stamp(run))
 
 
 def _cached_audit(run: dict[str, Any]) -> RunAudit:
-    run_id = int(run["id"])
-    return _audit(str(db_path()), run_id, overrides_stamp(db(), run_id),
-                  audit_stamp(db(), run_id), calls_stamp(run))
+    return live_audit(run).audit(db())
 
 
 def _percent(value: float | None) -> str:
@@ -175,7 +168,7 @@ def review_hook(run: dict[str, Any], filters: Filters, blind: bool) -> None:
     if sort != LABEL_NEXT:
         return
     with user_errors("No label-next queue"):
-        queue = refresh_label_next(db(), run_id)
+        queue = live_audit(run).refresh_queue(db())
         notes = []
         listed = queue.head is not None and filters.position(run_id, queue.head) is not None
         if queue.head is not None and not listed:

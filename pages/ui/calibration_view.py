@@ -26,10 +26,10 @@ from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text_format import plain
 from storage.overrides import human_labels, overrides_stamp
 
-# Above this many ratings, calibration waits for a click: it votes every stored verdict again
-# after every new review, holding them all (without their replies) in memory: 7.6 s and 305 MB
-# at 300,000 ratings on a 2-core machine, so over a minute and about 3 GB at 3,000,000.
-AUTO_RATINGS = 300_000
+# No switch for large runs: calibration reads the votes as integer arrays and votes each distinct
+# pattern once (`judging.analysis.code_calibration`): 8.9 s and 860 MB at 1,000,000 items x 3 critics on
+# the shared 2-core machine, where the `Verdict` objects took 262 s and 3.1 GB side by side
+# (`benchmarks.large_analysis`).
 
 
 def _percent(p: Any) -> str:
@@ -59,7 +59,9 @@ def _show_saved(run_id: int, what: str) -> None:
                  query_params={RUN_PANEL_PARAM: version})
 
 
-@st.cache_data(max_entries=8, show_spinner="Calibrating...")
+# A resource, not data: at 1,000,000 items the projection holds two million-entry dicts, and
+# `cache_data` would unpickle a copy of them on every rerun. Shared and only read.
+@st.cache_resource(max_entries=4, show_spinner="Calibrating...")
 def _calibration(path: str, run_id: int, stamp: Stamp,
                  humans: tuple[tuple[str, str], ...], gate: float | None) -> Calibration:
     # Re-voting every stored verdict twice costs more than a rerun of the page: cached until
@@ -98,15 +100,6 @@ def calibration_section(run: dict[str, Any]) -> None:
     """Draw the section for `run` (nothing to learn yet: a sentence saying what to do)."""
     run_id = int(run["id"])
     st.subheader("Calibration: what the reviews teach the panel")
-    ratings = int(run.get("n_items") or 0) * len(run.get("critics") or [])
-    if ratings > AUTO_RATINGS and not st.toggle(
-            "Compute calibration", key=f"cal{run_id}.on",
-            help=f"It votes all {ratings:,} stored verdicts again, and again after each new "
-            "review: a minute or more on a run this size, and about 1 GB of memory per "
-            "million verdicts."):
-        st.caption(f"Calibration votes all {ratings:,} stored verdicts again: turn it on above "
-                   "when you want it.")
-        return
     threshold = _reviewer_gate(run_id)
     if threshold is not None:
         # Not cached: it reads the reviewers' labels only (as the Team page does on every

@@ -1,0 +1,93 @@
+"""A run's figures computed once, at the end of the run, and kept in its database.
+
+Why: at 1,000,000 items x 3 critics, the Agreement page's first load computed the critics'
+report (reading 3,000,000 ratings, a bootstrap, Dawid-Skene, leave-one-out) and the audit's
+population (a pass over every call): seconds of work, every time the app started. Both depend
+on the verdicts alone, so the worker computes them once when a run finishes
+(`precompute_figures`) and the pages read them (`critics_report`, `audit_population`). The
+stamp of the verdicts they came from is kept with them: after a re-judge or a resume they no
+longer match, and the first reader computes and keeps them again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import sqlite_utils
+
+from judging.analysis.agreement_report import AgreementReport
+from judging.analysis.audit_stats import stratum_cuts
+from judging.analysis.report_codec import CodecError, decode_report, encode_report
+from judging.panel.panel_files import load_panel
+from judging.runs.run_report import run_agreement_report
+from storage.audit import audit_population as read_population
+from storage.run_figures import has_figures, load_figures, save_figures
+from storage.runs import get_run
+
+log = logging.getLogger(__name__)
+
+RESAMPLES = 1000
+"""Bootstrap resamples of the kept report (the Agreement page's)."""
+SEED = 0
+
+Stamp = tuple[int, ...]
+
+
+def verdicts_stamp(run: dict[str, Any]) -> Stamp:
+    """What changes whenever a run's stored verdicts do (a run from `storage.runs`): the counts
+    of stored successes and failures, and the ledger's count of calls made (a re-judged item
+    replaces its verdicts without changing the counts, but its calls are counted)."""
+    ledger = run.get("ledger") or {}
+    return (int(run.get("ok_calls") or 0), int(run.get("failed_calls") or 0),
+            int(ledger.get("calls") or 0), int(ledger.get("cache_hits") or 0))
+
+
+def _key(stamp: Stamp) -> str:
+    return ",".join(str(part) for part in stamp)
+
+
+def critics_report(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> AgreementReport:
+    """The run's critics' report (`run_agreement_report` without the humans), read when kept
+    for `stamp`, else computed and kept."""
+    data = load_figures(db, run_id, "report", _key(stamp))
+    if data is not None:
+        try:
+            return decode_report(data)
+        except CodecError:
+            log.info("run %s: its kept report is unreadable; computing it again", run_id)
+    report = run_agreement_report(db, run_id, resamples=RESAMPLES, seed=SEED, humans={})
+    save_figures(db, run_id, "report", _key(stamp), encode_report(report))
+    return report
+
+
+def audit_population(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> dict[str, Any]:
+    """`storage.audit.audit_population` of the run, read when kept for `stamp`, else read from
+    the calls and kept."""
+    data = load_figures(db, run_id, "audit_population", _key(stamp))
+    if data is not None:
+        kept = json.loads(data.decode("utf-8"))
+        return {"sizes": {int(k): v for k, v in kept["sizes"]},
+                "panel": {(int(h), str(label)): n for h, label, n in kept["panel"]},
+                "critics": {(str(c), int(h)): n for c, h, n in kept["critics"]}}
+    population = read_population(db, run_id, stratum_cuts())
+    payload = {"sizes": list(population["sizes"].items()),
+               "panel": [[h, label, n] for (h, label), n in population["panel"].items()],
+               "critics": [[c, h, n] for (c, h), n in population["critics"].items()]}
+    save_figures(db, run_id, "audit_population", _key(stamp),
+                 json.dumps(payload).encode("utf-8"))
+    return population
+
+
+def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
+    """Compute and keep the finished run's figures (a label panel's report and audit
+    population; a score panel's report), unless kept already for its verdicts."""
+    run = get_run(db, run_id)
+    if not int(run.get("ok_calls") or 0):
+        return  # no verdict: the page says so without figures
+    stamp = verdicts_stamp(run)
+    if not has_figures(db, run_id, "report", _key(stamp)):
+        critics_report(db, run_id, stamp)
+    if not load_panel(run["panel_yaml"]).scale.is_numeric:
+        audit_population(db, run_id, stamp)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 KappaWeights = Literal["linear", "quadratic"] | None
@@ -172,4 +174,5 @@ class KappaMatrix:
 
     def to_frame(self) -> pd.DataFrame:
         """The kappa values as a labelled DataFrame (NaN where undefined)."""
+        import pandas as pd  # here: importing the statistics must not load pandas
         return pd.DataFrame(self.values, index=self.critics, columns=self.critics)

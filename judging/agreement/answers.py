@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from judging.agreement.agreement_results import Level
 from judging.agreement.ratings import RatingMatrix, encode_ratings
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ def _objects(values: Sequence[Any]) -> np.ndarray:
 
 def _factorize(values: Sequence[Any], what: str) -> tuple[np.ndarray, list[Any]]:
     """Index per row and the distinct values in order of first appearance."""
+    import pandas as pd  # here: importing the statistics must not load pandas
     index = pd.Index(_objects(values), dtype=object)
     if len(index) and index.isna().any():
         row = int(np.flatnonzero(index.isna())[0])

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from judging.agreement.agreement_results import LEVELS, Level
+
+if TYPE_CHECKING:
+    pass
 
 # --------------------------------------------------------------------------------------------
 # Encoding
@@ -64,6 +66,7 @@ def _check_level(level: str) -> None:
 
 def _to_object_grid(data: Any) -> tuple[np.ndarray, np.ndarray]:
     """(units, critics) object or float array plus a missing mask, from any accepted input."""
+    import pandas as pd  # here: importing the statistics must not load pandas
     if isinstance(data, pd.DataFrame):
         data = data.to_numpy(dtype=object)
     if isinstance(data, np.ndarray):
@@ -157,6 +160,7 @@ def encode_ratings(
         ValueError: unknown level, a label outside `order`, non-numeric ratings for an
             interval/ratio level without `order`, negative ratings at the ratio level.
     """
+    import pandas as pd  # here: importing the statistics must not load pandas
     if isinstance(data, RatingMatrix):
         return data
     _check_level(level)

@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from judging.agreement.agreement_results import Proportion
+
+if TYPE_CHECKING:
+    pass
 
 # --------------------------------------------------------------------------------------------
 # One critic against a reference
@@ -63,6 +65,7 @@ def agreement_with_reference(
     Raises:
         ValueError: the two sequences differ in length.
     """
+    import pandas as pd  # here: importing the statistics must not load pandas
     if len(ratings) != len(reference):
         raise ValueError(
             f"ratings and reference must cover the same items: {len(ratings)} vs {len(reference)}"

@@ -244,6 +244,23 @@ def settled(page: Any) -> None:
 
 
 
+def choose_option(page: Any, selectbox: Any, name: str) -> None:
+    """Pick `name` in a Streamlit selectbox. The list opens on a click, but a redraw of the box
+    (a delta of the same run landing just after the click) closes it again: open it until the
+    option shows, a few times, then pick it."""
+    from playwright.sync_api import expect
+
+    option = page.get_by_role("option", name=name, exact=True)
+    for _ in range(4):
+        selectbox.click()
+        try:
+            expect(option).to_be_visible(timeout=5000)
+            break
+        except AssertionError:
+            page.keyboard.press("Escape")
+    option.click()
+
+
 def name_the_reviewer(page: Any, name: str) -> None:
     """Type the reviewer's name on Review, as a user does first, and wait for the decision form
     it unlocks (the name is committed with Enter, never raced by a click on Save)."""

@@ -11,7 +11,7 @@ import pytest
 
 from judging.runs.compare_runs import compare_runs
 from storage.db import open_db
-from tests.fixtures_app import Watch, running_app, settled
+from tests.fixtures_app import Watch, choose_option, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -35,8 +35,8 @@ def test_a_flipped_item_opens_in_review_from_compare(
         main = app_page.get_by_test_id("stMain")
         expect(main.get_by_role("heading", name="Final decisions that flipped")).to_be_visible()
         picker = main.get_by_test_id("stSelectbox").filter(has_text="Flipped item")
-        picker.click()
-        app_page.get_by_role("option", name=second, exact=True).click()
+        settled(app_page)
+        choose_option(app_page, picker, second)
         link = main.get_by_role("link", name=f"Open in Review (run #{run_b})")
         expect(link).to_have_attribute("href", f"/review?run={run_b}&item={second}")
         settled(app_page)

@@ -24,6 +24,7 @@ from tests.fixtures_app import (
     BROWSER_TIMEOUT_MS,
     Watch,
     as_shown,
+    choose_option,
     name_the_reviewer,
     running_app,
     settled,
@@ -158,8 +159,8 @@ def test_search_and_filter_move_the_panel_and_the_tick_and_saves_walk_the_list(
         main.get_by_label("Search items and reasons").fill(word)
         main.get_by_label("Search items and reasons").press("Enter")
         open_item_is(str(searched["item_id"].iloc[0]))  # no longer the item that did not match
-        main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
-        app_page.get_by_role("option", name="SPLIT", exact=True).click()
+        choose_option(app_page, main.get_by_test_id("stSelectbox").filter(has_text="Consensus"),
+                      "SPLIT")
         expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
         open_item_is(walk[0])
         name_the_reviewer(app_page, "dana")  # typed once

@@ -18,7 +18,7 @@ from storage.importing import read_dataset
 from storage.overrides import override_history
 from storage.panels import save_panel
 from storage.runs import get_run
-from tests.fixtures_app import name_the_reviewer, running_app, settled
+from tests.fixtures_app import choose_option, name_the_reviewer, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -87,8 +87,8 @@ def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) 
         main = app_page.get_by_test_id("stMain")
         expect(main.get_by_text("items match").first).to_be_visible()
         settled(app_page)
-        main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
-        app_page.get_by_role("option", name="SPLIT", exact=True).click()
+        choose_option(app_page, main.get_by_test_id("stSelectbox").filter(has_text="Consensus"),
+                      "SPLIT")
         expect(main.get_by_text(f"{total:,} items match")).to_be_visible()
         name_the_reviewer(app_page, "carla")  # typed once
         reviewer = main.get_by_label("Reviewer")

@@ -23,7 +23,7 @@ from storage.overrides import override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from storage.runs import get_run, list_runs
-from tests.fixtures_app import Watch, name_the_reviewer, running_app, script_run, settled
+from tests.fixtures_app import Watch, choose_option, name_the_reviewer, running_app, script_run, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]
 
@@ -102,8 +102,8 @@ def _walk_review(page: Any, app: dict[str, Any], run_id: int) -> list[str]:
     expect(_heading(page, "Review")).to_be_visible()
     expect(main.get_by_text("items match").first).to_be_visible()
     settled(page)
-    main.get_by_test_id("stSelectbox").filter(has_text="Consensus").click()
-    page.get_by_role("option", name="SPLIT", exact=True).click()
+    choose_option(page, main.get_by_test_id("stSelectbox").filter(has_text="Consensus"),
+                  "SPLIT")
     settled(page)
     main.get_by_label("Search items and reasons").fill("with")
     main.get_by_label("Search items and reasons").press("Enter")

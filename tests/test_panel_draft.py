@@ -52,8 +52,11 @@ def _open_panel(page: Any, server: dict[str, Any]) -> Any:
 
 def _rename(page: Any, field: Any, name: str) -> None:
     """Type a new panel name and commit it (Enter), waiting for the run it starts to end."""
+    from playwright.sync_api import expect
+
     with script_run(page):
         field.fill(name)
+        expect(field).to_have_value(name)  # typed into the live box, not one being redrawn
         field.press("Enter")
 
 

@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -87,12 +88,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def finish(self) -> None:
-        super().finish()
-        server: _Server = self.server  # type: ignore[assignment]
-        with server.lock:
-            server.closed.append(self.client_address[1])
-
     def log_message(self, *args: object) -> None:
         pass
 
@@ -105,6 +100,14 @@ class _Server(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.requests: list[tuple[int, str]] = []  # (client port, path)
         self.closed: list[int] = []  # client ports whose connection ended
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        # Recorded once the socket is really closed: the handler's finish() runs before
+        # socketserver closes it, so a client that waited on finish() could still find the
+        # socket open and reuse it (a race seen once in CI, on a loaded machine).
+        super().process_request_thread(request, client_address)
+        with self.lock:
+            self.closed.append(client_address[1])
 
     def url(self, path: str, scheme: str = "http") -> str:
         return f"{scheme}://127.0.0.1:{self.server_address[1]}/{path}"

@@ -11,6 +11,7 @@ import pathlib
 
 import streamlit as st
 
+from pages.ui.gc_freeze import freeze_loaded_modules
 from pages.ui.sidebar import render_sidebar
 from pages.ui.team_view import barrier_screen, visitor
 
@@ -53,5 +54,11 @@ def draw_frame() -> st.Page:
     return page
 
 
+def run_page(page: st.Page) -> None:
+    """Run the page inside the frame, then freeze what the run loaded (pages/ui/gc_freeze.py)."""
+    page.run()
+    freeze_loaded_modules()
+
+
 if __name__ == "__main__":  # run by Streamlit; importing this module draws nothing
-    draw_frame().run()
+    run_page(draw_frame())

@@ -32,6 +32,5 @@ def ensure_app_shell() -> None:
     this page inside it (the bare run stops here)."""
     if take_sidebar_mark():
         return
-    page = app.draw_frame()
-    page.run()
+    app.run_page(app.draw_frame())
     st.stop()

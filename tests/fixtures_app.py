@@ -270,7 +270,8 @@ def name_the_reviewer(page: Any, name: str) -> None:
     field = main.get_by_role("textbox", name="Reviewer")
     field.fill(name)
     field.press("Enter")
-    expect(main.get_by_test_id("stForm")).to_be_visible()
+    # The decision's form comes first (a rubric item has a second, folded: a criterion mark).
+    expect(main.get_by_test_id("stForm").first).to_be_visible()
     settled(page)
 
 # Counts the app root's moves away from "notRunning" (a MutationObserver sees every one, however

@@ -145,6 +145,11 @@ def test_alpha_is_explained_and_stability_says_how_to_get_it(
     # The demo's critics answer once per item: the page says how to get stability figures.
     assert any("set **samples** above 1" in c for c in captions)
     assert "D_o" not in all_text(at)
+    # The charts' axes too (they are no text element): the per-item alpha's axis in words,
+    # not "1 - D_o(item) / D_e(dataset)".
+    specs = [str(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    assert specs and not [s for s in specs if "D_o" in s or "D_e" in s]
+    assert any("alpha of the item (1: the critics agree" in s for s in specs)
 
 
 def test_an_undefined_figure_shows_its_reason_not_a_big_undefined(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import pathlib
 
-import pytest
-
 from judging.runs.compare_runs import compare_runs
 from judging.runs.jobs import prepare_run
 from storage.dataset_store import save_dataset
@@ -73,9 +71,6 @@ def test_a_link_from_compare_opens_the_item_in_review(two_runs: Runs) -> None:
         assert at.query_params["item"] == flip.item_id
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Review starts with 'Disagreements only' on, so a deep link to an item every critic agreed "
-    "on opens another item (pages/review.py, not this feature; see NOTES_compare.md)"))
 def test_a_link_to_an_uncontested_flipped_item_opens_it_in_review(two_runs: Runs) -> None:
     path, run_a, run_b = two_runs
     db = open_db(path)
@@ -87,7 +82,12 @@ def test_a_link_to_an_uncontested_flipped_item_opens_it_in_review(two_runs: Runs
     assert calm[0] in [f.item_id for f in compare_runs(db, run_a, run_b).flipped]
     db.close()
     at = open_page("review", query={"run": str(run_b), "item": calm[0]})
+    no_exception(at)
     assert at.query_params["item"] == calm[0]
+    # Opened by turning off the filter that hid it, and the page says so.
+    assert at.toggle(key=f"rv{run_b}.disagree").value is False
+    assert any(f"Opened {calm[0]} from the link: **Disagreements only** was turned off"
+               in shown(i.value) for i in at.info), [i.value for i in at.info]
 
 
 def test_a_run_over_another_dataset_is_refused_with_a_sentence(two_runs: Runs) -> None:

@@ -53,6 +53,12 @@ class ReviewRun:
         return self.k + "item"
 
     @property
+    def url_item_key(self) -> str:
+        """The item the list last put in the URL, whatever the run (switching runs keeps the
+        URL's item and is no link): another item there is a link followed."""
+        return "rv.url_item"
+
+    @property
     def page_key(self) -> str:
         return self.k + "page"
 

@@ -110,6 +110,7 @@ def review_loop(review: ReviewRun, filters: rv.Filters, reviewer: str, blind: bo
     item_id = str(current)
     if st.query_params.get("item") != item_id:
         st.query_params["item"] = item_id
+    st.session_state[review.url_item_key] = item_id  # see pages/ui/review_link.py
 
     detail = None
     with user_errors():

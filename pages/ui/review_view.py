@@ -385,9 +385,10 @@ def table_frame(frame: Any, shown: list[str]) -> Any:
     critic_cols = set(frame.attrs.get("critic_columns", {}).values())
     for column in shown:
         if column in ("consensus", "final_label"):
-            view[column] = [NO_CONSENSUS if v is None else shown_value(v) for v in view[column]]
+            # pd.isna: pandas reads a missing label as NaN, not None.
+            view[column] = [NO_CONSENSUS if pd.isna(v) else shown_value(v) for v in view[column]]
         elif column in critic_cols:
-            view[column] = [NO_ANSWER if v is None else shown_value(v) for v in view[column]]
+            view[column] = [NO_ANSWER if pd.isna(v) else shown_value(v) for v in view[column]]
     return view
 
 

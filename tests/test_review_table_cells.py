@@ -61,3 +61,13 @@ def test_a_vote_that_abstained_reads_none_in_words(demo_db: tuple[pathlib.Path, 
     cells = at.dataframe[0].value.astype(str).to_numpy().ravel()
     assert "None" not in cells
     assert any(t.value.startswith("consensus (none)") for t in at.text), [t.value for t in at.text]
+
+
+def test_the_alpha_column_is_explained_in_words(demo_db: tuple[pathlib.Path, int]) -> None:
+    path, run_id = demo_db
+    at = open_page("review", query={"run": str(run_id)})
+    no_exception(at)
+    # The column settings travel with the table as JSON: what the header's tooltip says.
+    config = at.dataframe[0].proto.columns
+    assert "beyond what chance would give" in config
+    assert "D_o" not in config and "D_e" not in config

@@ -434,8 +434,9 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
             help="Share of the critics' votes that went to the consensus"),
         "item_alpha": st.column_config.NumberColumn(
             "alpha", format="%.2f", width=56,
-            help="Per-item alpha, 1 - D_o(item) / D_e(dataset): 1 is full agreement, below 0 "
-            "worse than chance"),
+            help="How much the critics agree on this item beyond what chance would give, "
+            "chance judged from the whole dataset: 1 is full agreement, 0 no better than "
+            "chance, below 0 worse than chance"),
         "failed": st.column_config.NumberColumn(
             "failed", width=56, help="Critics without a verdict"),
         "overridden": st.column_config.CheckboxColumn(

@@ -112,6 +112,10 @@ def _new_run_form() -> None:
     with user_errors("This run cannot start"):
         budget = budget_inputs("new_run")
         panel = draft_panel if panel_key == "draft" else load_panel(panels[panel_key]["yaml"])
+        if panel is None:  # "draft" is offered only while the draft builds: it stopped since
+            st.info("The Panel page's draft is not a complete panel any more: finish it there, "
+                    "or choose a saved panel.")
+            return
         refuse_python_critics(panel)  # listed (a CLI user saved it), never run here
         dataset = by_id[dataset_id]
         for critic in panel.critics:

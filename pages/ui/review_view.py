@@ -109,6 +109,10 @@ _FILTER_DEFAULTS: dict[str, Any] = {
 BLIND_SORTS = ("item", "recent_override", "label_next")
 
 
+def _sort_label(sort: str) -> str:
+    return SORT_LABELS[sort]
+
+
 def _link_params(params: Any, critics: list[str]) -> tuple[str, ...]:
     """The list a link opened this page on, as a signature ("" parts when absent)."""
     pair = tuple(str(params.get(p) or "") for p in PAIR_PARAMS)
@@ -232,9 +236,9 @@ def filter_bar(run_id: int, labels: dict[str, Any], critics: list[str],
     search = row2[2].text_input(
         "Search items and reasons", key=k + "search", placeholder="words in the item or a reason"
     )
-    sort = row2[3].selectbox(
-        "Sort", list(SORT_LABELS), format_func=SORT_LABELS.get, key=k + "sort"
-    )
+    sort = str(row2[3].selectbox(
+        "Sort", list(SORT_LABELS), format_func=_sort_label, key=k + "sort"
+    ))
 
     disputed: str | None = None
     if panel is not None and panel.rubric.active:
@@ -290,8 +294,8 @@ def _blind_filter_bar(k: str) -> Filters:
                                placeholder="words in the item")
     if st.session_state.get(k + "blind_sort") not in BLIND_SORTS:
         st.session_state[k + "blind_sort"] = BLIND_SORTS[0]
-    sort = row[2].selectbox("Sort", list(BLIND_SORTS), format_func=SORT_LABELS.get,
-                            key=k + "blind_sort")
+    sort = str(row[2].selectbox("Sort", list(BLIND_SORTS), format_func=_sort_label,
+                                key=k + "blind_sort"))
     kwargs: dict[str, Any] = {"disagreements_only": False}
     if overridden != ANY:
         kwargs["overridden"] = overridden == "overridden"

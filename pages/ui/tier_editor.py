@@ -8,7 +8,7 @@ other voting parameters (priority, tie policy...) are kept as loaded; a panel fi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -21,6 +21,15 @@ POLICY_TEXT = {
     "final": "final (decides the rest)",
 }
 _PANEL_VOTING = ""  # the strategy choice meaning "the panel's voting"
+_ON_FAILURE_TEXT = {"fail": "counts as fail", "ignore": "is left out"}
+
+
+def _policy_text(policy: str) -> str:
+    return POLICY_TEXT[policy]
+
+
+def _on_failure_text(choice: str) -> str:
+    return _ON_FAILURE_TEXT[choice]
 
 
 def _first_tiers(draft: dict[str, Any]) -> list[dict[str, Any]]:
@@ -62,7 +71,7 @@ def tiers_editor(draft: dict[str, Any], prefix: str) -> bool:
             policy = str(tier.get("policy") or "final")
             tier["policy"] = right.selectbox(
                 "Policy", POLICIES, index=POLICIES.index(policy) if policy in POLICIES else 2,
-                format_func=POLICY_TEXT.get, key=f"{key}.policy",
+                format_func=_policy_text, key=f"{key}.policy",
                 help="reject on any fail: a critic voting a fail label stops the item as "
                 "rejected. accept on all pass: every critic voting a pass label stops it as "
                 "accepted. final: the last tier (only it) decides the rest by its vote.")
@@ -99,6 +108,7 @@ def _policy_labels(tier: dict[str, Any], labels: list[str], key: str) -> None:
     if policy == "final":
         tier["fail_labels"], tier["pass_labels"], tier["on_failure"] = [], [], "fail"
         return
+    kind: Literal["pass", "fail"]
     field, other, kind = (("fail_labels", "pass_labels", "fail") if policy ==
                           "reject_on_any_fail" else ("pass_labels", "fail_labels", "pass"))
     tier[other] = []
@@ -112,8 +122,8 @@ def _policy_labels(tier: dict[str, Any], labels: list[str], key: str) -> None:
         help=f"The labels that count as {kind}. Empty: the scale's labels that read as {kind}.")
     on_failure = str(tier.get("on_failure") or "fail")
     tier["on_failure"] = right.selectbox(
-        "A critic that gives no verdict", ["fail", "ignore"],
+        "A critic that gives no verdict", list(_ON_FAILURE_TEXT),
         index=1 if on_failure == "ignore" else 0, key=f"{key}.on_failure",
-        format_func={"fail": "counts as fail", "ignore": "is left out"}.get,
+        format_func=_on_failure_text,
         help="counts as fail: a guard that could not check rejects the item, a gate is not "
         "passed. is left out: the tier decides on the verdicts it has.")

@@ -32,7 +32,17 @@ Figures (200 seeded runs, seeds 0-199, for each panel):
                                  correction): what a user without strata would do
     label_next_coverage          coverage of the queue's interval at that number of labels (the
                                  adaptive allocation must not cost coverage)
-Each with the suffix `_3critics` for the second panel.
+    label_next_bias              the queue's estimate at that number of labels minus the true
+                                 accuracy, mean over the runs (`label_next_bias_se`: its
+                                 standard error): an adaptive allocation that reads the labels'
+                                 values stops each stratum at a data-dependent point, which
+                                 biases the stratified mean slightly
+Each with the suffix `_3critics` for the second panel, and each again with `_by_confidence`
+(before the panel's suffix) for the design of `judging.analysis.audit_strata`: strata by the
+Dawid-Skene posterior that the consensus is right (sure >= 0.95 > likely >= 0.80 > doubtful;
+fitted on the critics' labels, no truth read), and the queue planned from each stratum's mean
+posterior (`planned_strata`: counts of labels only, so exactly unbiased). The app still draws
+by agreement level: these figures are what the other design would give.
 """
 
 from __future__ import annotations
@@ -50,10 +60,15 @@ from judging.analysis.audit_stats import (
     corrected_share,
     draw_within,
     next_strata,
+    planned_strata,
     proportional_allocation,
     stratified_mean,
     stratum_codes,
 )
+from judging.analysis.audit_strata import confidence_codes, consensus_confidence
+
+AGREEMENT = "agreement"  # strata: the panel's agreement levels (what the app draws by)
+CONFIDENCE = "confidence"  # strata: the Dawid-Skene posterior of the consensus (audit_strata)
 
 N_ITEMS = 5_000
 RUNS = 200
@@ -109,9 +124,10 @@ THREE_CRITICS = SimPanel("3critics", (0.5, 0.25, 0.15, 0.10),
                          (0, 1, 2, 3))
 
 
-def simulate_panel(panel: SimPanel, seed: int,
-                   n_items: int = N_ITEMS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(truth, the panel's label, its agreement) of one simulated run, labels as codes.
+def simulate_votes(panel: SimPanel, seed: int, n_items: int = N_ITEMS
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(truth, votes, the panel's label, its agreement) of one simulated run, labels as codes;
+    votes is items x critics with -1 for a failed call.
 
     Plurality over the valid answers, a tie going to the first label of the tie order;
     agreement is the share of ALL critics (failed ones count) backing the label, as stored.
@@ -133,12 +149,34 @@ def simulate_panel(panel: SimPanel, seed: int,
     rank = np.empty(n_labels)
     rank[list(panel.tie_order)] = np.arange(n_labels)
     label = (counts - rank[None, :] / (n_labels + 1.0)).argmax(axis=1)  # ties by the order
-    return truth, label, counts.max(axis=1) / len(panel.critics)
+    return truth, votes, label, counts.max(axis=1) / len(panel.critics)
 
 
-def _audit(panel: SimPanel, seed: int) -> tuple[bool, float, bool]:
-    truth, label, agreement = simulate_panel(panel, seed)
-    strata = stratum_codes(agreement)
+def simulate_panel(panel: SimPanel, seed: int,
+                   n_items: int = N_ITEMS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(truth, the panel's label, its agreement) of one simulated run (`simulate_votes`)."""
+    truth, _, label, agreement = simulate_votes(panel, seed, n_items)
+    return truth, label, agreement
+
+
+def simulate_strata(panel: SimPanel, seed: int, design: str
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """(truth, the panel's label, each item's stratum code, each stratum's predicted accuracy)
+    of one simulated run, stratified by agreement level (`stratum_codes`; no prediction) or by
+    the panel's confidence (`consensus_confidence` cut by `confidence_codes`: a Dawid-Skene fit
+    on the critics' labels, no truth read; the prediction is the stratum's mean posterior)."""
+    truth, votes, label, agreement = simulate_votes(panel, seed)
+    if design == AGREEMENT:
+        return truth, label, stratum_codes(agreement), None
+    confidence = consensus_confidence(votes, label, len(panel.priors))
+    codes = confidence_codes(confidence)
+    predicted = np.array([float(np.nanmean(confidence[codes == h])) if (codes == h).any()
+                          else np.nan for h in range(len(STRATA))])
+    return truth, label, codes, predicted
+
+
+def _audit(panel: SimPanel, seed: int, design: str) -> tuple[bool, float, bool]:
+    truth, label, strata, _ = simulate_strata(panel, seed, design)
     sizes = np.bincount(strata, minlength=len(STRATA))
     rng = np.random.default_rng(10_000 + seed)
     picked = draw_within(strata, proportional_allocation(sizes, AUDITED), rng)
@@ -154,10 +192,9 @@ def _audit(panel: SimPanel, seed: int) -> tuple[bool, float, bool]:
     return covered, interval.high - interval.low, share.low <= np.mean(truth == 0) <= share.high
 
 
-def _uniform_widths(panel: SimPanel, seed: int) -> tuple[float, float]:
+def _uniform_widths(panel: SimPanel, seed: int, design: str) -> tuple[float, float]:
     """Interval widths from 300 items drawn uniformly: (stratified estimator, plain share)."""
-    truth, label, agreement = simulate_panel(panel, seed)
-    strata = stratum_codes(agreement)
+    truth, label, strata, _ = simulate_strata(panel, seed, design)
     sizes = np.bincount(strata, minlength=len(STRATA))
     rng = np.random.default_rng(20_000 + seed)
     picked = rng.choice(N_ITEMS, AUDITED, replace=False)
@@ -168,11 +205,12 @@ def _uniform_widths(panel: SimPanel, seed: int) -> tuple[float, float]:
     return (math.nan if width is None else width), plain
 
 
-def _queue(panel: SimPanel, seed: int, epsilon: float = EPSILON) -> tuple[np.ndarray, np.ndarray]:
+def _queue(panel: SimPanel, seed: int, design: str, epsilon: float = EPSILON
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The label-next queue from no labels to 300: the interval's width after m labels (index
-    m-1; NaN while a stratum has none), and whether it holds the truth."""
-    truth, label, agreement = simulate_panel(panel, seed)
-    strata = stratum_codes(agreement)
+    m-1; NaN while a stratum has none), whether it holds the truth, and the estimate minus the
+    true accuracy (NaN while undefined)."""
+    truth, label, strata, predicted = simulate_strata(panel, seed, design)
     sizes = np.bincount(strata, minlength=len(STRATA))
     true_accuracy = float(np.mean(label == truth))
     rng = np.random.default_rng(30_000 + seed)
@@ -180,10 +218,15 @@ def _queue(panel: SimPanel, seed: int, epsilon: float = EPSILON) -> tuple[np.nda
     order: list[int] = []
     widths = np.full(AUDITED, np.nan)
     covered = np.zeros(AUDITED, dtype=bool)
+    errors = np.full(AUDITED, np.nan)
     for m in range(AUDITED):
         done = np.array(order, dtype=np.int64)
         right = (label[done] == truth[done]).astype(float)
-        (h,) = next_strata(right, strata[done], sizes, 1, rng=rng, epsilon=epsilon)
+        if predicted is None:  # the adaptive queue, on the labels' values
+            (h,) = next_strata(right, strata[done], sizes, 1, rng=rng, epsilon=epsilon)
+        else:  # planned from the predictions: counts of labels only
+            (h,) = planned_strata(np.bincount(strata[done], minlength=len(STRATA)), predicted,
+                                  sizes, 1, rng=rng, epsilon=epsilon)
         # Uniform within the chosen stratum, among its unlabelled items (the app's fresh draw).
         pool = np.flatnonzero(~labelled)
         want = np.zeros(len(STRATA), dtype=np.int64)
@@ -197,7 +240,9 @@ def _queue(panel: SimPanel, seed: int, epsilon: float = EPSILON) -> tuple[np.nda
         if interval.low is not None and interval.high is not None:
             widths[m] = interval.high - interval.low
             covered[m] = interval.low <= true_accuracy <= interval.high
-    return widths, covered
+        if interval.estimate is not None:
+            errors[m] = interval.estimate - true_accuracy
+    return widths, covered, errors
 
 
 def _labels_to_reach(mean_width: np.ndarray, target: float) -> int:
@@ -205,12 +250,12 @@ def _labels_to_reach(mean_width: np.ndarray, target: float) -> int:
     return int(reached[0]) + 1 if len(reached) else AUDITED
 
 
-def measure(panel: SimPanel, runs: int = RUNS) -> dict[str, float]:
+def measure(panel: SimPanel, runs: int = RUNS, design: str = AGREEMENT) -> dict[str, float]:
     """Every figure of one panel over `runs` seeded runs (names as in the module's doc)."""
-    audits = [_audit(panel, seed) for seed in range(runs)]
-    uniform = [_uniform_widths(panel, seed) for seed in range(runs)]
-    queues = [_queue(panel, seed) for seed in range(runs)]
-    widths = np.stack([w for w, _ in queues])
+    audits = [_audit(panel, seed, design) for seed in range(runs)]
+    uniform = [_uniform_widths(panel, seed, design) for seed in range(runs)]
+    queues = [_queue(panel, seed, design) for seed in range(runs)]
+    widths = np.stack([w for w, _, _ in queues])
     # Mean width after m labels, over the runs where the interval is defined by then.
     mean_width = np.array([np.mean(col[~np.isnan(col)]) if (~np.isnan(col)).any() else np.inf
                            for col in widths.T])
@@ -218,16 +263,24 @@ def measure(panel: SimPanel, runs: int = RUNS) -> dict[str, float]:
     plain_uniform = float(np.mean([u[1] for u in uniform]))
     needed = _labels_to_reach(mean_width, stratified_uniform)
     needed_plain = _labels_to_reach(mean_width, plain_uniform)
-    print(f"# {panel.name}: uniform sampling's mean width at {AUDITED} labels is "
-          f"{stratified_uniform:.4f} (stratified) / {plain_uniform:.4f} (plain share); the "
-          f"label-next queue reaches them at {needed} / {needed_plain} labels", flush=True)
+    errors = np.array([e[needed - 1] for _, _, e in queues])
+    errors = errors[~np.isnan(errors)]
+    bias = float(errors.mean())
+    bias_se = float(errors.std(ddof=1) / math.sqrt(len(errors)))
+    print(f"# {panel.name}, strata by {design}: uniform sampling's mean width at {AUDITED} labels "
+          f"is {stratified_uniform:.4f} (stratified) / {plain_uniform:.4f} (plain share); the "
+          f"label-next queue reaches them at {needed} / {needed_plain} labels; its estimate "
+          f"there minus the truth: mean {bias:+.5f}, standard error {bias_se:.5f} over "
+          f"{len(errors)} runs", flush=True)
     return {
         "coverage": float(np.mean([a[0] for a in audits])),
         "width": float(np.mean([a[1] for a in audits])),
         "share_coverage": float(np.mean([a[2] for a in audits])),
         "saving": 1.0 - needed / AUDITED,
         "saving_plain": 1.0 - needed_plain / AUDITED,
-        "queue_coverage": float(np.mean([c[needed - 1] for _, c in queues])),
+        "queue_coverage": float(np.mean([c[needed - 1] for _, c, _ in queues])),
+        "bias": bias,
+        "bias_se": bias_se,
     }
 
 
@@ -239,6 +292,8 @@ def run() -> None:
     bench_line("label_next_saving", demo["saving"], "")
     bench_line("label_next_saving_vs_plain_mean", demo["saving_plain"], "")
     bench_line("label_next_coverage", demo["queue_coverage"], "")
+    bench_line("label_next_bias", demo["bias"], "")
+    bench_line("label_next_bias_se", demo["bias_se"], "")
     three = measure(THREE_CRITICS)
     bench_line("audit_interval_coverage_3critics", three["coverage"], "")
     bench_line("audit_interval_width_300_3critics", three["width"], "")
@@ -246,6 +301,28 @@ def run() -> None:
     bench_line("label_next_saving_3critics", three["saving"], "")
     bench_line("label_next_saving_vs_plain_mean_3critics", three["saving_plain"], "")
     bench_line("label_next_coverage_3critics", three["queue_coverage"], "")
+    bench_line("label_next_bias_3critics", three["bias"], "")
+    bench_line("label_next_bias_se_3critics", three["bias_se"], "")
+    # The same, stratified by the panel's confidence (`judging.analysis.audit_strata`).
+    demo = measure(demo_panel(), design=CONFIDENCE)
+    bench_line("audit_interval_coverage_by_confidence", demo["coverage"], "")
+    bench_line("audit_interval_width_300_by_confidence", demo["width"], "")
+    bench_line("audit_share_coverage_by_confidence", demo["share_coverage"], "")
+    bench_line("label_next_saving_by_confidence", demo["saving"], "")
+    bench_line("label_next_saving_vs_plain_mean_by_confidence", demo["saving_plain"], "")
+    bench_line("label_next_coverage_by_confidence", demo["queue_coverage"], "")
+    bench_line("label_next_bias_by_confidence", demo["bias"], "")
+    bench_line("label_next_bias_se_by_confidence", demo["bias_se"], "")
+    three = measure(THREE_CRITICS, design=CONFIDENCE)
+    bench_line("audit_interval_coverage_by_confidence_3critics", three["coverage"], "")
+    bench_line("audit_interval_width_300_by_confidence_3critics", three["width"], "")
+    bench_line("audit_share_coverage_by_confidence_3critics", three["share_coverage"], "")
+    bench_line("label_next_saving_by_confidence_3critics", three["saving"], "")
+    bench_line("label_next_saving_vs_plain_mean_by_confidence_3critics", three["saving_plain"],
+               "")
+    bench_line("label_next_coverage_by_confidence_3critics", three["queue_coverage"], "")
+    bench_line("label_next_bias_by_confidence_3critics", three["bias"], "")
+    bench_line("label_next_bias_se_by_confidence_3critics", three["bias_se"], "")
 
 
 if __name__ == "__main__":

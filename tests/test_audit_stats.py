@@ -20,6 +20,8 @@ from judging.analysis.audit_stats import (
     draw_within,
     label_gains,
     next_strata,
+    next_strata_from_sums,
+    planned_strata,
     proportional_allocation,
     stratified_mean,
     stratum_codes,
@@ -190,6 +192,28 @@ def test_label_next_keeps_a_random_share() -> None:
     assert shares == pytest.approx([0.5, 0.4, 0.1], abs=0.04)
     with pytest.raises(ValueError, match="between 0 and 1"):
         next_strata(values, cells, sizes, 1, rng=np.random.default_rng(0), epsilon=1.5)
+
+
+def test_planned_label_next_reads_counts_and_predictions_only() -> None:
+    sizes = [5000, 4000, 1000]
+    labelled = [40, 40, 40]
+    predicted = [0.999, 0.5, 0.5]
+    # Exactly the adaptive queue fed the sums the predictions expect: n p right of n.
+    got = planned_strata(labelled, predicted, sizes, 50, rng=np.random.default_rng(3))
+    want = next_strata_from_sums([40, 40, 40], [39.96, 20, 20], [39.96, 20, 20], sizes, 50,
+                                 rng=np.random.default_rng(3))
+    assert got == want
+    # Neyman on the predictions: stratum 1 (N 4000, S 0.5) against 2 (N 1000, S 0.5).
+    plan = planned_strata(labelled, predicted, sizes, 300, rng=np.random.default_rng(0),
+                          epsilon=0.0)
+    counts = np.bincount(plan, minlength=3) + 40
+    assert counts[1] / counts[2] == pytest.approx(4, rel=0.35)
+    # No prediction for a stratum (NaN) reads as a coin toss; a stratum with none labelled
+    # comes first.
+    assert planned_strata([0, 5, 5], [float("nan"), 0.9, 0.9], sizes, 1,
+                          rng=np.random.default_rng(0), epsilon=0.0) == [0]
+    with pytest.raises(ValueError, match="one of each per stratum"):
+        planned_strata([1, 2], [0.5, 0.5, 0.5], sizes, 1, rng=np.random.default_rng(0))
 
 
 def test_audit_estimate_per_label_and_per_critic() -> None:

@@ -6,14 +6,15 @@ import streamlit as st
 
 from judging.analysis.team_review import plan_assignment, reviewer_agreement
 from judging.errors import DataError
-from pages.ui import review_view as rv
+from pages.ui import review_evidence as ev
+from pages.ui import review_filter_bar as fb
 from pages.ui.decision_form import checked_decision, curation_fields, unactionable_hint
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team_view import reviewer_field, visitor
-from pages.ui.text_format import plain
+from pages.ui.text_format import count_of, plain
 from storage.assignments import (
     PACE_BREAK_SECONDS,
     adjudicated_items,
@@ -36,7 +37,7 @@ run = pick_run()
 if run is None:
     st.stop()
 run_id = int(run["id"])
-panel = rv.run_panel(get_run(db(), run_id)["panel_yaml"])
+panel = fb.run_panel(get_run(db(), run_id)["panel_yaml"])
 k = f"team{run_id}."
 # A lead decides who reviews what and settles conflicts; alone on 127.0.0.1, that is you.
 may_lead = not person.signed_in or person.lead
@@ -48,7 +49,7 @@ st.subheader("Assignment")
 plan = assignment(db(), run_id)
 if plan:
     doubled = sum(len(names) > 1 for names in plan.values())
-    st.write(f"{rv.count_of(len(plan), 'item')} assigned, {doubled:,} of them to two "
+    st.write(f"{count_of(len(plan), 'item')} assigned, {doubled:,} of them to two "
              "reviewers. Each reviewer finds theirs on Review under **Only the items assigned "
              "to me**.")
     with st.popover("Clear the assignment", icon=":material/delete:", disabled=not may_lead):
@@ -78,7 +79,7 @@ else:
             pairs = save_assignment(db(), run_id, plan_assignment(
                 [str(i) for i in items["item_id"]], reviewers, overlap / 100, seed=run_id))
             st.session_state[k + "flash"] = (
-                f"Assigned {rv.count_of(len(items), 'item')} to {len(reviewers)} reviewers "
+                f"Assigned {count_of(len(items), 'item')} to {len(reviewers)} reviewers "
                 f"({pairs:,} reviews).")
             st.rerun()
 
@@ -138,15 +139,15 @@ settled_items = adjudicated_items(db(), run_id)
 open_conflicts = [item for item in agreement.conflicts if item not in settled_items]
 if agreement.conflicts:
     st.subheader("Conflicts")
-    st.caption(f"{rv.count_of(len(open_conflicts), 'item')} where reviewers disagree and no lead "
+    st.caption(f"{count_of(len(open_conflicts), 'item')} where reviewers disagree and no lead "
                f"has decided yet ({len(settled_items & set(agreement.conflicts)):,} adjudicated).")
 if open_conflicts:
     st.dataframe(pd.DataFrame([{"item": item, **labels[item]} for item in open_conflicts]),
                  hide_index=True, column_config={"item": st.column_config.TextColumn()})
     item_id = st.selectbox("Adjudicate", open_conflicts, key=k + "conflict")
     detail = item_detail(db(), run_id, item_id)
-    rv.item_fields(detail, panel.pairwise)
-    st.text(rv.consensus_line(detail))
+    ev.item_fields(detail, panel.pairwise)
+    st.text(ev.consensus_line(detail))
     if panel.curation.active:  # what each reviewer decided, with a split's children and a
         # merge's target: the lead settles between those, not between bare labels
         st.dataframe(

@@ -100,7 +100,7 @@ def test_a_re_judged_item_gives_fresh_critics_figures(
     # What a re-judge writes: the item's verdicts replaced (the counts of stored successes
     # and failures unchanged), and its calls added to the run's ledger by the writer.
     db = open_db(path)
-    from pages.ui.review_view import verdict_from_row
+    from pages.ui.review_evidence import verdict_from_row
 
     # Ten items, so the change shows in the three decimals the page prints (one item moved
     # alpha by 0.0005 on some demo runs).

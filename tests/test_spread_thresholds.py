@@ -162,7 +162,7 @@ def test_recommendation_and_flag_are_stored_and_shown(db) -> None:
     assert frame.loc[ids[1], "consensus"] == "escalate"
     assert "below every threshold" in frame.loc[ids[1], "consensus_note"]
 
-    from pages.ui.review_view import consensus_line
+    from pages.ui.review_evidence import consensus_line
     from storage.review_queue import item_detail
 
     line = consensus_line(item_detail(db, run_id, ids[0]))

@@ -18,7 +18,7 @@ from judging.analysis.agreement_report import AgreementReport
 from judging.panel.panel_model import Panel
 from judging.voting.strategies import tie_rule_text
 from pages.ui import charts
-from pages.ui.review_view import TIES_PARAM
+from pages.ui.review_filter_bar import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db

@@ -19,7 +19,7 @@ from judging.analysis.stability import CriticStability
 from pages.ui import charts
 from pages.ui.agreement_data import run_verbosity_probe
 from pages.ui.error_notes import user_errors
-from pages.ui.review_view import UNSTABLE_PARAM
+from pages.ui.review_filter_bar import UNSTABLE_PARAM
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db
 from pages.ui.text_format import plain

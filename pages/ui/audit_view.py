@@ -21,7 +21,7 @@ from judging.runs.audit_run import (
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.error_notes import user_errors
-from pages.ui.review_view import Filters
+from pages.ui.review_filter_bar import Filters
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.state import db, db_path
 from pages.ui.text_format import plain

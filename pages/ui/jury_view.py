@@ -7,7 +7,7 @@
     panel (all-of KEEP over the juries) -> "REJECT ..."
 
 The lines are plain text built by pure functions (tested without a page); the cards are
-`pages.ui.review_view.critic_cards`, given only the jury's own critics.
+`pages.ui.review_evidence.critic_cards`, given only the jury's own critics.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import streamlit as st
 from judging.panel.panel_model import Panel
 from judging.voting.juries import JuryConfig
 from judging.voting.strategies import VotingConfig
-from pages.ui import review_view as rv
+from pages.ui import review_evidence as ev
+from pages.ui import review_list as rl
 from pages.ui.text_format import plain
 
 NO_DECISION = "no decision (abstained)"
@@ -48,7 +49,7 @@ def jury_decision_line(jury: str, row: Mapping[str, Any] | None) -> str:
     if row is None:
         return f"→ {jury} has not decided yet"
     value = row.get("consensus")
-    parts = [f"→ {jury} decided {NO_DECISION if value is None else rv.shown_value(value)}"]
+    parts = [f"→ {jury} decided {NO_DECISION if value is None else rl.shown_value(value)}"]
     if row.get("agreement") is not None:
         parts.append(f"agreement {row['agreement']:.2f}")
     if row.get("disagreement") and value is not None:
@@ -67,7 +68,7 @@ def top_line(panel: Panel, consensus: Mapping[str, Any] | None) -> str:
         return f"⇒ Panel decision ({how}): not decided yet"
     value = consensus.get("consensus")
     parts = [f"⇒ Panel decision ({how}): "
-             f"{NO_DECISION if value is None else rv.shown_value(value)}"]
+             f"{NO_DECISION if value is None else rl.shown_value(value)}"]
     if value is not None and consensus.get("agreement") is not None:
         backing = round(consensus["agreement"] * len(panel.juries))
         parts.append(f"{backing} of {len(panel.juries)} juries back it")
@@ -92,6 +93,6 @@ def jury_tree(detail: dict[str, Any], panel: Panel, rows: list[dict[str, Any]]) 
             if jury.description:
                 st.caption(plain(jury.description))
             mine = [v for v in detail["verdicts"] if v["critic"] in jury.critics]
-            rv.critic_cards({**detail, "verdicts": mine}, scale=panel.scale)
+            ev.critic_cards({**detail, "verdicts": mine}, scale=panel.scale)
             st.text(jury_decision_line(jury.name, by_jury.get(jury.name)))
     st.text(top_line(panel, detail.get("consensus")))

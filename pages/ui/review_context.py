@@ -16,8 +16,8 @@ import streamlit as st
 
 from judging.panel.panel_model import Panel
 from judging.run_status import RunStatus
+from pages.ui import review_filter_bar as fb
 from pages.ui import review_keys as keys
-from pages.ui import review_view as rv
 from pages.ui.run_picker import pick_run
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, db_path
@@ -97,7 +97,7 @@ def open_review() -> ReviewRun:
     if run is None:
         st.stop()
     run_id = int(run["id"])
-    panel = rv.run_panel(get_run(db(), run_id)["panel_yaml"])
+    panel = fb.run_panel(get_run(db(), run_id)["panel_yaml"])
     if run["simulated"]:
         st.caption("Verdicts of this run come from the **simulated** vendor.")
     notice = simulated_notice(db(), run)
@@ -123,16 +123,16 @@ def reviewer_row(review: ReviewRun) -> tuple[str, bool, bool]:
     with who_col:
         reviewer = reviewer_field(review.k + "reviewer", review.person).strip()
     with blind_col:
-        blind = rv.blind_toggle(review.run_id)
+        blind = fb.blind_toggle(review.run_id)
     with mine_col:
-        only_mine = rv.assigned_toggle(review.run_id, reviewer)
+        only_mine = fb.assigned_toggle(review.run_id, reviewer)
     return reviewer, blind, only_mine
 
 
 def filter_section(review: ReviewRun, reviewer: str, *, blind: bool,
-                   only_mine: bool) -> rv.Filters:
+                   only_mine: bool) -> fb.Filters:
     """The filter bar, narrowed to the reviewer's assigned items when asked (and said so)."""
-    filters = rv.filter_bar(review.run_id, rv.filter_labels(review.run, str(db_path())),
+    filters = fb.filter_bar(review.run_id, fb.filter_labels(review.run, str(db_path())),
                             review.critics, review.panel, blind=blind)
     if only_mine:
         filters.where = dataclasses.replace(filters.where, assigned_to=reviewer)

@@ -12,8 +12,9 @@ from typing import Any
 import streamlit as st
 
 from judging.runs.messages import EXPECTED, sentence_for
+from pages.ui import review_filter_bar as fb
 from pages.ui import review_keys as keys
-from pages.ui import review_view as rv
+from pages.ui import review_list as rl
 from pages.ui.decision_form import (
     checked_decision,
     curation_fields,
@@ -51,7 +52,7 @@ def _decision_values(review: ReviewRun, draft: str, detail: dict[str, Any]
             str(state.get(f"{k}children.{draft}") or ""), state.get(f"{k}merge.{draft}"))
 
 
-def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: rv.Filters, who: str,
+def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: fb.Filters, who: str,
                   detail: dict[str, Any]) -> None:
     """The decision form's Save (a callback: it runs before the fragment reruns, so the rerun
     draws the next item at once, in one run). A refusal is kept for the rerun to show."""
@@ -69,7 +70,7 @@ def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: rv.Fil
                                                   f"{plain(item_id)}. The critics are shown now.")
             count_move(review)
             return
-        following = rv.next_item(run_id, item_id, filters, who)
+        following = rl.next_item(run_id, item_id, filters, who)
         add_override(db(), run_id, item_id, label, note, who, **decided)
         release_lease(db(), run_id, who)
         open_item(review, following, filters, f"Saved {plain(label)} for {plain(item_id)}")
@@ -78,7 +79,7 @@ def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: rv.Fil
         st.session_state[review.error_key] = plain(f"The override was not saved: {text}")
 
 
-def decision_form(review: ReviewRun, detail: dict[str, Any], item_id: str, filters: rv.Filters,
+def decision_form(review: ReviewRun, detail: dict[str, Any], item_id: str, filters: fb.Filters,
                   reviewer: str, hidden: bool, mine: dict[str, Any] | None, held: bool) -> None:
     """The reviewer's decision on the open item, its keys, and Keep (after a blind label)."""
     k, panel = review.k, review.panel

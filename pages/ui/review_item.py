@@ -11,8 +11,9 @@ import streamlit as st
 
 from judging.run_status import RunStatus
 from judging.runs.final_decisions import decision_rule
+from pages.ui import review_evidence as ev
+from pages.ui import review_filter_bar as fb
 from pages.ui import review_keys as keys
-from pages.ui import review_view as rv
 from pages.ui.error_notes import user_errors
 from pages.ui.jury_view import jury_tree
 from pages.ui.review_context import ReviewRun
@@ -20,13 +21,13 @@ from pages.ui.review_decision import decision_form
 from pages.ui.review_moves import step
 from pages.ui.rubric_view import criterion_mark_form, rubric_grid
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from pages.ui.text_format import plain
+from pages.ui.text_format import count_of, plain
 from storage.jury_decisions import item_jury_decisions
 from storage.leases import take_lease
 from storage.overrides import accept_consensus, blind_label
 
 
-def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters: rv.Filters,
+def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters: fb.Filters,
                reviewer: str, blind: bool, total: int) -> None:
     """The open item: its fields, the decision and the keys, then (once the reviewer may see
     them) the critics, the history and the bulk acceptance."""
@@ -65,8 +66,8 @@ def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters:
                 "reasons, the consensus and the gold label appear once you have saved it.",
                 icon=":material/visibility_off:")
     else:
-        st.text(rv.consensus_line(detail))
-        for line in rv.cascade_lines(detail):  # what each cascade tier made of the item
+        st.text(ev.consensus_line(detail))
+        for line in ev.cascade_lines(detail):  # what each cascade tier made of the item
             st.text(line)
         if mine is not None:
             st.info(f"Your blind label: {plain(mine['label'])}. It is the one Agreement compares "
@@ -74,7 +75,7 @@ def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters:
                     "move on.", icon=":material/visibility:")
     fields_col, form_col = st.columns([3, 2])
     with fields_col:
-        rv.item_fields(detail, panel.pairwise, show_gold=not hidden)
+        ev.item_fields(detail, panel.pairwise, show_gold=not hidden)
     with form_col:
         if not reviewer:
             # A decision says who made it, so the name comes first, on its own: typed just
@@ -98,7 +99,7 @@ def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters:
         jury_tree(detail, panel, item_jury_decisions(db(), run_id, item_id))
     else:
         st.markdown("**Critics**")
-        rv.critic_cards(detail, scale=panel.scale)
+        ev.critic_cards(detail, scale=panel.scale)
     _rejudge_button(review, item_id)
     _history(review, detail)
     if not blind:  # accepting the consensus is the opposite of a blind pass
@@ -134,16 +135,16 @@ def _history(review: ReviewRun, detail: dict[str, Any]) -> None:
         )
 
 
-def bulk_accept(review: ReviewRun, filters: rv.Filters, reviewer: str, total: int) -> None:
+def bulk_accept(review: ReviewRun, filters: fb.Filters, reviewer: str, total: int) -> None:
     """Accept the panel's consensus for every item of the list as filtered."""
     k = review.k
-    with st.popover(f"Accept the consensus for {rv.count_of(total, 'filtered item')}",
+    with st.popover(f"Accept the consensus for {count_of(total, 'filtered item')}",
                     icon=":material/done_all:"):
         st.write(f"Each item's consensus label is recorded as an override by "
                  f"{plain(reviewer) or 'the reviewer (type your name above)'}. Items whose "
                  "vote abstained are skipped, and so is a consensus that needs a decision of "
                  "yours (a split without its new classes, a merge without its target).")
-        sure = st.checkbox(f"Yes, accept the consensus for {rv.count_of(total, 'item')}",
+        sure = st.checkbox(f"Yes, accept the consensus for {count_of(total, 'item')}",
                            key=k + "bulk_sure")
         if st.button("Accept", type="primary", disabled=not sure, key=k + "bulk_go"):
             with user_errors("Nothing was accepted"):

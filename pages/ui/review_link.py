@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.ui import review_view as rv
+from pages.ui import review_filter_bar as fb
 from pages.ui.review_context import ReviewRun
 from pages.ui.text_format import plain
 
 # The filters as a link to one item leaves them: the defaults, with "Disagreements only" off
 # (the item may be one every critic agreed on). The Review filters' one list of defaults is
-# review_view's; it is read here rather than copied.
-_CLEARED = {**rv._FILTER_DEFAULTS, "disagree": False, "blind_search": "", "mine": False}
+# review_filter_bar's; it is read here rather than copied.
+_CLEARED = {**fb._FILTER_DEFAULTS, "disagree": False, "blind_search": "", "mine": False}
 # What the page calls each filter (its widget's label), for the sentence saying what was cleared.
 _NAMES = {
     "disagree": "Disagreements only", "needs": "Needs a decision", "ties": "Tied votes only",
@@ -57,7 +57,7 @@ def follow_item_link(review: ReviewRun) -> str | None:
                    and st.session_state[review.k + name] != value]
         for name, value in _CLEARED.items():
             st.session_state[review.k + name] = value
-        for param in rv.PAIR_PARAMS:  # two critics' disagreements, opened from Agreement
+        for param in fb.PAIR_PARAMS:  # two critics' disagreements, opened from Agreement
             if param in st.query_params:
                 del st.query_params[param]
                 cleared.append("the two critics' disagreements")
@@ -65,7 +65,7 @@ def follow_item_link(review: ReviewRun) -> str | None:
     return wanted
 
 
-def show_linked_item(review: ReviewRun, filters: rv.Filters, wanted: str | None) -> None:
+def show_linked_item(review: ReviewRun, filters: fb.Filters, wanted: str | None) -> None:
     """Once the filters are drawn: if they leave the linked item out, clear them and draw the
     page again (once); then say which filters were turned off to show it, or that the run has
     no such item."""

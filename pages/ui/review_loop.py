@@ -13,17 +13,19 @@ import streamlit as st
 from judging.runs.evidence import fill_requests
 from judging.runs.final_decisions import decision_rule
 from pages.ui import audit_view
-from pages.ui import review_view as rv
+from pages.ui import review_filter_bar as fb
+from pages.ui import review_list as rl
 from pages.ui.error_notes import user_errors
 from pages.ui.review_context import ReviewRun
 from pages.ui.review_item import item_panel
 from pages.ui.state import db
+from pages.ui.text_format import count_of
 from storage.leases import held_by_others
 from storage.review_queue import item_detail
 
 
 @st.fragment
-def review_loop(review: ReviewRun, filters: rv.Filters, reviewer: str, blind: bool) -> None:
+def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bool) -> None:
     """The list (one page), the open item, its decision and the ways to move on."""
     run_id, k = review.run_id, review.k
     item_key, page_key, sig_key = review.item_key, review.page_key, review.sig_key
@@ -34,7 +36,7 @@ def review_loop(review: ReviewRun, filters: rv.Filters, reviewer: str, blind: bo
     if moved and filters.sort == audit_view.LABEL_NEXT:
         st.rerun()
     size_col, page_col, count_col = st.columns([1, 1, 3], vertical_alignment="bottom")
-    page_size = size_col.selectbox("Rows per page", rv.PAGE_SIZES, index=1, key=k + "size")
+    page_size = size_col.selectbox("Rows per page", rl.PAGE_SIZES, index=1, key=k + "size")
     # Only one page of rows is read: a 100,000-item run costs what a 300-item one does.
     _, total = filters.table(run_id, limit=0)
     pages = max(1, math.ceil(total / page_size))
@@ -58,7 +60,7 @@ def review_loop(review: ReviewRun, filters: rv.Filters, reviewer: str, blind: bo
         st.session_state[page_key] = st.session_state.pop(goto_key)
     st.session_state[page_key] = min(max(1, int(st.session_state.get(page_key) or 1)), pages)
     page = int(page_col.number_input("Page", 1, pages, key=page_key))
-    count_col.caption(f"{rv.count_of(total, 'item matches', 'items match')} · page {page} of "
+    count_col.caption(f"{count_of(total, 'item matches', 'items match')} · page {page} of "
                       f"{pages}")
     frame, _ = filters.table(run_id, limit=page_size, offset=(page - 1) * page_size)
 
@@ -87,9 +89,9 @@ def review_loop(review: ReviewRun, filters: rv.Filters, reviewer: str, blind: bo
         st.session_state[table_key] = {"selection": {"rows": wanted, "columns": []}}
     st.session_state[k + "tick"] = (table_key, wanted)
 
-    shown, column_config = rv.table_columns(frame, blind=blind)
+    shown, column_config = rl.table_columns(frame, blind=blind)
     st.dataframe(
-        rv.table_frame(frame, shown),
+        rl.table_frame(frame, shown),
         hide_index=True,
         height=min(38 + 35 * len(frame), 420),
         on_select="rerun",

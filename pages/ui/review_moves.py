@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.ui import review_view as rv
+from pages.ui import review_filter_bar as fb
+from pages.ui import review_list as rl
 from pages.ui.review_context import ReviewRun
 from pages.ui.text_format import plain
 
 
 def page_size(review: ReviewRun) -> int:
     """Rows per page as the list's selectbox has it (its default before it is drawn)."""
-    return int(st.session_state.get(review.k + "size") or rv.PAGE_SIZES[1])
+    return int(st.session_state.get(review.k + "size") or rl.PAGE_SIZES[1])
 
 
 def count_move(review: ReviewRun) -> None:
@@ -24,7 +25,7 @@ def count_move(review: ReviewRun) -> None:
     st.session_state[review.k + "queue_moved"] = True
 
 
-def open_item(review: ReviewRun, following: str | None, filters: rv.Filters, done: str) -> None:
+def open_item(review: ReviewRun, following: str | None, filters: fb.Filters, done: str) -> None:
     """Open `following` (None: there is none: say so and stay), with a one-time line saying
     what was `done`. Called from the loop's buttons (before the fragment reruns)."""
     count_move(review)
@@ -40,23 +41,23 @@ def open_item(review: ReviewRun, following: str | None, filters: rv.Filters, don
     st.session_state[review.flash_key] = f"{done}."
 
 
-def step(review: ReviewRun, item_id: str, filters: rv.Filters, who: str, where: str) -> None:
+def step(review: ReviewRun, item_id: str, filters: fb.Filters, who: str, where: str) -> None:
     """Next, Previous or Skip (`where`): open that item without saving anything."""
     if where == "previous":
-        target = rv.previous_item(review.run_id, item_id, filters)
+        target = rl.previous_item(review.run_id, item_id, filters)
         if target is None:
             st.session_state[review.flash_key] = "That is the first item of this list."
             return
         open_item(review, target, filters, f"Back to {plain(target)}")
         return
     undecided = where == "skip"
-    target = rv.next_item(review.run_id, item_id, filters, who, undecided=undecided)
+    target = rl.next_item(review.run_id, item_id, filters, who, undecided=undecided)
     done = (f"Skipped {plain(item_id)}, left undecided" if undecided
             else f"Left {plain(item_id)} as it was")
     open_item(review, target, filters, done)
 
 
-def keep_blind_label(review: ReviewRun, item_id: str, filters: rv.Filters, who: str) -> None:
+def keep_blind_label(review: ReviewRun, item_id: str, filters: fb.Filters, who: str) -> None:
     """Keep the blind label saved for `item_id` as it is and open the next item."""
-    open_item(review, rv.next_item(review.run_id, item_id, filters, who), filters,
+    open_item(review, rl.next_item(review.run_id, item_id, filters, who), filters,
               f"Kept your blind label for {plain(item_id)}")

@@ -27,3 +27,11 @@ def plain(text: object) -> str:
         if ch in ":@":
             out.append(_JOINER)
     return "".join(out)
+
+
+def count_of(n: int, singular: str, plural: str | None = None) -> str:
+    """"1 item", "2 items", "1,200 items" ("1 item matches" / "3 items match" with `plural`)."""
+    if plural is None:
+        plural = singular + "s"
+    return f"{n:,} {singular if n == 1 else plural}"
+

@@ -1,4 +1,5 @@
-"""Review page parts: the filter bar, one item in detail, the override form.
+"""The Review page's filters: the bar of widgets (and its blind-pass variant), the query they
+make (`Filters`), the lists a link opens, and the blind and assigned-items switches.
 
 Filters are plain widgets whose values become `storage.review_queue.review_table` arguments; the
 storage layer binds every value as a parameter, so nothing typed here reaches SQL text.
@@ -13,23 +14,17 @@ import pandas as pd
 import streamlit as st
 
 from judging.analysis.stability import tolerance
-from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.runs.final_decisions import decision_rule
-from judging.scales import Scale
-from judging.verdicts import FailureKind, TierVerdict, Verdict
-from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.state import db
-from pages.ui.text_format import plain
+from pages.ui.text_format import count_of, plain
 from storage.assignments import assigned_count
 from storage.decisions import DecisionRule
-from storage.leases import held_by_others
 from storage.review_filter import ANY_FAILURE, ReviewFilter
 from storage.review_queue import NO_FILTER, item_position, review_labels, review_table
 
 ANY = "(any)"
-PAGE_SIZES = [25, 50, 100, 200]
 SORT_LABELS = {
     "contested": "most contested first",
     "agreement": "lowest agreement first",
@@ -305,36 +300,6 @@ def _blind_filter_bar(k: str) -> Filters:
     return Filters(where=ReviewFilter(**kwargs), sort=sort)
 
 
-def count_of(n: int, singular: str, plural: str | None = None) -> str:
-    """"1 item", "2 items", "1,200 items" ("1 item matches" / "3 items match" with `plural`)."""
-    if plural is None:
-        plural = singular + "s"
-    return f"{n:,} {singular if n == 1 else plural}"
-
-
-# Column widths in pixels. With four critics the whole table fits the main column of a
-# 1,400 px wide window (about 940 px beside the sidebar): at natural widths the per-item alpha,
-# failed and overridden columns were cut off at the right.
-_LONG_TEXT, _LONG_WIDTH = 14, 110
-
-
-def _fit(header: str, values: Any) -> int | None:
-    """The width of a column of labels: Streamlit's own fit to the text (None) while every text
-    is short, else a fixed width, so a long critic name or label does not push the figures out
-    of view (its cells clip; the item's panel shows it whole)."""
-    longest = max([len(header), *(len(str(v)) for v in values if v is not None)])
-    return None if longest <= _LONG_TEXT else _LONG_WIDTH
-
-
-def _preview_width(critics: int) -> int:
-    """The item column's width beside `critics` critic columns (see `table_columns`)."""
-    return min(400, 96 + _LONG_WIDTH * max(0, 4 - critics))
-
-
-# What a blind first pass may show of a row: nothing the critics said, nor what it led to.
-BLIND_COLUMNS = ("item_id", "preview", "overridden")
-
-
 def blind_toggle(run_id: int) -> bool:
     """The "Blind first pass" switch of this run (session state, mirrored in the URL as
     `blind=1` so a lead can send reviewers a link that opens in blind mode)."""
@@ -362,274 +327,3 @@ def assigned_toggle(run_id: int, reviewer: str) -> bool:
         return False
     return bool(st.toggle(f"Only the {count_of(count, 'item')} assigned to {plain(reviewer)}",
                           value=False, key=f"rv{run_id}.mine"))
-
-
-NO_CONSENSUS = "(none)"  # the vote abstained, or no critic answered: words, not "None"
-NO_ANSWER = "—"  # this critic has not answered (yet)
-
-
-def shown_value(value: Any) -> Any:
-    """A label or score as a table cell: a score rounded to 3 decimals ("0.333", not
-    "0.3333333333333333"; a rubric's final score is stored as text), other values as they are."""
-    if isinstance(value, float):
-        return round(value, 3)
-    if isinstance(value, str) and "." in value:
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        return f"{round(number, 3):g}"
-    return value
-
-
-def table_frame(frame: Any, shown: list[str]) -> Any:
-    """The page of `frame` as drawn: the `shown` columns, scores rounded, and words where a
-    cell would read "None" (no consensus, a critic that has not answered)."""
-    view = frame[shown].copy()
-    critic_cols = set(frame.attrs.get("critic_columns", {}).values())
-    for column in shown:
-        if column in ("consensus", "final_label"):
-            # pd.isna: pandas reads a missing label as NaN, not None.
-            view[column] = [NO_CONSENSUS if pd.isna(v) else shown_value(v) for v in view[column]]
-        elif column in critic_cols:
-            view[column] = [NO_ANSWER if pd.isna(v) else shown_value(v) for v in view[column]]
-    return view
-
-
-def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[str, Any]]:
-    """The review table's columns in the order shown, and their Streamlit column config.
-
-    The item id (pinned) and the item's text come first (at the far right the text was cut off
-    on a laptop screen), then what sums up the row — consensus, tie flag, final label,
-    agreement, per-item alpha, failed, overridden — and last one column per critic: a panel of
-    any size, or critics with long names, scroll the critics' columns, never the figures out
-    of view.
-
-    Args:
-        frame: a page of `storage.review_queue.review_table` (its `attrs["critic_columns"]` names
-            the critics' columns).
-        blind: a blind first pass: only the item and whether it was overridden.
-    """
-    critic_cols = list(frame.attrs.get("critic_columns", {}).values())
-    shown = ["item_id", "preview", "consensus", "tie", "final_label", "agreement",
-             "item_alpha", "failed", "overridden", *critic_cols]
-    if blind:
-        shown = list(BLIND_COLUMNS)
-    config: dict[str, Any] = {
-        "item_id": st.column_config.TextColumn(
-            "item id", pinned=True, width=_fit("item id", frame["item_id"])),
-        # As wide as a 1,400 px window leaves: 96 px beside four critics (the fit measured in
-        # tests/test_browser_review.py), and the room of each critic fewer (a 2-critic panel
-        # cut the item to a word for nothing). Its cells clip; the panel below shows it whole.
-        "preview": st.column_config.TextColumn(
-            "item", width=400 if blind else _preview_width(len(critic_cols)),
-            help="The item's fields; the panel below the table shows it whole"),
-        "consensus": st.column_config.TextColumn(
-            "consensus", width=_fit("consensus", frame["consensus"]),
-            help=f"The panel's vote; {NO_CONSENSUS}: it abstained, or no critic answered"),
-        "tie": st.column_config.CheckboxColumn(
-            "tie", width=44, help="The critics' vote was tied: the panel's tie rule chose the "
-            "consensus (the item's note below the table says how)"),
-        "final_label": st.column_config.TextColumn(
-            "final label", width=_fit("final label", frame["final_label"]),
-            help="The latest override, else the consensus"),
-        "agreement": st.column_config.ProgressColumn(
-            "agreement", min_value=0.0, max_value=1.0, format="%.2f", width=76,
-            help="Share of the critics' votes that went to the consensus"),
-        "item_alpha": st.column_config.NumberColumn(
-            "alpha", format="%.2f", width=56,
-            help="How much the critics agree on this item beyond what chance would give, "
-            "chance judged from the whole dataset: 1 is full agreement, 0 no better than "
-            "chance, below 0 worse than chance"),
-        "failed": st.column_config.NumberColumn(
-            "failed", width=56, help="Critics without a verdict"),
-        "overridden": st.column_config.CheckboxColumn(
-            "overridden", width=80, help="A reviewer recorded a decision for this item"),
-    }
-    for column in critic_cols:
-        config[column] = st.column_config.TextColumn(column, width=_fit(column, frame[column]))
-    shown = [c for c in shown if c in frame.columns]
-    return shown, {c: config[c] for c in shown if c in config}
-
-
-def verdict_from_row(row: dict[str, Any]) -> Verdict:
-    """A stored call (as `storage.review_queue.item_detail` gives it) as a `Verdict`."""
-    failure = row.get("failure")
-    return Verdict(
-        critic=row["critic"],
-        item_id=str(row.get("item_id", "")),
-        label=row.get("label"),
-        score=row.get("score"),
-        confidence=row.get("confidence"),
-        reasoning=row.get("reasoning"),
-        failure=FailureKind(failure) if failure else None,
-        message=row.get("message"),
-        raw_request=row.get("raw_request"),
-        raw_response=row.get("raw_response"),
-        latency_ms=row.get("latency_ms"),
-        attempts=row.get("attempts") or 0,
-        tokens_in=row.get("tokens_in"),
-        tokens_out=row.get("tokens_out"),
-        cost_usd=row.get("cost_usd"),
-        vendor=row.get("vendor"),
-        model=row.get("model"),
-        simulated=bool(row.get("simulated")),
-        cached=bool(row.get("cached")),
-    )
-
-
-def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, *,
-                show_gold: bool = True) -> None:
-    """The item's fields as plain text (never markdown or HTML), plus its gold label (not in a
-    blind first pass: `show_gold` False); on a pairwise panel, responses A and B side by side
-    under the other fields."""
-    fields = detail["fields"]
-    compared = (pairwise.first_field, pairwise.second_field) if pairwise and pairwise.active \
-        else ()
-    with st.container(border=True):
-        for name, value in fields.items():
-            if name in compared:
-                continue
-            st.caption(plain(name))  # a column name is data
-            st.text(value if isinstance(value, str) else str(value))
-        if pairwise is not None and compared:
-            systems = pairwise.systems(fields)
-            for column, side, name, system in zip(st.columns(2), "AB", compared, systems,
-                                                  strict=True):
-                with column.container(border=True):
-                    column_title = f"Response {side}" + (f" · {system}" if system != name else "")
-                    st.markdown(f"**{plain(column_title)}**")
-                    value = fields.get(name)
-                    st.text(value if isinstance(value, str) else str(value))
-        if show_gold and detail.get("gold") is not None:
-            st.caption("gold label")
-            st.text(str(detail["gold"]))
-
-
-def consensus_line(detail: dict[str, Any]) -> str:
-    """"consensus KEEP · agreement 0.50 · per-item alpha 0.12 · 1 failed · final MERGE (override)",
-    as plain text (show it with `st.text`), with a tie marked and the vote's note (how a tie was
-    broken, which critics were left out)."""
-    c = detail.get("consensus") or {}
-    consensus = c.get("consensus")
-    parts = [f"consensus {NO_CONSENSUS if consensus is None else shown_value(consensus)}"]
-    if c.get("tie"):  # the tie rule chose, not a majority: the note below says how
-        parts[0] += " (tied vote: the panel's tie rule decided)"
-    if c.get("agreement") is not None:
-        parts.append(f"agreement {c['agreement']:.2f}")
-    if c.get("item_alpha") is not None:
-        parts.append(f"per-item alpha {c['item_alpha']:.2f}")
-    if c.get("failed"):
-        parts.append(f"{c['failed']} failed")
-    final = detail.get("final_label")
-    if detail.get("overrides"):
-        parts.append(f"final {shown_value(final)} (override)")
-    elif (detail.get("decision") or {}).get("marked"):  # a rubric rescored by a reviewer
-        parts.append(f"final {shown_value(final)} (a reviewer's criterion marks)")
-    if c.get("note"):
-        parts.append(str(c["note"]))
-    return " · ".join(parts)
-
-
-def cascade_lines(detail: dict[str, Any]) -> list[str]:
-    """One line per cascade tier called for the item, in order, as plain text (show each with
-    `st.text`): "tier 1 guardrails: rejected by no_pii (REJECT)". None without a cascade."""
-    tiers = (detail.get("consensus") or {}).get("tiers") or []
-    return [TierVerdict.from_dict(entry).text for entry in tiers]
-
-
-def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | None = None) -> None:
-    """Every critic's card side by side (wrapping after `per_row`); with the panel's `scale`,
-    replies that carry logprobs show each label's probability."""
-    verdicts = [verdict_from_row({**row, "item_id": detail["item_id"]}) for row in detail["verdicts"]]
-    if not verdicts:
-        st.info("No critic has answered for this item yet.")
-        return
-    for start in range(0, len(verdicts), per_row):
-        chunk = verdicts[start : start + per_row]
-        wanted = []
-        for column, verdict in zip(st.columns(len(chunk)), chunk):
-            with column:
-                calls = len(detail.get("steps", {}).get(verdict.critic) or []) or 1
-                if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}",
-                                scale=scale, calls=calls):
-                    wanted.append(verdict)
-        # A raw exchange is a long JSON document: drawn under the row of cards, at full width,
-        # not squeezed into a card.
-        for verdict in wanted:
-            with st.container(border=True):
-                st.markdown(f"**Raw exchange of {plain(verdict.critic)}**")
-                raw_exchange(verdict)
-        for verdict in chunk:
-            steps = detail.get("steps", {}).get(verdict.critic)
-            if steps:
-                chain_of_calls(verdict.critic, steps)
-
-
-def chain_of_calls(critic: str, steps: list[dict[str, Any]]) -> None:
-    """The calls behind a compound or repeated critic's verdict, in the order they were made."""
-    samples = len({s["sample"] for s in steps})
-    with st.expander(f"How {plain(critic)} decided: {len(steps)} calls"
-                     + (f" over {samples} samples" if samples > 1 else "")):
-        for step in steps:
-            where = f"sample {step['sample'] + 1} · " if samples > 1 else ""
-            if step["failure"]:
-                answer = f"⚠ {step['failure']}: {step['message'] or ''}"
-            elif step["label"] is not None or step["score"] is not None:
-                answer = str(step["label"] if step["label"] is not None else f"{step['score']:g}")
-            else:
-                answer = "(prose)"
-            cached = " · from cache" if step["cached"] else ""
-            st.markdown(f"**{plain(where + step['role'])}** → {plain(answer)}{cached}")
-            if step["reasoning"]:
-                st.text(step["reasoning"])
-
-
-# How far a walk looks past items other reviewers hold before it gives up (a page of 200 rows
-# at a time): further than any team holds at once.
-_WALK_ROWS, _WALK_LIMIT = 200, 5_000
-
-
-def _walk(run_id: int, start: int, filters: Filters, reviewer: str,
-          skip: str, *, undecided: bool = False) -> str | None:
-    """The first item from row `start` on of the list as filtered now that is not `skip`, not
-    held by another reviewer (`storage.leases`) and, with `undecided`, never overridden."""
-    # A few rows first (the next free item is almost always among them: reading 200 rows
-    # with their critics' cells made a save a tenth of a second slower), then whole pages.
-    offset, rows_wanted = start, 4
-    while offset < start + _WALK_LIMIT:
-        frame, _ = filters.table(run_id, limit=rows_wanted, offset=offset)
-        offset, rows_wanted = offset + rows_wanted, _WALK_ROWS
-        if frame.empty:
-            return None
-        rows = [(str(i), bool(o)) for i, o in zip(frame["item_id"], frame["overridden"])]
-        held = held_by_others(db(), run_id, [i for i, _ in rows], reviewer) if reviewer else {}
-        for item, overridden in rows:
-            if item != skip and item not in held and not (undecided and overridden):
-                return item
-    return None
-
-
-def next_item(run_id: int, item_id: str, filters: Filters, reviewer: str = "",
-              *, undecided: bool = False) -> str | None:
-    """The item after `item_id` in the review table as filtered and sorted now, or None at the
-    end of the list (or when the list is empty).
-
-    "Next" walks what the user sees: with a Consensus = SPLIT filter on, it stays on SPLIT items.
-    An item the filters leave out is followed by the list's first item. Items another reviewer
-    has open (their lease) are passed over, so two reviewers on one list are not handed the
-    same item; with `undecided`, so are the items someone has already decided (Skip).
-    """
-    position = filters.position(run_id, item_id)
-    start = 0 if position is None else position + 1
-    return _walk(run_id, start, filters, reviewer, item_id, undecided=undecided)
-
-
-def previous_item(run_id: int, item_id: str, filters: Filters) -> str | None:
-    """The item before `item_id` in the list as filtered now (None on the first item, or when
-    the filters leave it out). Going back is to look again: whoever holds it is shown there."""
-    position = filters.position(run_id, item_id)
-    if not position:
-        return None
-    frame, _ = filters.table(run_id, limit=1, offset=position - 1)
-    return str(frame["item_id"].iloc[0]) if len(frame) else None

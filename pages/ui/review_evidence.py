@@ -1,0 +1,148 @@
+"""What the open item shows on Review: its fields, the consensus line, what each cascade tier
+made of it, and each critic's card (with its chain of calls for a compound critic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from judging.panel.pairwise import PairwiseConfig
+from judging.scales import Scale
+from judging.verdicts import FailureKind, TierVerdict, Verdict
+from pages.ui.cards import raw_exchange, verdict_card
+from pages.ui.review_list import NO_CONSENSUS, shown_value
+from pages.ui.text_format import plain
+
+
+def verdict_from_row(row: dict[str, Any]) -> Verdict:
+    """A stored call (as `storage.review_queue.item_detail` gives it) as a `Verdict`."""
+    failure = row.get("failure")
+    return Verdict(
+        critic=row["critic"],
+        item_id=str(row.get("item_id", "")),
+        label=row.get("label"),
+        score=row.get("score"),
+        confidence=row.get("confidence"),
+        reasoning=row.get("reasoning"),
+        failure=FailureKind(failure) if failure else None,
+        message=row.get("message"),
+        raw_request=row.get("raw_request"),
+        raw_response=row.get("raw_response"),
+        latency_ms=row.get("latency_ms"),
+        attempts=row.get("attempts") or 0,
+        tokens_in=row.get("tokens_in"),
+        tokens_out=row.get("tokens_out"),
+        cost_usd=row.get("cost_usd"),
+        vendor=row.get("vendor"),
+        model=row.get("model"),
+        simulated=bool(row.get("simulated")),
+        cached=bool(row.get("cached")),
+    )
+
+
+def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, *,
+                show_gold: bool = True) -> None:
+    """The item's fields as plain text (never markdown or HTML), plus its gold label (not in a
+    blind first pass: `show_gold` False); on a pairwise panel, responses A and B side by side
+    under the other fields."""
+    fields = detail["fields"]
+    compared = (pairwise.first_field, pairwise.second_field) if pairwise and pairwise.active \
+        else ()
+    with st.container(border=True):
+        for name, value in fields.items():
+            if name in compared:
+                continue
+            st.caption(plain(name))  # a column name is data
+            st.text(value if isinstance(value, str) else str(value))
+        if pairwise is not None and compared:
+            systems = pairwise.systems(fields)
+            for column, side, name, system in zip(st.columns(2), "AB", compared, systems,
+                                                  strict=True):
+                with column.container(border=True):
+                    column_title = f"Response {side}" + (f" · {system}" if system != name else "")
+                    st.markdown(f"**{plain(column_title)}**")
+                    value = fields.get(name)
+                    st.text(value if isinstance(value, str) else str(value))
+        if show_gold and detail.get("gold") is not None:
+            st.caption("gold label")
+            st.text(str(detail["gold"]))
+
+
+def consensus_line(detail: dict[str, Any]) -> str:
+    """"consensus KEEP · agreement 0.50 · per-item alpha 0.12 · 1 failed · final MERGE (override)",
+    as plain text (show it with `st.text`), with a tie marked and the vote's note (how a tie was
+    broken, which critics were left out)."""
+    c = detail.get("consensus") or {}
+    consensus = c.get("consensus")
+    parts = [f"consensus {NO_CONSENSUS if consensus is None else shown_value(consensus)}"]
+    if c.get("tie"):  # the tie rule chose, not a majority: the note below says how
+        parts[0] += " (tied vote: the panel's tie rule decided)"
+    if c.get("agreement") is not None:
+        parts.append(f"agreement {c['agreement']:.2f}")
+    if c.get("item_alpha") is not None:
+        parts.append(f"per-item alpha {c['item_alpha']:.2f}")
+    if c.get("failed"):
+        parts.append(f"{c['failed']} failed")
+    final = detail.get("final_label")
+    if detail.get("overrides"):
+        parts.append(f"final {shown_value(final)} (override)")
+    elif (detail.get("decision") or {}).get("marked"):  # a rubric rescored by a reviewer
+        parts.append(f"final {shown_value(final)} (a reviewer's criterion marks)")
+    if c.get("note"):
+        parts.append(str(c["note"]))
+    return " · ".join(parts)
+
+
+def cascade_lines(detail: dict[str, Any]) -> list[str]:
+    """One line per cascade tier called for the item, in order, as plain text (show each with
+    `st.text`): "tier 1 guardrails: rejected by no_pii (REJECT)". None without a cascade."""
+    tiers = (detail.get("consensus") or {}).get("tiers") or []
+    return [TierVerdict.from_dict(entry).text for entry in tiers]
+
+
+def critic_cards(detail: dict[str, Any], *, per_row: int = 4, scale: Scale | None = None) -> None:
+    """Every critic's card side by side (wrapping after `per_row`); with the panel's `scale`,
+    replies that carry logprobs show each label's probability."""
+    verdicts = [verdict_from_row({**row, "item_id": detail["item_id"]}) for row in detail["verdicts"]]
+    if not verdicts:
+        st.info("No critic has answered for this item yet.")
+        return
+    for start in range(0, len(verdicts), per_row):
+        chunk = verdicts[start : start + per_row]
+        wanted = []
+        for column, verdict in zip(st.columns(len(chunk)), chunk):
+            with column:
+                calls = len(detail.get("steps", {}).get(verdict.critic) or []) or 1
+                if verdict_card(verdict, key=f"raw.{detail['item_id']}.{verdict.critic}",
+                                scale=scale, calls=calls):
+                    wanted.append(verdict)
+        # A raw exchange is a long JSON document: drawn under the row of cards, at full width,
+        # not squeezed into a card.
+        for verdict in wanted:
+            with st.container(border=True):
+                st.markdown(f"**Raw exchange of {plain(verdict.critic)}**")
+                raw_exchange(verdict)
+        for verdict in chunk:
+            steps = detail.get("steps", {}).get(verdict.critic)
+            if steps:
+                chain_of_calls(verdict.critic, steps)
+
+
+def chain_of_calls(critic: str, steps: list[dict[str, Any]]) -> None:
+    """The calls behind a compound or repeated critic's verdict, in the order they were made."""
+    samples = len({s["sample"] for s in steps})
+    with st.expander(f"How {plain(critic)} decided: {len(steps)} calls"
+                     + (f" over {samples} samples" if samples > 1 else "")):
+        for step in steps:
+            where = f"sample {step['sample'] + 1} · " if samples > 1 else ""
+            if step["failure"]:
+                answer = f"⚠ {step['failure']}: {step['message'] or ''}"
+            elif step["label"] is not None or step["score"] is not None:
+                answer = str(step["label"] if step["label"] is not None else f"{step['score']:g}")
+            else:
+                answer = "(prose)"
+            cached = " · from cache" if step["cached"] else ""
+            st.markdown(f"**{plain(where + step['role'])}** → {plain(answer)}{cached}")
+            if step["reasoning"]:
+                st.text(step["reasoning"])

@@ -90,10 +90,19 @@ class Reservation:
     prompt_tokens: int = 0
     price_in: float | None = None
     price_out: float | None = None
+    # The likely cost at the list price, before the critic's bill ratio (None: as expected_usd).
+    listed_usd: float | None = None
 
     @property
     def expected_usd(self) -> float:
         return (self.likely_usd if self.likely_usd is not None else self.usd) or 0.0
+
+    @property
+    def listed(self) -> float:
+        """Its likely dollars at the list price (0 when unpriced)."""
+        if self.usd is None:
+            return 0.0
+        return self.listed_usd if self.listed_usd is not None else self.expected_usd
 
     @property
     def expected_tokens(self) -> int:
@@ -123,6 +132,11 @@ class BudgetGuard:
         self._seen: dict[str, list[int]] = {}
         # Per critic: [dollars billed, the same replies' tokens at the list price].
         self._billed: dict[str, list[float]] = {}
+        # Per critic, its calls in flight: [likely cost at the list price, worst cases]. Their
+        # likely dollars are re-read at each decision with what the critic's bill ratio is by
+        # then: a reservation made before the first cached reply came back (at the list price)
+        # would otherwise count at 4x what it will be billed until it settles.
+        self._flight: dict[str | None, list[float]] = {}
         self._open: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
@@ -158,10 +172,21 @@ class BudgetGuard:
         held.likely_tokens = likely_in + likely_out
         if price_in is not None and price_out is not None and held.usd is not None:
             likely = (likely_in * price_in + likely_out * price_out) / 1e6
+            held.listed_usd = min(held.usd, likely)
             if listed > 0:  # the vendor's cache discount (or its own bill) so far
                 likely *= billed / listed
             held.likely_usd = min(held.usd, likely)
         return held
+
+    def _likely_in_flight_usd(self) -> float:
+        """What the calls in flight will likely be billed, at each critic's bill ratio as it is
+        now (never more than their worst cases). Called under the lock."""
+        total = 0.0
+        for critic, (listed_usd, worst_usd) in self._flight.items():
+            billed, listed = self._billed.get(critic, (0.0, 0.0)) if critic else (0.0, 0.0)
+            ratio = billed / listed if listed > 0 else 1.0
+            total += min(worst_usd, max(0.0, listed_usd) * ratio)
+        return total
 
     def _fits(self, usd: float, tokens: int, held: Reservation) -> bool:
         """Whether `held`'s worst case fits beside the spend and `usd` / `tokens` in flight."""
@@ -180,7 +205,8 @@ class BudgetGuard:
                     return None  # no new item once the cap is reached
                 if self._fits(self.reserved_usd, self.reserved_tokens, held):
                     break
-                if not (self.in_flight and self._fits(self.likely_usd, self.likely_tokens, held)):
+                if not (self.in_flight and self._fits(self._likely_in_flight_usd(),
+                                                      self.likely_tokens, held)):
                     self.reached = True  # it would not fit even once the calls in flight are back
                     return None
                 if cancel is not None and cancel.is_set():
@@ -190,6 +216,9 @@ class BudgetGuard:
             self.reserved_usd += held.usd or 0.0
             self.likely_tokens += held.expected_tokens
             self.likely_usd += held.expected_usd
+            flight = self._flight.setdefault(held.critic, [0.0, 0.0])
+            flight[0] += held.listed
+            flight[1] += held.usd or 0.0
             self.in_flight += 1
             if held.usd is None:
                 self.unpriced += 1
@@ -209,6 +238,10 @@ class BudgetGuard:
             self.reserved_usd -= held.usd or 0.0
             self.likely_tokens -= held.expected_tokens
             self.likely_usd -= held.expected_usd
+            flight = self._flight.get(held.critic)
+            if flight is not None:
+                flight[0] -= held.listed
+                flight[1] -= held.usd or 0.0
             self.in_flight -= 1
             self.spent_tokens += tokens
             self.spent_usd += usd or 0.0

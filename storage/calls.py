@@ -349,6 +349,24 @@ def call_counts(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, i
     return out
 
 
+def adjusted_parameters(db: sqlite_utils.Database, run_id: int) -> dict[str, list[str]]:
+    """Per critic, the parameters a vendor refused and the run dropped or renamed (one
+    sentence each), read from its last call that says so: the call layer puts them in the
+    raw request (`"adjusted"`), and such a request is stored whole, never left to a template,
+    so only calls with a stored request are read."""
+    out: dict[str, list[str]] = {}
+    for critic, notes in db.execute(
+        "SELECT c.critic, json_extract(c.raw_request, '$.adjusted') FROM calls c JOIN ("
+        " SELECT max(id) AS id FROM calls WHERE run_id = ? AND raw_request IS NOT NULL"
+        " AND instr(raw_request, '\"adjusted\"') > 0 GROUP BY critic) last ON c.id = last.id",
+        [run_id],
+    ):
+        said = loads(notes) if isinstance(notes, str) else None
+        if isinstance(said, list) and said:
+            out[critic] = [str(note) for note in said]
+    return out
+
+
 def failure_summary(db: sqlite_utils.Database, run_id: int) -> list[dict[str, Any]]:
     """Failures of the run grouped by critic and kind, with one example message each."""
     return list(

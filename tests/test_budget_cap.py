@@ -109,3 +109,62 @@ def test_a_cancel_ends_the_wait() -> None:
     cancel.set()
     waiter.join(5)
     assert got == [None] and not guard.reached
+
+
+def test_the_likely_cost_learns_the_vendors_bill_cached_prompts_included() -> None:
+    """A critic whose prompt is mostly read from the vendor's cache is billed a fraction of its
+    tokens at the list price: its next calls are counted likely at that fraction (never more
+    than their worst case, which stays at the list price: the guarantee)."""
+    guard = BudgetGuard(BudgetCap(usd=10.0))
+    held = guard.reserve(guard.reservation_for("c", "i1", 4000, 100, 2.0, 8.0))
+    assert held is not None
+    listed = (1000 * 2.0 + 50 * 8.0) / 1e6
+    guard.settle(held, usd=listed / 4, tokens=1050, tokens_in=1000, tokens_out=50)
+    nxt = guard.reservation_for("c", "i2", 4000, 100, 2.0, 8.0)
+    assert nxt.likely_usd == pytest.approx(listed / 4)
+    assert nxt.usd == pytest.approx((1000 * 2.0 + 100 * 8.0) / 1e6)  # the worst case: list
+    # Another critic learnt nothing from it.
+    other = guard.reservation_for("d", "i2", 4000, 100, 2.0, 8.0)
+    assert other.likely_usd == pytest.approx((1000 * 2.0 + TYPICAL_REPLY_TOKENS * 8.0) / 1e6)
+
+
+def test_a_prompt_the_vendor_may_write_to_its_cache_is_held_at_the_write_price() -> None:
+    """Anthropic bills a cache write at 1.25x the input price: a worst case at 1x could be
+    passed by the first call of a long cached prompt."""
+    plain = BudgetGuard.worst_case(4000, 100, 2.0, 8.0)
+    written = BudgetGuard.worst_case(4000, 100, 2.0, 8.0, cache_write_factor=1.25)
+    assert written.usd == pytest.approx((1000 * 2.0 * 1.25 + 100 * 8.0) / 1e6)
+    assert plain.usd == pytest.approx((1000 * 2.0 + 100 * 8.0) / 1e6)
+
+
+def test_a_panel_whose_prompt_is_cached_reaches_its_cap_without_passing_it(
+        tmp_path: pathlib.Path, simulator_factory: SimulatorFactory) -> None:
+    """A long shared system prompt (about 1,300 tokens) read from the vendor's prompt cache at
+    a tenth of the input price: each call is billed about a fifth of its tokens at the list
+    price. Counted in flight at the list price, 32 calls looked like the whole cap and the run
+    stopped far short of it; counted at what the vendor bills, it reaches 90%. Measured side
+    by side (the simulator, 32 in flight): $0.05 cap 0.27 -> 0.93, $0.08 cap 0.26 -> 0.95."""
+    from judging.panel.critics import Critic
+    from judging.panel.panel_model import Panel
+    from judging.scales import Scale
+    from tests.fixtures_storage import make_parsed
+
+    server = simulator_factory(latency_ms=40.0)
+    system = "You curate a retail product taxonomy; judge each class on its own merits. " * 70
+    panel = Panel(name="cached", scale=Scale(kind="nominal", labels=["KEEP", "REJECT"]),
+                  critics=[Critic(name="cached", vendor="custom", base_url=server.base_url,
+                                  model="sim-careful", prompt_template="Judge {text}",
+                                  system_prompt=system, max_tokens=100, price_in_per_mtok=2.0,
+                                  price_out_per_mtok=8.0, price_cached_in_per_mtok=0.2)])
+    cap = BudgetCap(usd=0.08)
+    db_path = tmp_path / "cached.db"
+    db = open_db(db_path)
+    dataset = save_dataset(db, make_parsed(600), name="d")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=panel, budget=cap)
+    assert JobRegistry().start_run(str(db_path), run_id, concurrency=32).wait(120)
+    run = get_run(db, run_id)
+    assert (run["status"], run["stop_reason"]) == ("cancelled", "budget")
+    ledger = Ledger.from_mapping(run["ledger"])
+    assert ledger.tokens_cached > 0.5 * ledger.tokens_in  # the prompt came from the cache
+    reached = ledger.cost_usd / (cap.usd or 1)
+    assert 0.9 <= reached <= 1.0, f"reached {reached:.3f} of {cap.describe()}"

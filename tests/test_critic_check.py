@@ -67,6 +67,12 @@ CASES: list[tuple[FailureKind | None, str, dict[str, Any], tuple[str, ...], bool
      "insufficient_quota", {"vendor": "openai"},
      ("out of credit or quota", "add credit", "OPENAI_API_KEY"), False),
     (FailureKind.CRITIC_ERROR,
+     "critic 'c': the daily quota is used up (quota GenerateRequestsPerDayPerProjectPerModel-"
+     "FreeTier, HTTP 429): it resets at midnight Pacific time; resume the run then, or raise "
+     "the quota (a paid tier) on the vendor's billing page: You exceeded your current quota",
+     {"vendor": "gemini"}, ("daily quota is used up", "midnight Pacific", "raise the quota"),
+     False),
+    (FailureKind.CRITIC_ERROR,
      "unknown vendor 'opneai'; use one of: openai, anthropic (or 'custom' with a base_url)",
      {}, ("unknown vendor 'opneai'", "fix the critic's vendor or base_url"), False),
     (FailureKind.CRITIC_ERROR, "not called: critic 'c': the vendor refused the API key "
@@ -129,6 +135,15 @@ def test_the_sentence_names_the_cause_and_the_fix(
         assert word in check.sentence, (word, check.sentence)
     # Said once: the critic's name is not repeated from the call layer's own prefix.
     assert check.sentence.count("critic 'c'") == 1, check.sentence
+
+
+def test_a_used_up_daily_quota_is_not_told_to_add_credit() -> None:
+    """Gemini's day quota comes back at midnight Pacific; "add credit" would send the user to
+    a billing page that cannot give today's requests back on the free tier."""
+    message = next(m for k, m, *_ in CASES if "daily quota" in m)
+    check = check_sentence(critic(vendor="gemini"), failed(FailureKind.CRITIC_ERROR, message),
+                           cap=None)
+    assert "midnight Pacific" in check.sentence and "add credit" not in check.sentence
 
 
 def test_every_failure_kind_has_a_row_in_the_table() -> None:

@@ -97,3 +97,31 @@ def test_bad_input_is_refused_with_a_sentence() -> None:
         estimate_run(panel(critic("a")), SAMPLE, -1)
     with pytest.raises(PlaceholderError, match="text"):
         estimate_run(panel(critic("a")), [Item(id="1", fields={"body": "no text field"})], 5)
+
+
+LONG_SYSTEM = "You curate a retail product taxonomy; judge each class on its merits. " * 80
+
+
+@pytest.mark.parametrize(("vendor", "model", "read", "write"), [
+    ("openai", "gpt-4o", 0.5, 1.0),  # OpenAI's automatic cache: half the input price on gpt-4o
+    ("anthropic", "claude-sonnet-4-5", 0.1, 1.25),  # a tenth; the write once at 1.25x
+    ("deepseek", "deepseek-chat", 0.1, 1.0),
+])
+def test_a_long_shared_system_prompt_is_priced_at_the_cached_rate(
+        vendor: str, model: str, read: float, write: float) -> None:
+    """Issue 22, item 2: the estimate counts what the vendors' prompt caches will serve, at
+    their cached rate (the rates of docs/vendors.md), as the ledger will once the run is paid."""
+    priced = critic("c", vendor=vendor, model=model, system_prompt=LONG_SYSTEM,
+                    price_in_per_mtok=2.0, price_out_per_mtok=8.0)
+    (row,) = estimate_run(panel(priced), SAMPLE, 100).per_critic
+    system = round(len(LONG_SYSTEM) / CHARS_PER_TOKEN)
+    assert row.tokens_cached == system * 99  # every call but the first reads it
+    plain = row.tokens_in - row.tokens_cached - (system if write != 1.0 else 0)
+    expected = (plain * 2.0 + row.tokens_cached * 2.0 * read
+                + (system * 2.0 * write if write != 1.0 else 0) + row.tokens_out * 8.0) / 1e6
+    assert row.cost_usd == pytest.approx(expected)
+    # A prompt under the vendors' minimum is not cached.
+    (short,) = estimate_run(panel(critic("s", vendor=vendor, model=model,
+                                         price_in_per_mtok=2.0, price_out_per_mtok=8.0)),
+                            SAMPLE, 100).per_critic
+    assert short.tokens_cached == 0

@@ -307,6 +307,18 @@ BATCH_LINES: tuple[tuple[str, dict[str, Any], str | None, str | None], ...] = (
             "content": [{"type": "text", "text": '{"label": "REJECT"}'}],
             "stop_reason": "refusal", "stop_sequence": None,
             "usage": {"input_tokens": 11, "output_tokens": 5}}}}, None, "refusal"),
+    ("anthropic", {"custom_id": "my-fifth-request", "result": {
+        "type": "succeeded", "message": {
+            "id": "msg_5", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": '{"label": "KEEP", "reasoning": "Shop'}],
+            "stop_reason": "model_context_window_exceeded", "stop_sequence": None,
+            "usage": {"input_tokens": 199_000, "output_tokens": 1000}}}}, None, "truncated"),
+    ("anthropic", {"custom_id": "my-sixth-request", "result": {
+        "type": "succeeded", "message": {
+            "id": "msg_6", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": '{"label": "KE'}],
+            "stop_reason": "max_tokens", "stop_sequence": None,
+            "usage": {"input_tokens": 11, "output_tokens": 300}}}}, None, "truncated"),
     ("anthropic", {"custom_id": "my-first-request", "result": {
         "type": "errored", "error": {"type": "error", "error": {
             "type": "invalid_request_error",
@@ -388,3 +400,29 @@ def test_a_vendor_refusing_the_replacement_too_ends_as_an_error(local_vendor,
         verdict = runner.call(critic, ITEM, SCALE)
     assert verdict.failure is not None and verdict.failure.value == "item_error"
     assert len(server.seen) == 2
+
+
+@pytest.mark.parametrize(("vendor", "model", "refused"), [
+    ("deepseek", "deepseek-reasoner", True),  # "will trigger an error" (DeepSeek's guide)
+    ("openai", "o3", True),  # reasoning models answer 400 unsupported_parameter
+    ("openrouter", "openai/gpt-5.1", True),
+    ("deepseek", "deepseek-chat", False),
+    ("openai", "gpt-4.1-mini", False),
+])
+def test_logprobs_a_model_errors_on_are_refused_when_the_panel_is_built(
+        vendor: str, model: str, refused: bool) -> None:
+    """https://api-docs.deepseek.com/guides/reasoning_model (logprobs / top_logprobs on
+    deepseek-reasoner "will trigger an error"): the panel is refused with a sentence before any
+    call, instead of a run whose every item fails."""
+    from judging.errors import ConfigError
+    from judging.panel.panel_model import Panel
+
+    def build() -> Panel:
+        return Panel(name="p", scale=SCALE,
+                     critics=[_critic(vendor, model, logprobs=True, name="r")])
+
+    if refused:
+        with pytest.raises(ConfigError, match=r"critics\[0\]\.logprobs: .*errors when asked"):
+            build()
+    else:
+        assert build().critics[0].logprobs

@@ -334,6 +334,32 @@ CASES: tuple[Case, ...] = (
                  {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "20s"}],
          }}]), OK),
          label="KEEP", attempts=2, asked_waits=(20.0,), tokens_in=1117, tokens_out=46),
+    Case("gemini: per-day RESOURCE_EXHAUSTED (quota id PerDay) stops the critic, never retried",
+         "https://ai.google.dev/gemini-api/docs/rate-limits (RPD resets at midnight Pacific) and "
+         "https://github.com/googleapis/python-genai/issues/2044 (the QuotaFailure details)",
+         "gemini", "gemini-2.0-flash",
+         (Exchange(429, [{"error": {
+             "code": 429,
+             "message": "You exceeded your current quota, please check your plan and billing "
+                        "details. For more information on this error, head to: "
+                        "https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded "
+                        "for metric: generativelanguage.googleapis.com/"
+                        "generate_content_free_tier_requests, limit: 200, model: "
+                        "gemini-2.0-flash\nPlease retry in 47.1s.",
+             "status": "RESOURCE_EXHAUSTED",
+             "details": [
+                 {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
+                     "description": "Learn more about Gemini API quotas",
+                     "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+                 {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                     "quotaMetric": "generativelanguage.googleapis.com/"
+                                    "generate_content_free_tier_requests",
+                     "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                     "quotaDimensions": {"location": "global", "model": "gemini-2.0-flash"},
+                     "quotaValue": "200"}]},
+                 {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "47s"}],
+         }}]),),
+         failure="critic_error", stops=True, message_has="daily quota is used up"),
     # -- OpenRouter ---------------------------------------------------------------------------------
     Case("openrouter: a moderation flag (403) refuses this item only",
          "https://openrouter.ai/docs/api/reference/errors-and-debugging (Moderation Errors)",

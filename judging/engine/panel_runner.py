@@ -84,6 +84,9 @@ class RunProgress(LedgerTotals):
             eats into as items settle early).
         items_total / items_done: items in the run / items with a panel verdict.
         critic_done / critic_failed: per critic name.
+        critic_adjusted: per critic name, one sentence per parameter a vendor refused and the
+            run dropped or renamed so far (`CriticGate.adjustments`); critics without any are
+            left out. Shown on the critic's row of the Run page while the run goes.
         ledger: the run's totals (`judging.engine.ledger.Ledger`): calls finished, failed, cached,
             cancelled, saved by a cascade, sent, HTTP attempts, tokens and cost. The properties
             below read it; nothing else counts them.
@@ -97,6 +100,7 @@ class RunProgress(LedgerTotals):
     critic_failed: dict[str, int] = field(default_factory=dict)
     ledger: Ledger = field(default_factory=Ledger)
     elapsed_s: float = 0.0
+    critic_adjusted: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def calls_per_second(self) -> float:
@@ -121,6 +125,7 @@ class RunProgress(LedgerTotals):
         return dataclasses.replace(
             self, critic_done=dict(self.critic_done), critic_failed=dict(self.critic_failed),
             ledger=self.ledger.copy(),
+            critic_adjusted={name: list(notes) for name, notes in self.critic_adjusted.items()},
         )
 
 
@@ -265,13 +270,17 @@ class _Run:
                 if self.on_item is not None:
                     self.on_item(pv)
         self.progress.elapsed_s = time.perf_counter() - self.started
+        self.progress.critic_adjusted = self._adjusted()
         final = self.progress.copy()
         if self.on_progress is not None:
             self.on_progress(final)
-        adjusted = {critic.name: self.gate.adjustments(critic.name) for critic in self.critics
-                    if self.gate.adjustments(critic.name)}
         return RunResult(results if self.keep_verdicts else [], final, self.gate.stopped,
-                         adjusted)
+                         final.critic_adjusted)
+
+    def _adjusted(self) -> dict[str, list[str]]:
+        """The parameters the vendors refused so far, per critic that has any."""
+        notes = {critic.name: self.gate.adjustments(critic.name) for critic in self.critics}
+        return {name: said for name, said in notes.items() if said}
 
     def _feed(self) -> None:
         """Queue the items one by one, each once the window has room for it, until the last
@@ -491,8 +500,10 @@ class _Run:
             return
         try:
             self.last_emit = now
+            adjusted = self._adjusted()  # the gate's own lock; a few critics
             with self.lock:
                 self.progress.elapsed_s = now - self.started
+                self.progress.critic_adjusted = adjusted
                 snapshot = self.progress.copy()
             self.on_progress(snapshot)
         finally:

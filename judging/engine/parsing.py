@@ -10,7 +10,8 @@
       UnsupportedParameterError  400 naming a parameter or value the model refuses (the call
                          layer drops or renames it once and retries)
     CriticCallError      documented fatal codes only: 401 / 403 auth, 402, 404 model,
-                         `insufficient_quota`, Anthropic's 400 "credit balance is too low"
+                         `insufficient_quota`, Anthropic's 400 "credit balance is too low",
+                         Gemini's RESOURCE_EXHAUSTED whose quota id is a per-day one
     RefusalError         a `refusal` field, finish_reason=content_filter, Anthropic's
                          stop_reason=refusal, an OpenRouter moderation flag (403 with
                          `metadata.reasons`), or a refusal in prose with no label
@@ -153,6 +154,22 @@ def _retry_delay(error: Any, detail: str) -> float | None:
     return None
 
 
+def _daily_quota(error: Any) -> str | None:
+    """The quota id of a Gemini per-day quota in a RESOURCE_EXHAUSTED error's `details`
+    (`QuotaFailure.violations[].quotaId`, e.g. "GenerateRequestsPerDayPerProjectPerModel-
+    FreeTier"), else None. Its wording is the per-minute limit's word for word ("exceeded your
+    current quota ... retry in 20s"), but a day's quota comes back only at midnight Pacific
+    time: waiting 20 s and retrying would be paid in retries on every item of the run."""
+    details = error.get("details") if isinstance(error, dict) else None
+    for entry in details if isinstance(details, list) else ():
+        violations = entry.get("violations") if isinstance(entry, dict) else None
+        for violation in violations if isinstance(violations, list) else ():
+            quota_id = violation.get("quotaId") if isinstance(violation, dict) else None
+            if isinstance(quota_id, str) and "perday" in quota_id.casefold():
+                return quota_id
+    return None
+
+
 def _moderation_reasons(error: Any) -> str | None:
     """OpenRouter's moderation flag (HTTP 403, `metadata.reasons`): the reasons, else None."""
     if not isinstance(error, dict):
@@ -210,6 +227,12 @@ def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFa
         return CriticCallError(f"out of quota or credit (HTTP {status}){said}", raw=raw)
     if _CREDIT_TOO_LOW in folded:
         return CriticCallError(f"out of credit (HTTP {status}){said}", raw=raw)
+    daily = _daily_quota(error)
+    if daily is not None:
+        return CriticCallError(
+            f"the daily quota is used up (quota {daily}, HTTP {status}): it resets at midnight "
+            "Pacific time; resume the run then, or raise the quota (a paid tier) on the "
+            f"vendor's billing page{said}", raw=raw)
     if status == 429 or codes & _RATE_LIMIT_CODES:
         return RetryableCallError(f"rate limited (HTTP {status}){said}", raw=raw,
                                   retry_after=_retry_delay(error, detail), rate_limited=True)

@@ -156,7 +156,9 @@ PRESETS: dict[str, VendorPreset] = {
             cached_input_factor=0.25,
             quirks=("Errors may arrive as a JSON array of error objects.",
                     "A per-minute RESOURCE_EXHAUSTED says \"exceeded your current quota ... "
-                    "billing\": it is a rate limit, retried after the delay it gives.",
+                    "billing\": it is a rate limit, retried after the delay it gives. The same "
+                    "words with a per-day quota id (QuotaFailure ...PerDay...) stop the critic: "
+                    "the day's quota comes back at midnight Pacific time.",
                     "The compatible endpoint returns no token logprobs: logprob scores are not "
                     "available."),
         ),

@@ -23,10 +23,12 @@ KeyLookup = Callable[[str], "str | None"]
 
 @dataclass(frozen=True, slots=True)
 class CriticProgress:
-    """One critic's share of a job: calls finished and how many of them failed."""
+    """One critic's share of a job: calls finished, how many of them failed, and the
+    parameters a vendor refused and the run dropped or renamed for it (one sentence each)."""
 
     done: int = 0
     failed: int = 0
+    adjusted: tuple[str, ...] = ()
 
 
 def _not_started() -> RunProgress:
@@ -85,8 +87,9 @@ class JobProgress(LedgerTotals):
 
     @property
     def per_critic(self) -> dict[str, CriticProgress]:
-        """Critic name -> its calls finished and failed."""
-        return {name: CriticProgress(done, self.run.critic_failed.get(name, 0))
+        """Critic name -> its calls finished and failed, and its adjusted parameters."""
+        return {name: CriticProgress(done, self.run.critic_failed.get(name, 0),
+                                     tuple(self.run.critic_adjusted.get(name, ())))
                 for name, done in self.run.critic_done.items()}
 
     @property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from judging.engine.ledger import Ledger
@@ -47,18 +48,27 @@ def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
     return " · ".join(parts)
 
 
+def _adjusted_text(notes: Sequence[str]) -> str:
+    """A critic's adjusted parameters in one cell ("" when none)."""
+    return " ".join(notes)
+
+
 def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
-    """One row per critic: calls done and failed, its pace, and its time left.
+    """One row per critic: calls done and failed, its pace, its time left, and the parameters
+    a vendor refused and the run dropped or renamed for it (the "adjusted" column, shown
+    when any critic has some).
 
     A critic's pace is its finished calls over the job's elapsed time (cache hits included, so
     a resumed run shows its true remaining time rather than the speed of cache reads). A job
     that is no longer running (cancelling, or ended short) has no time left: "stopped".
     """
-    critics = list(p.per_critic)
+    per_critic = p.per_critic
+    critics = list(per_critic)
     share = (p.total / len(critics)) if critics else 0
+    any_adjusted = any(c.adjusted for c in per_critic.values())
     rows = []
     for name in critics:
-        c = p.per_critic[name]
+        c = per_critic[name]
         rate = c.done / p.elapsed_s if p.elapsed_s > 0 else 0.0
         left = max(0.0, share - c.done)
         if left == 0:
@@ -76,12 +86,18 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
             "calls/s": round(rate, 1),
             "time left": time_left,
         })
+        if any_adjusted:
+            rows[-1]["adjusted"] = _adjusted_text(c.adjusted)
     return rows
 
 
-def stored_critic_rows(run: dict[str, Any], counts: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+def stored_critic_rows(run: dict[str, Any], counts: dict[str, dict[str, int]],
+                       adjusted: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """One row per critic of a run that no job of this process is working on: what is stored
-    (`storage.calls.call_counts`), the same figures as the run's line (`run_summary_line`)."""
+    (`storage.calls.call_counts`), the same figures as the run's line (`run_summary_line`),
+    and the parameters a vendor refused for it (`storage.calls.adjusted_parameters`; the
+    "adjusted" column, shown when any critic has some)."""
+    adjusted = adjusted or {}
     rows = []
     for name in run["critics"]:
         c = counts.get(name, {})
@@ -94,6 +110,8 @@ def stored_critic_rows(run: dict[str, Any], counts: dict[str, dict[str, int]]) -
             "of": share,
             "progress": f"{(stored / share * 100) if share else 100:.0f}%",
         })
+        if adjusted:
+            rows[-1]["adjusted"] = _adjusted_text(adjusted.get(name, ()))
     return rows
 
 

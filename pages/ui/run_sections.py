@@ -29,7 +29,7 @@ from pages.ui.progress import (
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.runs_table import working_runs_table
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from storage.calls import call_counts
+from storage.calls import adjusted_parameters, call_counts
 from storage.runs import get_run, list_runs
 from storage.vendor_batches import run_batches
 
@@ -58,7 +58,9 @@ def live_progress(run_id: int) -> None:
 def stored_progress(run: dict[str, Any]) -> None:
     """The run's stored line and each critic's stored calls."""
     st.text(run_summary_line(run))
-    st.dataframe(stored_critic_rows(run, call_counts(db(), int(run["id"]))), hide_index=True)
+    run_id = int(run["id"])
+    st.dataframe(stored_critic_rows(run, call_counts(db(), run_id),
+                                    adjusted_parameters(db(), run_id)), hide_index=True)
 
 
 @st.fragment(run_every=1.0)

@@ -333,7 +333,8 @@ class CallRunner:
                 price_in = price_out = 0.0  # a simulated critic without prices costs nothing
             held = budget.reserve(budget.reservation_for(
                 critic.name, item.id, len(prepared.content), critic.max_tokens, price_in,
-                price_out), cancel=cancel)  # may wait for calls in flight to make room
+                price_out, cache_write_factor=_cache_write_factor(critic, preset)),
+                cancel=cancel)  # may wait for calls in flight to make room
             if held is None:
                 self._flights.done(prepared.cache_key)
                 return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED if cancel
@@ -682,6 +683,12 @@ class CallRunner:
                         cached=usage.cached, cache_write=usage.cache_write, reported=usage.cost)
         if cost is not None:
             verdict.cost_usd = (verdict.cost_usd or 0.0) + cost
+
+
+def _cache_write_factor(critic: Critic, preset: VendorPreset) -> float:
+    """What a prompt token may cost when the vendor writes it to its prompt cache: only the
+    Messages API bills writes at a premium (Anthropic's `cache_control`); elsewhere 1."""
+    return preset.cache_write_factor if api_of(critic) == "messages" else 1.0
 
 
 # --------------------------------------------------------------------------------------------

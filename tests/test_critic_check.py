@@ -146,6 +146,20 @@ def test_a_used_up_daily_quota_is_not_told_to_add_credit() -> None:
     assert "midnight Pacific" in check.sentence and "add credit" not in check.sentence
 
 
+def test_a_model_without_quota_on_the_plan_is_told_to_choose_another() -> None:
+    """Gemini's "limit: 0" (the free tier does not include the model): the fix is billing or
+    another model, which the parser's sentence says; not "add credit" on a billing page."""
+    message = ("critic 'c': the plan has no quota for this model (limit 0 on generativelanguage."
+               "googleapis.com/generate_content_free_tier_requests, HTTP 429): the free tier "
+               "does not include it; enable billing on the vendor's project, or choose a model "
+               "the plan includes: You exceeded your current quota, please check your plan and "
+               "billing details.")
+    check = check_sentence(critic(vendor="gemini"), failed(FailureKind.CRITIC_ERROR, message),
+                           cap=None)
+    assert "choose a model the plan includes" in check.sentence
+    assert "add credit" not in check.sentence
+
+
 def test_every_failure_kind_has_a_row_in_the_table() -> None:
     assert {kind for kind, *_ in CASES} >= {*FailureKind, None}
 

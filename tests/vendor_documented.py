@@ -360,6 +360,30 @@ CASES: tuple[Case, ...] = (
                  {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "47s"}],
          }}]),),
          failure="critic_error", stops=True, message_has="daily quota is used up"),
+    Case("gemini: a model with no quota on this tier ('limit: 0') stops the critic, never "
+         "retried",
+         "https://ai.google.dev/gemini-api/docs/rate-limits (each tier's limits per model) and "
+         "https://github.com/continuedev/continue/issues/10062 (this body, gemini-2.5-pro on "
+         "the free tier; the same for gemini-3-pro in #9745)",
+         "gemini", "gemini-2.5-pro",
+         (Exchange(429, [{"error": {
+             "code": 429,
+             "message": "You exceeded your current quota, please check your plan and billing "
+                        "details. For more information on this error, head to: "
+                        "https://ai.google.dev/gemini-api/docs/rate-limits. To monitor your "
+                        "current usage, head to: https://ai.dev/rate-limit. \n* Quota exceeded "
+                        "for metric: generativelanguage.googleapis.com/"
+                        "generate_content_free_tier_input_token_count, limit: 0, model: "
+                        "gemini-2.5-pro\n* Quota exceeded for metric: "
+                        "generativelanguage.googleapis.com/generate_content_free_tier_requests, "
+                        "limit: 0, model: gemini-2.5-pro\nPlease retry in 20.04466179s.",
+             "status": "RESOURCE_EXHAUSTED",
+             "details": [
+                 {"@type": "type.googleapis.com/google.rpc.Help", "links": [{
+                     "description": "Learn more about Gemini API quotas",
+                     "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]}],
+         }}]),),
+         failure="critic_error", stops=True, message_has="no quota for this model"),
     # -- OpenRouter ---------------------------------------------------------------------------------
     Case("openrouter: a moderation flag (403) refuses this item only",
          "https://openrouter.ai/docs/api/reference/errors-and-debugging (Moderation Errors)",

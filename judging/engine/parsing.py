@@ -170,6 +170,28 @@ def _daily_quota(error: Any) -> str | None:
     return None
 
 
+# "Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_
+# requests, limit: 0, model: gemini-2.5-pro" (Gemini): the metric's limit, group 1.
+_ZERO_LIMIT = re.compile(r"quota exceeded for metric: ([^,\s]+), limit: 0\b", re.IGNORECASE)
+
+
+def _zero_quota(error: Any, detail: str) -> str | None:
+    """The quota metric whose limit is 0 in a Gemini RESOURCE_EXHAUSTED error (message, or a
+    QuotaFailure violation with `quotaValue` "0"), else None. Same words as the per-minute
+    limit, but a limit of 0 means the model has no quota at all on this plan (the free tier
+    does not include it): no wait ever helps, every item would pay its retries."""
+    match = _ZERO_LIMIT.search(detail)
+    if match:
+        return match.group(1)
+    details = error.get("details") if isinstance(error, dict) else None
+    for entry in details if isinstance(details, list) else ():
+        violations = entry.get("violations") if isinstance(entry, dict) else None
+        for violation in violations if isinstance(violations, list) else ():
+            if isinstance(violation, dict) and str(violation.get("quotaValue")) == "0":
+                return str(violation.get("quotaMetric") or violation.get("quotaId") or "quota")
+    return None
+
+
 def _moderation_reasons(error: Any) -> str | None:
     """OpenRouter's moderation flag (HTTP 403, `metadata.reasons`): the reasons, else None."""
     if not isinstance(error, dict):
@@ -233,6 +255,12 @@ def classify_error(status: int, error: Any, *, raw: str | None = None) -> CallFa
             f"the daily quota is used up (quota {daily}, HTTP {status}): it resets at midnight "
             "Pacific time; resume the run then, or raise the quota (a paid tier) on the "
             f"vendor's billing page{said}", raw=raw)
+    zero = _zero_quota(error, detail)
+    if zero is not None:
+        return CriticCallError(
+            f"the plan has no quota for this model (limit 0 on {zero}, HTTP {status}): the "
+            "free tier does not include it; enable billing on the vendor's project, or "
+            f"choose a model the plan includes{said}", raw=raw)
     if status == 429 or codes & _RATE_LIMIT_CODES:
         return RetryableCallError(f"rate limited (HTTP {status}){said}", raw=raw,
                                   retry_after=_retry_delay(error, detail), rate_limited=True)

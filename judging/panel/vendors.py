@@ -158,7 +158,9 @@ PRESETS: dict[str, VendorPreset] = {
                     "A per-minute RESOURCE_EXHAUSTED says \"exceeded your current quota ... "
                     "billing\": it is a rate limit, retried after the delay it gives. The same "
                     "words with a per-day quota id (QuotaFailure ...PerDay...) stop the critic: "
-                    "the day's quota comes back at midnight Pacific time.",
+                    "the day's quota comes back at midnight Pacific time. A metric whose limit "
+                    "is 0 (\"limit: 0, model: gemini-2.5-pro\": the plan does not include the "
+                    "model) stops the critic too: no wait helps.",
                     "The compatible endpoint returns no token logprobs: logprob scores are not "
                     "available."),
         ),

@@ -123,8 +123,8 @@ def _critic_error(critic: Critic, said: str) -> str:
     if "refused the api key" in folded:
         fix = f"check the key in {variable}" if variable else "set api_key_env to the key's variable"
         return said if "check the key" in folded else f"{said}: {fix}"
-    if "daily quota is used up" in folded:
-        return said  # the parser's sentence names when it comes back and how to raise it
+    if "daily quota is used up" in folded or "no quota for this model" in folded:
+        return said  # the parser's sentence names when it comes back, or what to choose
     if _out_of_credit(said):
         return _no_credit(critic, said)
     status = _HTTP.search(said)

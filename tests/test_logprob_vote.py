@@ -344,3 +344,23 @@ def test_the_agreement_page_shows_alpha_on_expected_scores_and_calibration(app_d
         assert shown["Alpha on expected scores (interval)"] == f"{expected.alpha.value:.3f}"
     table = next(d.value for d in at.dataframe if "share right" in d.value.columns)
     assert int(table["items"].sum()) == 9
+
+
+def test_a_run_without_a_logprobs_critic_is_answered_without_reading_its_calls(db_path):
+    # At 3,000,000 calls the question "does any call carry probabilities?" read them all
+    # (2 s on the Agreement page): a panel with no critic asking for logprobs answers it.
+    from judging.runs.jobs import prepare_run
+    from judging.runs.run_report import run_expected_scores
+    from storage.dataset_store import save_dataset
+    from storage.db import open_db
+    from tests.fixtures_storage import make_parsed, tiny_panel
+
+    db = open_db(db_path)
+    run_id = prepare_run(db, dataset_id=save_dataset(db, make_parsed(5)).id, panel=tiny_panel())
+    statements: list[str] = []
+    db.conn.set_trace_callback(statements.append)
+    try:
+        assert run_expected_scores(db, run_id) is None
+    finally:
+        db.conn.set_trace_callback(None)
+    assert statements and not [s for s in statements if "label_probs" in s]

@@ -149,3 +149,11 @@ def test_some_items_read_in_file_order_and_field_lengths_counted_by_sqlite(db):
     lengths = text_field_lengths(db, dataset_id)
     assert lengths["text"] == pytest.approx(sum(texts) / len(texts))
     assert set(lengths) == {"text"}  # "n" holds numbers: not a text to measure
+
+
+def test_field_lengths_of_a_sample_read_only_the_first_items(db):
+    # The first 5 items' texts are 10 characters long, the other 20 a thousand.
+    parsed = make_parsed(25, text=lambda i: "x" * (10 if i < 5 else 1000))
+    dataset_id = save_dataset(db, parsed).id
+    assert text_field_lengths(db, dataset_id, sample=5) == {"text": 10.0}
+    assert text_field_lengths(db, dataset_id) == {"text": (5 * 10 + 20 * 1000) / 25}

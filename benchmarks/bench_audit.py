@@ -41,8 +41,10 @@ Each with the suffix `_3critics` for the second panel, and each again with `_by_
 (before the panel's suffix) for the design of `judging.analysis.audit_strata`: strata by the
 Dawid-Skene posterior that the consensus is right (sure >= 0.95 > likely >= 0.80 > doubtful;
 fitted on the critics' labels, no truth read), and the queue planned from each stratum's mean
-posterior (`planned_strata`: counts of labels only, so exactly unbiased). The app still draws
-by agreement level: these figures are what the other design would give.
+posterior (`planned_strata`: counts of labels only, so exactly unbiased). That is the app's
+design for every new audit sample (`judging.analysis.audit_design`): the `_by_confidence`
+figures are what the app does now; the unsuffixed ones are the design of samples drawn before,
+which keep it.
 """
 
 from __future__ import annotations
@@ -67,8 +69,8 @@ from judging.analysis.audit_stats import (
 )
 from judging.analysis.audit_strata import confidence_codes, consensus_confidence
 
-AGREEMENT = "agreement"  # strata: the panel's agreement levels (what the app draws by)
-CONFIDENCE = "confidence"  # strata: the Dawid-Skene posterior of the consensus (audit_strata)
+AGREEMENT = "agreement"  # strata: the panel's agreement levels (samples drawn before)
+CONFIDENCE = "confidence"  # strata: the Dawid-Skene posterior of the consensus (new samples)
 
 N_ITEMS = 5_000
 RUNS = 200

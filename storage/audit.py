@@ -6,9 +6,12 @@ An item is in the audit by being drawn here; its human label is its first blind 
 (`storage.overrides`, `blind`). Overrides of items outside the sample, and non-blind ones, never
 reach the estimate.
 
-Strata are the panel's agreement levels. Their cut points belong to the domain
-(`judging.analysis.audit_stats.stratum_cuts()`) and arrive here as parameters, bound like any value, so
-the SQL below and the Python there put an item in the same stratum.
+Strata are the panel's agreement levels (samples drawn by "agreement") or its confidence in its
+label (by "confidence": the posterior kept per item in `item_confidence`, see
+`storage.item_confidence`); each sampled item records its sample's design
+(`judging.analysis.audit_design`). Their cut points belong to the domain
+(`judging.analysis.audit_design.design_cuts`) and arrive here as parameters, bound like any
+value, so the SQL below and the Python there put an item in the same stratum.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ import sqlite_utils
 
 from storage.db import NotFoundError, StorageError, now
 
-# The stratum code of consensus row `c` (0 unanimous, 1 majority, 2 contested; no agreement at
-# all, when no critic gave a valid verdict, is contested).
-_STRATUM = ("CASE WHEN c.agreement >= :unanimous THEN 0 WHEN c.agreement > :majority THEN 1"
-            " ELSE 2 END")
+# The stratum code of consensus row `c` by agreement (0 unanimous, 1 majority, 2 contested; no
+# agreement at all, when no critic gave a valid verdict, is contested).
+_BY_AGREEMENT = ("CASE WHEN c.agreement >= :unanimous THEN 0 WHEN c.agreement > :majority THEN 1"
+                 " ELSE 2 END")
+# By the posterior that the consensus is right (`item_confidence`: 0 sure, 1 likely, 2 doubtful;
+# an item without a row, having no consensus label, is doubtful). One key lookup per item.
+_BY_CONFIDENCE = ("coalesce((SELECT CASE WHEN q.confidence >= :sure THEN 0 WHEN q.confidence"
+                  " >= :likely THEN 1 ELSE 2 END FROM item_confidence q WHERE q.run_id = c.run_id"
+                  " AND q.item_id = c.item_id), 2)")
 
 # The label-next sort of the Review table (`storage.review_queue.SORTS["label_next"]`): the queue's
 # items by rank, then every other item.
@@ -33,10 +41,18 @@ QUEUE_RANK_SQL = ("coalesce((SELECT a.queue_rank FROM audit_items a WHERE a.run_
 
 
 def _cuts(cuts: Mapping[str, float]) -> dict[str, float]:
+    """The cut points as bound parameters: `unanimous` and `majority` (strata by agreement), or
+    `sure` and `likely` (strata by confidence)."""
+    keys = ("sure", "likely") if "sure" in cuts else ("unanimous", "majority")
     try:
-        return {"unanimous": float(cuts["unanimous"]), "majority": float(cuts["majority"])}
+        return {key: float(cuts[key]) for key in keys}
     except KeyError as missing:
         raise StorageError(f"The strata need the cut point {missing}.") from None
+
+
+def _stratum(cuts: Mapping[str, float]) -> str:
+    """The SQL of consensus row `c`'s stratum code under these cut points (`_cuts`)."""
+    return _BY_CONFIDENCE if "sure" in cuts else _BY_AGREEMENT
 
 
 def _check_run(db: sqlite_utils.Database, run_id: int) -> None:
@@ -61,7 +77,7 @@ def audit_population(db: sqlite_utils.Database, run_id: int,
     sizes: dict[int, int] = {}
     panel: dict[tuple[int, str], int] = {}
     for code, label, n in db.execute(
-        f"SELECT {_STRATUM}, c.consensus, count(*) FROM consensus c WHERE c.run_id = :run"
+        f"SELECT {_stratum(cuts)}, c.consensus, count(*) FROM consensus c WHERE c.run_id = :run"
         " GROUP BY 1, 2", params,
     ):
         sizes[int(code)] = sizes.get(int(code), 0) + int(n)
@@ -70,7 +86,7 @@ def audit_population(db: sqlite_utils.Database, run_id: int,
     critics = {
         (str(critic), int(code)): int(n)
         for critic, code, n in db.execute(
-            f"SELECT k.critic, {_STRATUM}, count(*) FROM calls k JOIN consensus c"
+            f"SELECT k.critic, {_stratum(cuts)}, count(*) FROM calls k JOIN consensus c"
             " ON c.run_id = k.run_id AND c.item_id = k.item_id WHERE k.run_id = :run"
             " AND k.failure IS NULL AND k.label IS NOT NULL GROUP BY 1, 2", params)
     }
@@ -82,7 +98,7 @@ def stratum_sizes(db: sqlite_utils.Database, run_id: int,
     """Items of the run per stratum code (one pass over its consensus rows, no calls)."""
     _check_run(db, run_id)
     return {int(code): int(n) for code, n in db.execute(
-        f"SELECT {_STRATUM}, count(*) FROM consensus c WHERE c.run_id = :run GROUP BY 1",
+        f"SELECT {_stratum(cuts)}, count(*) FROM consensus c WHERE c.run_id = :run GROUP BY 1",
         {"run": run_id, **_cuts(cuts)})}
 
 
@@ -94,46 +110,75 @@ def unsampled_items(db: sqlite_utils.Database, run_id: int,
     return [
         (str(item_id), int(code))
         for item_id, code in db.execute(
-            f"SELECT c.item_id, {_STRATUM} FROM consensus c WHERE c.run_id = :run AND NOT EXISTS"
+            f"SELECT c.item_id, {_stratum(cuts)} FROM consensus c WHERE c.run_id = :run AND NOT EXISTS"
             " (SELECT 1 FROM audit_items a WHERE a.run_id = c.run_id AND a.item_id = c.item_id)"
             " ORDER BY c.position", {"run": run_id, **_cuts(cuts)})
     ]
 
 
 def add_audit_items(db: sqlite_utils.Database, run_id: int, rows: Sequence[Mapping[str, Any]],
-                    *, source: str) -> int:
+                    *, source: str, design: str) -> int:
     """Append items to the run's audit sample, in the order given (their `draw_order` follows
     the sample's last), in one transaction.
 
     Args:
         rows: one mapping per item: item_id, stratum (its name), stratum_size, weight.
         source: "draw" (an audit sample drawn at once) or "next" (drawn by the label-next queue).
+        design: the sample's design, "agreement" or "confidence" (the strata the rows name).
 
     Returns:
         How many were added.
 
     Raises:
         NotFoundError: no such run.
-        StorageError: an unknown source, or an item already in the sample.
+        StorageError: an unknown source or design, an item already in the sample, or a design
+            other than the one the run's sample was drawn with.
     """
     if source not in ("draw", "next"):
         raise StorageError(f"An audit item comes from a draw or the label-next queue, not {source!r}.")
+    if design not in ("agreement", "confidence"):
+        raise StorageError(f"An audit sample is drawn by agreement or confidence, not {design!r}.")
     _check_run(db, run_id)
     stamp = now()
     with db.atomic():
+        kept = sample_design(db, run_id)
+        if kept is not None and kept != design:
+            raise StorageError(f"This run's audit sample was drawn by {kept}: its items are "
+                               f"weighted by those strata, so it cannot grow by {design}.")
         start = int(db.execute("SELECT coalesce(max(draw_order), -1) + 1 FROM audit_items"
                                " WHERE run_id = ?", [run_id]).fetchone()[0])
         try:
             db.conn.executemany(
                 "INSERT INTO audit_items (run_id, item_id, stratum, stratum_size, weight, source,"
-                " draw_order, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " draw_order, created_at, design) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(run_id, str(r["item_id"]), str(r["stratum"]), int(r["stratum_size"]),
-                  float(r["weight"]), source, start + n, stamp) for n, r in enumerate(rows)],
+                  float(r["weight"]), source, start + n, stamp, design)
+                 for n, r in enumerate(rows)],
             )
         except sqlite3.IntegrityError:
             raise StorageError("An item is already in the audit sample: draw again to add "
                                "others.") from None
     return len(rows)
+
+
+def sample_design(db: sqlite_utils.Database, run_id: int) -> str | None:
+    """The design the run's audit sample was drawn with ("agreement" or "confidence"), None when
+    nothing is drawn yet (its first item's: a sample has one)."""
+    row = db.execute("SELECT design FROM audit_items WHERE run_id = ? ORDER BY draw_order"
+                     " LIMIT 1", [run_id]).fetchone()
+    return None if row is None else str(row[0])
+
+
+def confidence_sums(db: sqlite_utils.Database, run_id: int,
+                    cuts: Mapping[str, float]) -> dict[int, float]:
+    """Stratum code -> the sum over its items of the posterior that the consensus is right
+    (`item_confidence`; an item without one counts 0): with the strata's sizes, each
+    stratum's mean posterior, the prediction the "confidence" design's queue is planned from."""
+    _check_run(db, run_id)
+    return {int(code): float(total) for code, total in db.execute(
+        f"SELECT {_stratum(cuts)}, sum(coalesce((SELECT q.confidence FROM item_confidence q"
+        " WHERE q.run_id = c.run_id AND q.item_id = c.item_id), 0.0)) FROM consensus c"
+        " WHERE c.run_id = :run GROUP BY 1", {"run": run_id, **_cuts(cuts)})}
 
 
 def audit_items(db: sqlite_utils.Database, run_id: int,
@@ -142,21 +187,21 @@ def audit_items(db: sqlite_utils.Database, run_id: int,
 
     Returns:
         One dict per item: item_id, stratum (the name it was drawn from), stratum_size, weight,
-        source, draw_order, queue_rank, created_at; `code`: its stratum code now (from its
+        source, draw_order, queue_rank, created_at, design; `code`: its stratum code now (from its
         current agreement); `panel`: the panel's label (None: no consensus label); `human`: its
         first blind label (None: not labelled blind yet) and `human_id`, that override's id.
     """
     _check_run(db, run_id)
     rows = db.execute(
         "SELECT a.item_id, a.stratum, a.stratum_size, a.weight, a.source, a.draw_order,"
-        f" a.queue_rank, a.created_at, {_STRATUM}, c.consensus, o.label, o.id"
+        f" a.queue_rank, a.created_at, a.design, {_stratum(cuts)}, c.consensus, o.label, o.id"
         " FROM audit_items a LEFT JOIN consensus c ON c.run_id = a.run_id AND c.item_id = a.item_id"
         " LEFT JOIN (SELECT item_id, min(id) AS id FROM overrides WHERE run_id = :run AND blind = 1"
         " GROUP BY item_id) f ON f.item_id = a.item_id LEFT JOIN overrides o ON o.id = f.id"
         " WHERE a.run_id = :run ORDER BY a.draw_order", {"run": run_id, **_cuts(cuts)},
     ).fetchall()
     keys = ("item_id", "stratum", "stratum_size", "weight", "source", "draw_order", "queue_rank",
-            "created_at", "code", "panel", "human", "human_id")
+            "created_at", "design", "code", "panel", "human", "human_id")
     return [dict(zip(keys, row)) for row in rows]
 
 

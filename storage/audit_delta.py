@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlite_utils
 
-from storage.audit import _STRATUM, _cuts
+from storage.audit import _cuts, _stratum
 
 
 def overrides_after(db: sqlite_utils.Database, run_id: int,
@@ -43,7 +43,7 @@ def audit_items_after(db: sqlite_utils.Database, run_id: int, cuts: Mapping[str,
     """The run's audit items with a draw order above `after_order`, in draw order: item_id,
     draw_order, queue_rank, `code` (its stratum code now) and `panel` (the panel's label)."""
     rows = db.execute(
-        f"SELECT a.item_id, a.draw_order, a.queue_rank, {_STRATUM}, c.consensus"
+        f"SELECT a.item_id, a.draw_order, a.queue_rank, {_stratum(cuts)}, c.consensus"
         " FROM audit_items a LEFT JOIN consensus c ON c.run_id = a.run_id AND c.item_id = a.item_id"
         " WHERE a.run_id = :run AND a.draw_order > :after ORDER BY a.draw_order",
         {"run": run_id, "after": after_order, **_cuts(cuts)}).fetchall()
@@ -84,7 +84,7 @@ def stratum_by_position(db: sqlite_utils.Database, run_id: int,
     """(positions, stratum codes) of every item of the run in file order: read once per state
     of the run's verdicts, so that fresh draws of the label-next queue need no further pass."""
     rows = db.execute(
-        f"SELECT c.position, {_STRATUM} FROM consensus c WHERE c.run_id = :run"
+        f"SELECT c.position, {_stratum(cuts)} FROM consensus c WHERE c.run_id = :run"
         " ORDER BY c.position", {"run": run_id, **_cuts(cuts)}).fetchall()
     return [int(p) for p, _ in rows], [int(h) for _, h in rows]
 

@@ -682,6 +682,32 @@ def _run_figures(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0030_audit_confidence")
+def _audit_confidence(db: sqlite_utils.Database) -> None:
+    # Audit samples stratified by the panel's confidence (`judging.analysis.audit_design`).
+    # `item_confidence`: each item's Dawid-Skene posterior that its consensus label is right,
+    # fitted on the critics' labels alone (`judging.analysis.audit_strata`), for the state of
+    # the verdicts named by the run's `consensus_confidence` figures (`run_figures`: a stale
+    # stamp means these rows are computed again). Only items with a consensus label have a row
+    # (none: doubtful). A table rather than a column on `consensus`: the posterior depends on
+    # every verdict of the run, not on the item's alone, and the decisions are sealed into the
+    # review record as they are. `audit_items.design`: the design a sample was drawn with; its
+    # weights depend on it, so a sample keeps it. Samples drawn before this are by agreement.
+    _script(
+        db,
+        """
+        CREATE TABLE item_confidence (
+            run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            item_id TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            PRIMARY KEY (run_id, item_id)
+        ) WITHOUT ROWID;
+        ALTER TABLE audit_items ADD COLUMN design TEXT NOT NULL DEFAULT 'agreement'
+            CHECK (design IN ('agreement', 'confidence'));
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

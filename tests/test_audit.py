@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from judging.analysis.audit_stats import STRATA, stratified_mean, stratum_codes
+from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.errors import StorageError
 from judging.runs.audit_run import draw_audit_sample, refresh_label_next, run_audit, usable_labels
 from storage.audit import audit_items
@@ -36,7 +37,8 @@ def test_a_draw_keeps_the_stratum_its_size_and_the_weight_of_each_item(
 ) -> None:
     path, run_id = demo_db
     db = open_db(path)
-    drawn = draw_audit_sample(db, run_id, 60, seed=1)
+    # The design of samples drawn before "confidence" (test_audit_design.py has the new one).
+    drawn = draw_audit_sample(db, run_id, 60, seed=1, design="agreement")
     assert sum(drawn.added.values()) == 60
     rows = audit_items(db, run_id, CUTS)
     assert len(rows) == 60 and len({r["item_id"] for r in rows}) == 60
@@ -83,7 +85,7 @@ def test_blind_labels_of_the_sample_give_the_estimate_and_contest_reviews_never_
     db = open_db(path)
     assert run_audit(db, run_id).estimate is None  # nothing drawn yet: a reason instead
     assert "no audit sample yet" in (run_audit(db, run_id).reason or "")
-    draw_audit_sample(db, run_id, 90, seed=3)
+    draw_audit_sample(db, run_id, 90, seed=3, design="agreement")
     gold = gold_labels(db, run_id)
     sample = audit_items(db, run_id, CUTS)
     labelled = sample[:70]
@@ -153,7 +155,7 @@ def test_a_label_out_of_draw_order_waits_for_the_items_before_it(
     contested = [str(i) for i in table.index[table["disagreement"]]]
     for item_id in contested[::2]:
         add_override(db, run_id, item_id, "REJECT", "", "bo", blind=True)
-    draw_audit_sample(db, run_id, 40, seed=5)
+    draw_audit_sample(db, run_id, 40, seed=5, design="agreement")
     sample = audit_items(db, run_id, CUTS)
     early = [r for r in sample if r["human"] is not None]
     # Usable: labelled with every item drawn before it in its stratum labelled too.
@@ -198,8 +200,10 @@ def test_the_label_next_queue_orders_review_and_next_follows_it(
     assert {r["source"] for r in drawn} == {"next"} and len(drawn) == 10
     frame, _ = review_table(db, run_id, sort="label_next", limit=10)
     assert list(frame["item_id"]) == sorted(queue.ranks, key=queue.ranks.__getitem__)
-    # Every stratum is in the queue (none labelled: each one's label is needed first).
-    assert {r["stratum"] for r in drawn} == set(STRATA)
+    # Every stratum is in the queue (none labelled: each one's label is needed first); a
+    # sample the queue starts is a new one, stratified by the panel's confidence.
+    assert {r["stratum"] for r in drawn} == set(CONFIDENCE_STRATA)
+    assert {r["design"] for r in drawn} == {"confidence"}
 
     gold = gold_labels(db, run_id)
     done: list[str] = []

@@ -9,8 +9,10 @@ import pathlib
 import random
 
 import numpy as np
+import pytest
 
-from judging.analysis.audit_stats import STRATA, AuditPopulation, AuditSample, audit_estimate
+from judging.analysis.audit_stats import AuditPopulation, AuditSample, audit_estimate
+from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.analysis.audit_tally import AuditTally
 from judging.runs.audit_live import LiveAudit
 from judging.runs.audit_run import draw_audit_sample, refresh_label_next, run_audit
@@ -64,9 +66,13 @@ def _design(rows):  # type: ignore[no-untyped-def]
     return [{k: v for k, v in row.items() if k != "created_at"} for row in rows]
 
 
+@pytest.mark.parametrize("design", ["confidence", "agreement"])
 def test_the_live_audit_equals_the_full_recompute_after_every_label(
-    demo_db: tuple[pathlib.Path, int], tmp_path: pathlib.Path,
+    demo_db: tuple[pathlib.Path, int], tmp_path: pathlib.Path, design: str,
 ) -> None:
+    """For a new sample (strata by confidence, the queue planned) and one drawn by agreement
+    (the adaptive queue): after every label, the running sums give the full recompute's
+    figures and queue."""
     path, run_id = demo_db
     db = open_db(path)
     live = LiveAudit(run_id)
@@ -78,8 +84,9 @@ def test_the_live_audit_equals_the_full_recompute_after_every_label(
     # wait behind the unlabelled items drawn before them.
     for item_id in contested[:12:2]:
         add_override(db, run_id, item_id, "REJECT", "", "bo", blind=True)
-    draw_audit_sample(db, run_id, 8, seed=8)
+    draw_audit_sample(db, run_id, 8, seed=8, design=design)
     assert live.audit(db) == run_audit(db, run_id)
+    assert live.audit(db).design == design
     rng = random.Random(9)
     drew, waited = 0, 0
     for step in range(45):
@@ -172,4 +179,4 @@ def test_one_label_reads_a_handful_of_rows_not_the_run(tmp_path: pathlib.Path) -
         run_audit(db, run_id)
     assert full.ticks > one_pass.ticks
     assert live.audit(db) == run_audit(db, run_id)
-    assert {name for name in STRATA} >= set(live.audit(db).sampled)
+    assert set(CONFIDENCE_STRATA) >= set(live.audit(db).sampled)  # a new sample's design

@@ -45,7 +45,12 @@ def test_a_finished_run_keeps_its_figures_and_the_kept_report_is_the_computed_on
     key = ",".join(map(str, stamp))
     # The demo run was made by the worker: it kept both when the run finished.
     kept = load_figures(db, run_id, "report", key)
-    assert kept is not None and load_figures(db, run_id, "audit_population", key) is not None
+    # With no audit sample drawn, the population kept is that of a new sample's design, and the
+    # posteriors its strata are cut from are kept with it.
+    assert kept is not None
+    assert load_figures(db, run_id, "audit_population_confidence", key) is not None
+    assert load_figures(db, run_id, "consensus_confidence", key) is not None
+    assert load_figures(db, run_id, "audit_population", key) is None
     computed = run_agreement_report(db, run_id, resamples=figures.RESAMPLES, seed=figures.SEED,
                                     humans={})
     _same_report(decode_report(kept), computed)
@@ -60,9 +65,16 @@ def test_a_finished_run_keeps_its_figures_and_the_kept_report_is_the_computed_on
 
     monkeypatch.setattr(figures, "run_agreement_report", refuse)
     _same_report(figures.critics_report(db, run_id, stamp), computed)
-    assert figures.audit_population(db, run_id, stamp) == __import__(
-        "storage.audit", fromlist=["audit_population"]).audit_population(
+    from storage import audit as store
+
+    confidence_cuts = {"sure": 0.95, "likely": 0.80}
+    expected = store.audit_population(db, run_id, confidence_cuts)
+    expected["predicted"] = store.confidence_sums(db, run_id, confidence_cuts)
+    assert figures.audit_population(db, run_id, stamp, "confidence") == expected
+    # An agreement sample's population (an old sample) is computed on first read, then kept.
+    assert figures.audit_population(db, run_id, stamp) == store.audit_population(
         db, run_id, {"unanimous": 1.0 - 1e-9, "majority": 0.5 + 1e-9})
+    assert load_figures(db, run_id, "audit_population", key) is not None
 
 
 def test_stale_or_unreadable_figures_are_computed_again(

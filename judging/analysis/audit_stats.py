@@ -479,17 +479,24 @@ def draw_within(
 
 @dataclass(frozen=True)
 class AuditPopulation:
-    """What is known of every item of a run, per stratum (codes index `STRATA`).
+    """What is known of every item of a run, per stratum (codes index `strata`).
 
     Attributes:
         sizes: items per stratum.
         panel_counts: label -> items per stratum the panel gave it.
         critic_counts: critic -> items per stratum where it gave a valid label.
+        strata: the strata's names (`STRATA` for the agreement levels; the confidence strata
+            of `judging.analysis.audit_design`).
+        predicted: each stratum's predicted accuracy, made without any human label, when the
+            label-next queue is planned from it (`planned_strata`); None: the queue reads the
+            labels' values (`next_strata`).
     """
 
     sizes: IntArray
     panel_counts: Mapping[str, IntArray]
     critic_counts: Mapping[str, IntArray]
+    strata: tuple[str, ...] = STRATA
+    predicted: FloatArray | None = None
 
 
 @dataclass(frozen=True)
@@ -556,7 +563,7 @@ def audit_estimate(population: AuditPopulation, sample: AuditSample, *,
     human = np.asarray(list(sample.human), dtype=object)
     if not (len(strata) == len(panel) == len(human)):
         raise ValueError("the sample's strata, panel labels and human labels differ in length.")
-    names = list(STRATA) if len(sizes) == len(STRATA) else None
+    names = list(population.strata) if len(sizes) == len(population.strata) else None
     right = (panel == human) & np.array([p is not None for p in panel], dtype=bool)
     correct = right.astype(np.float64)
     accuracy = stratified_mean(correct, strata, sizes, names=names, confidence=confidence)

@@ -25,6 +25,8 @@ the estimate wrong.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -103,3 +105,37 @@ def consensus_confidence(votes: npt.ArrayLike, consensus: npt.ArrayLike,
     known = said >= 0
     out[known] = posteriors[np.flatnonzero(known), said[known]]
     return out
+
+
+def confidence_from_labels(votes: Sequence[Sequence[str | None]],
+                           consensus: Sequence[str | None],
+                           labels: Sequence[str]) -> FloatArray:
+    """`consensus_confidence` from labels as stored (text): each item's critics' valid labels
+    (None: none) and its consensus label (None: none).
+
+    Args:
+        votes: one row per item, one entry per critic.
+        consensus: one per item.
+        labels: the scale's labels; any other label seen is added after them (a critic or the
+            vote may give one the scale does not list).
+
+    Returns:
+        (items,) the posterior that each item's consensus label is right; NaN without one.
+    """
+    said = np.asarray(list(consensus), dtype=object)
+    if not len(said):
+        return np.full(0, np.nan)
+    grid = np.asarray(votes, dtype=object)
+    if grid.ndim != 2 or len(grid) != len(said):
+        raise ValueError(f"votes must be one row per item, one entry per critic; got "
+                         f"{grid.shape} for {len(said)} items.")
+    known = list(labels)
+    seen = {str(x) for x in np.unique(grid[grid != None]).tolist()}  # noqa: E711
+    seen |= {str(x) for x in said if x is not None}
+    known += sorted(seen - set(known))
+    codes = np.full(grid.shape, -1, dtype=np.int64)
+    target = np.full(len(said), -1, dtype=np.int64)
+    for code, label in enumerate(known):
+        codes[grid == label] = code
+        target[said == label] = code
+    return consensus_confidence(codes, target, max(2, len(known)))

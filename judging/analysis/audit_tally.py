@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from judging.analysis.audit_design import queue_plan
 from judging.analysis.audit_stats import (
-    STRATA,
     AuditEstimate,
     AuditPopulation,
     FloatArray,
     Interval,
     LabelFigures,
-    gains_from_sums,
-    next_strata_from_sums,
     stratified_from_sums,
 )
 
@@ -111,7 +109,8 @@ class AuditTally:
     def estimate(self, *, confidence: float = 0.95) -> AuditEstimate:
         """The figures `audit_stats.audit_estimate` gives on the same items."""
         sizes = np.asarray(self.population.sizes, dtype=np.int64)
-        names = list(STRATA) if len(sizes) == len(STRATA) else None
+        strata = self.population.strata
+        names = list(strata) if len(sizes) == len(strata) else None
         accuracy = _interval(self.accuracy, sizes, names, confidence)
         total = int(sizes.sum())
         known = list(self.population.panel_counts) + sorted(self.human_labels)
@@ -137,16 +136,15 @@ class AuditTally:
                    for critic in self.population.critic_counts}
         return AuditEstimate(accuracy, labels, critics, total)
 
-    def next_strata(self, count: int, *, rng: np.random.Generator, epsilon: float) -> list[int]:
-        """`audit_stats.next_strata` over the usable items' right/wrong."""
+    def queue(self, count: int, *, rng: np.random.Generator, epsilon: float
+              ) -> tuple[list[int], FloatArray]:
+        """The label-next queue's next `count` strata and the strata's gains now
+        (`audit_design.queue_plan`): planned from the population's predicted accuracies and
+        the counts of usable labels when it has them, else `audit_stats.next_strata` over the
+        usable items' right/wrong."""
         a = self.accuracy
-        return next_strata_from_sums(a.n, a.total, a.squares, self.population.sizes, count,
-                                     rng=rng, epsilon=epsilon)
-
-    def gains(self) -> FloatArray:
-        """`audit_stats.label_gains` over the usable items' right/wrong."""
-        a = self.accuracy
-        return gains_from_sums(a.n, a.total, a.squares, self.population.sizes)
+        return queue_plan(a.n, a.total, a.squares, self.population.sizes, count, rng=rng,
+                          epsilon=epsilon, predicted=self.population.predicted)
 
 
 def _interval(sums: _Sums, sizes: Sequence[int] | np.ndarray, names: list[str] | None,

@@ -10,7 +10,10 @@ once, then only what came after its cursors (overrides by id, audit items by dra
 label (the tests check it, and count the rows it reads).
 
 One `LiveAudit` belongs to one state of the run's verdicts: when they change (a re-judge), the
-strata change, and the caller starts a new one (the pages key it by `calls_stamp`).
+strata change, and the caller starts a new one (the pages key it by `calls_stamp`). It follows
+the design of the run's sample (`judging.analysis.audit_design`), read when it is built: the
+strata, and a queue planned from the strata's predicted accuracies ("confidence") or read from
+the labels' values ("agreement").
 """
 
 from __future__ import annotations
@@ -25,17 +28,26 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from judging.analysis.audit_stats import (
-    EPSILON,
-    STRATA,
-    draw_within,
-    label_gains,
-    next_strata,
-    stratum_cuts,
+from judging.analysis.audit_design import (
+    NEW_SAMPLE_DESIGN,
+    design_cuts,
+    planned,
+    predicted_accuracy,
+    queue_plan,
+    strata_names,
 )
+from judging.analysis.audit_stats import EPSILON, STRATA, draw_within
 from judging.analysis.audit_tally import AuditTally
 from judging.panel.panel_files import load_panel
-from judging.runs.audit_run import QUEUE_AHEAD, Queue, RunAudit, _auditable, stats_population
+from judging.runs.audit_run import (
+    QUEUE_AHEAD,
+    Queue,
+    RunAudit,
+    _auditable,
+    design_cuts_now,
+    sample_design,
+    stats_population,
+)
 from judging.runs.kept_figures import audit_population as kept_population
 from storage import audit as store
 from storage import audit_delta as delta
@@ -83,6 +95,9 @@ class LiveAudit:
         """Nothing read yet (also after a build that failed half-way)."""
         self._built = False
         self._numeric = False
+        self._design = NEW_SAMPLE_DESIGN
+        self._design_fixed = False  # True once read from a drawn sample
+        self._cuts = design_cuts(NEW_SAMPLE_DESIGN)
         self._critics: list[str] = []
         self._population: dict[str, Any] | None = None
         self._tally: AuditTally | None = None
@@ -113,7 +128,15 @@ class LiveAudit:
                 self._reset()
                 raise
             return
-        fresh = delta.audit_items_after(db, self.run_id, stratum_cuts(), self._last_draw)
+        fresh = delta.audit_items_after(db, self.run_id, self._cuts, self._last_draw)
+        if fresh and not self._design_fixed:
+            # Built before any draw, with the design a first draw makes: a first sample drawn
+            # by another design (named explicitly) is read again under its own strata.
+            if store.sample_design(db, self.run_id) != self._design:
+                self._reset()
+                self._sync(db)
+                return
+            self._design_fixed = True
         news = delta.overrides_after(db, self.run_id, self._last_override)
         for row in fresh:
             self._add_item(str(row["item_id"]), int(row["code"]), row["panel"], None, None)
@@ -137,10 +160,13 @@ class LiveAudit:
         self._built = True
         if self._numeric:
             return
+        self._design = sample_design(db, self.run_id)
+        self._design_fixed = store.sample_design(db, self.run_id) is not None
+        self._cuts = design_cuts_now(db, run, self._design)
         # The cursor first: what comes after it is read again later, and applying it twice
         # changes nothing (an item's first blind label is set once).
         self._last_override = delta.last_override_id(db)
-        items = store.audit_items(db, self.run_id, stratum_cuts())
+        items = store.audit_items(db, self.run_id, self._cuts)
         for row in items:
             self._add_item(str(row["item_id"]), int(row["code"]), row["panel"],
                            row["human"], row["human_id"])
@@ -200,11 +226,20 @@ class LiveAudit:
             run = get_run(db, self.run_id)
             panel = load_panel(run["panel_yaml"])
             if self._population is None:
-                self._population = (
-                    store.audit_population(db, self.run_id, stratum_cuts()) if self._stamp is None
-                    else kept_population(db, self.run_id, self._stamp))
-            self._tally = AuditTally(stats_population(run, panel, self._population))
+                self._population = self._read_population(db)
+            self._tally = AuditTally(stats_population(run, panel, self._population,
+                                                      self._design))
         return self._tally
+
+    def _read_population(self, db: sqlite_utils.Database) -> dict[str, Any]:
+        """The population under the sample's design: kept with the run's figures when a stamp
+        was given, else read from the calls (with the predicted sums of a planned queue)."""
+        if self._stamp is not None:
+            return kept_population(db, self.run_id, self._stamp, self._design)
+        population = store.audit_population(db, self.run_id, self._cuts)
+        if planned(self._design):
+            population["predicted"] = store.confidence_sums(db, self.run_id, self._cuts)
+        return population
 
     # -- the estimate --------------------------------------------------------------------------
 
@@ -215,12 +250,14 @@ class LiveAudit:
             if self._numeric:
                 return RunAudit(None, reason="the audit compares labels, and this panel gives "
                                 "scores")
-            sampled = Counter(STRATA[i.code] for i in self._items.values())
-            labelled = Counter(STRATA[i.code] for i in self._items.values() if i.usable)
+            names = strata_names(self._design)
+            sampled = Counter(names[i.code] for i in self._items.values())
+            labelled = Counter(names[i.code] for i in self._items.values() if i.usable)
             waiting = sum(1 for i in self._items.values() if i.human is not None and not i.usable)
             contest = sum(1 for item in self._reviewed if item not in self._items)
             meta: dict[str, Any] = {"sampled": dict(sampled), "labelled": dict(labelled),
-                                    "contest_reviews": contest, "waiting": waiting}
+                                    "contest_reviews": contest, "waiting": waiting,
+                                    "design": self._design}
             if not self._items:
                 return RunAudit(None, **meta, reason="no audit sample yet: draw one on the Review page and "
                                 "label its items in a blind first pass")
@@ -234,7 +271,8 @@ class LiveAudit:
 
     def _sizes_by_name(self, db: sqlite_utils.Database) -> dict[str, int]:
         sizes = self._stratum_sizes(db)
-        return {STRATA[h]: int(sizes[h]) for h in range(len(STRATA))}
+        names = strata_names(self._design)
+        return {names[h]: int(sizes[h]) for h in range(len(names))}
 
     def _stratum_sizes(self, db: sqlite_utils.Database) -> np.ndarray:
         """Items per stratum: from the population once it is read (kept with the run's
@@ -242,11 +280,11 @@ class LiveAudit:
         if self._tally is not None:
             return np.asarray(self._tally.population.sizes, dtype=np.int64)
         if self._population is None and self._stamp is not None:
-            self._population = kept_population(db, self.run_id, self._stamp)
+            self._population = kept_population(db, self.run_id, self._stamp, self._design)
         if self._population is not None:
             sizes = self._population["sizes"]
         else:
-            sizes = store.stratum_sizes(db, self.run_id, stratum_cuts())
+            sizes = store.stratum_sizes(db, self.run_id, self._cuts)
         return np.array([sizes.get(h, 0) for h in range(len(STRATA))], dtype=np.int64)
 
     # -- the label-next queue ------------------------------------------------------------------
@@ -263,13 +301,11 @@ class LiveAudit:
             usable = tally.labelled if tally is not None else 0
             rng = np.random.default_rng([self.run_id, usable])
             if tally is not None:
-                plan = tally.next_strata(ahead, rng=rng, epsilon=epsilon)
-                gains = tally.gains()
+                plan, gains = tally.queue(ahead, rng=rng, epsilon=epsilon)
             else:  # nothing labelled: the same call as the full recompute, on no values
-                empty = np.zeros(0)
-                plan = next_strata(empty, empty.astype(np.int64), sizes, ahead, rng=rng,
-                                   epsilon=epsilon)
-                gains = label_gains(empty, empty.astype(np.int64), sizes)
+                none = np.zeros(len(sizes))
+                plan, gains = queue_plan(none, none, none, sizes, ahead, rng=rng,
+                                         epsilon=epsilon, predicted=self._predicted(db, sizes))
             wanted = Counter(plan)
             fresh = Counter(h for h, n in wanted.items()
                             for _ in range(max(0, n - len(self._strata[h].unlabelled))))
@@ -288,15 +324,26 @@ class LiveAudit:
                 delta.update_queue(db, self.run_id, changed, cleared)
                 self._written = ranks
             if not order:
-                return Queue(dict(ranks), None, None, False, drawn)
+                return Queue(dict(ranks), None, None, False, drawn, self._design)
             head_stratum, head = order[0]
-            return Queue(dict(ranks), head, STRATA[head_stratum],
-                         bool(gains[head_stratum] == gains.max()), drawn)
+            return Queue(dict(ranks), head, strata_names(self._design)[head_stratum],
+                         bool(gains[head_stratum] == gains.max()), drawn, self._design)
+
+    def _predicted(self, db: sqlite_utils.Database, sizes: np.ndarray) -> np.ndarray | None:
+        """Each stratum's predicted accuracy for a planned queue before any usable label (None:
+        the adaptive queue): from the population (kept, or read once) as the tally's is."""
+        if not planned(self._design):
+            return None
+        if self._population is None and self._stamp is not None:
+            self._population = self._read_population(db)
+        sums = (self._population.get("predicted") if self._population is not None
+                else store.confidence_sums(db, self.run_id, self._cuts)) or {}
+        return predicted_accuracy([sums.get(h, 0.0) for h in range(len(sizes))], sizes)
 
     def _load_strata(self, db: sqlite_utils.Database) -> None:
         """Every item's stratum by file position (one pass, once): fresh draws then need no
         further read of the run."""
-        positions, codes = delta.stratum_by_position(db, self.run_id, stratum_cuts())
+        positions, codes = delta.stratum_by_position(db, self.run_id, self._cuts)
         self._positions = np.asarray(positions, dtype=np.int64)
         self._codes = np.asarray(codes, dtype=np.int64)
 
@@ -320,12 +367,13 @@ class LiveAudit:
             return 0
         chosen = self._positions[candidates[picked]].tolist()
         names = delta.items_at(db, self.run_id, chosen)
+        strata = strata_names(self._design)
         counts = Counter(i.code for i in self._items.values())
         rows = []
         for position, index in zip(chosen, picked.tolist(), strict=True):
             code = int(codes[index])
             counts[code] += 1
-            rows.append({"item_id": names[position], "stratum": STRATA[code],
+            rows.append({"item_id": names[position], "stratum": strata[code],
                          "stratum_size": int(sizes[code]),
                          "weight": float(sizes[code]) / float(counts[code])})
-        return store.add_audit_items(db, self.run_id, rows, source="next")
+        return store.add_audit_items(db, self.run_id, rows, source="next", design=self._design)

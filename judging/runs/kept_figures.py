@@ -4,9 +4,11 @@ Why: at 1,000,000 items x 3 critics, the Agreement page's first load computed th
 report (reading 3,000,000 ratings, a bootstrap, Dawid-Skene, leave-one-out) and the audit's
 population (a pass over every call): seconds of work, every time the app started. Both depend
 on the verdicts alone, so the worker computes them once when a run finishes
-(`precompute_figures`) and the pages read them (`critics_report`, `audit_population`). The
-stamp of the verdicts they came from is kept with them: after a re-judge or a resume they no
-longer match, and the first reader computes and keeps them again.
+(`precompute_figures`) and the pages read them (`critics_report`, `audit_population`). So is
+each item's posterior that its consensus label is right (`consensus_confidence`: the audit's
+"confidence" strata), fitted on the critics' labels alone. The stamp of the verdicts they came
+from is kept with them: after a re-judge or a resume they no longer match, and the first reader
+computes and keeps them again.
 """
 
 from __future__ import annotations
@@ -15,14 +17,18 @@ import json
 import logging
 from typing import Any
 
+import numpy as np
 import sqlite_utils
 
 from judging.analysis.agreement_report import AgreementReport
-from judging.analysis.audit_stats import stratum_cuts
+from judging.analysis.audit_design import AGREEMENT, CONFIDENCE, NEW_SAMPLE_DESIGN, design_cuts
+from judging.analysis.audit_strata import confidence_from_labels
 from judging.analysis.report_codec import CodecError, decode_report, encode_report
 from judging.panel.panel_files import load_panel
 from judging.runs.run_report import run_agreement_report
 from storage.audit import audit_population as read_population
+from storage.audit import confidence_sums, sample_design
+from storage.item_confidence import confidence_inputs, save_confidence
 from storage.run_figures import has_figures, load_figures, save_figures
 from storage.runs import get_run
 
@@ -62,27 +68,62 @@ def critics_report(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> Agre
     return report
 
 
-def audit_population(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> dict[str, Any]:
-    """`storage.audit.audit_population` of the run, read when kept for `stamp`, else read from
-    the calls and kept."""
-    data = load_figures(db, run_id, "audit_population", _key(stamp))
+def consensus_confidence(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -> None:
+    """Make the run's kept posteriors (`storage.item_confidence`) those of its verdicts at
+    `stamp`: nothing to do when they are; else fitted again on the critics' labels (never a
+    human's: `audit_strata.confidence_from_labels`) and kept, with the stamp, in one
+    transaction."""
+    if has_figures(db, run_id, "consensus_confidence", _key(stamp)):
+        return
+    run = get_run(db, run_id)
+    panel = load_panel(run["panel_yaml"])
+    ids, votes, consensus = confidence_inputs(db, run_id, list(run["critics"]))
+    posterior = confidence_from_labels(votes, consensus, list(panel.scale.labels or ()))
+    with db.atomic():
+        save_confidence(db, run_id, ids, posterior.tolist())
+        known = posterior[~np.isnan(posterior)]
+        summary = {"items": len(ids), "with_consensus": int(len(known)),
+                   "mean": float(known.mean()) if len(known) else None}
+        save_figures(db, run_id, "consensus_confidence", _key(stamp),
+                     json.dumps(summary).encode("utf-8"))
+
+
+def audit_population(db: sqlite_utils.Database, run_id: int, stamp: Stamp,
+                     design: str = AGREEMENT) -> dict[str, Any]:
+    """`storage.audit.audit_population` of the run under the design's strata, read when kept
+    for `stamp`, else read from the calls and kept. The "confidence" design's also holds
+    `predicted`: stratum code -> the sum of its items' posteriors (`storage.audit.
+    confidence_sums`), whose mean is the accuracy its queue is planned from."""
+    kind = "audit_population" if design == AGREEMENT else f"audit_population_{design}"
+    data = load_figures(db, run_id, kind, _key(stamp))
     if data is not None:
         kept = json.loads(data.decode("utf-8"))
-        return {"sizes": {int(k): v for k, v in kept["sizes"]},
-                "panel": {(int(h), str(label)): n for h, label, n in kept["panel"]},
-                "critics": {(str(c), int(h)): n for c, h, n in kept["critics"]}}
-    population = read_population(db, run_id, stratum_cuts())
-    payload = {"sizes": list(population["sizes"].items()),
-               "panel": [[h, label, n] for (h, label), n in population["panel"].items()],
-               "critics": [[c, h, n] for (c, h), n in population["critics"].items()]}
-    save_figures(db, run_id, "audit_population", _key(stamp),
-                 json.dumps(payload).encode("utf-8"))
+        population: dict[str, Any] = {
+            "sizes": {int(k): v for k, v in kept["sizes"]},
+            "panel": {(int(h), str(label)): n for h, label, n in kept["panel"]},
+            "critics": {(str(c), int(h)): n for c, h, n in kept["critics"]}}
+        if "predicted" in kept:
+            population["predicted"] = {int(h): float(v) for h, v in kept["predicted"]}
+        return population
+    cuts = design_cuts(design)
+    if design == CONFIDENCE:
+        consensus_confidence(db, run_id, stamp)
+    population = read_population(db, run_id, cuts)
+    payload: dict[str, Any] = {
+        "sizes": list(population["sizes"].items()),
+        "panel": [[h, label, n] for (h, label), n in population["panel"].items()],
+        "critics": [[c, h, n] for (c, h), n in population["critics"].items()]}
+    if design == CONFIDENCE:
+        population["predicted"] = confidence_sums(db, run_id, cuts)
+        payload["predicted"] = list(population["predicted"].items())
+    save_figures(db, run_id, kind, _key(stamp), json.dumps(payload).encode("utf-8"))
     return population
 
 
 def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
-    """Compute and keep the finished run's figures (a label panel's report and audit
-    population; a score panel's report), unless kept already for its verdicts."""
+    """Compute and keep the finished run's figures (a label panel's report, the posteriors of
+    its consensus labels and the audit population of its sample's design, or of a new sample's
+    when none is drawn; a score panel's report), unless kept already for its verdicts."""
     run = get_run(db, run_id)
     if not int(run.get("ok_calls") or 0):
         return  # no verdict: the page says so without figures
@@ -90,4 +131,5 @@ def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
     if not has_figures(db, run_id, "report", _key(stamp)):
         critics_report(db, run_id, stamp)
     if not load_panel(run["panel_yaml"]).scale.is_numeric:
-        audit_population(db, run_id, stamp)
+        consensus_confidence(db, run_id, stamp)
+        audit_population(db, run_id, stamp, sample_design(db, run_id) or NEW_SAMPLE_DESIGN)

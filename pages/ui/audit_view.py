@@ -12,11 +12,13 @@ from typing import Any
 
 import streamlit as st
 
+from judging.analysis.audit_design import design_sentence
 from judging.analysis.audit_stats import Interval
 from judging.runs.audit_live import LiveAudit
 from judging.runs.audit_run import (
     RunAudit,
     draw_audit_sample,
+    sample_design,
 )
 from judging.runs.messages import EXPECTED, sentence_for
 from pages.ui.agreement_data import Stamp, calls_stamp
@@ -71,6 +73,7 @@ def audit_section(run: dict[str, Any]) -> None:
     if audit.estimate is None:
         st.caption(plain(f"No corrected accuracy: {audit.reason}."))
         if audit.sampled:
+            st.caption(plain(audit.design_sentence()))
             st.caption(plain(audit.used_sentence()))
         st.page_link("pages/review.py", label="Draw or label the audit sample on Review",
                      icon=":material/fact_check:", query_params={RUN_PARAM: str(run["id"])})
@@ -85,6 +88,7 @@ def audit_section(run: dict[str, Any]) -> None:
     if accuracy.reason:
         st.warning(plain(f"The accuracy is undefined: {accuracy.reason}. Label at least one "
                          "item of every stratum (the sort \"Label next\" does)."))
+    st.caption(plain(audit.design_sentence()))
     st.caption(plain(audit.used_sentence()))
     headline = max(estimate.labels, key=lambda f: f.panel_share, default=None)
     if headline is not None and headline.corrected.estimate is not None:
@@ -110,9 +114,9 @@ def audit_section(run: dict[str, Any]) -> None:
             **{c: st.column_config.NumberColumn(format="percent")
                for c in ("accuracy (audit)", "95% low", "95% high")}})
     st.caption(
-        "The audit sample is drawn at random within the panel's agreement levels (unanimous, "
-        "majority, contested) and labelled blind; each level's audited items stand for all of "
-        "its items (a stratified estimate, weighted by the level's size). A label's corrected "
+        "The audit sample is drawn at random within strata fixed before any human label (see "
+        "above) and labelled blind; each stratum's audited items stand for all of its items (a "
+        "stratified estimate, weighted by the stratum's size). A label's corrected "
         "share is the panel's share plus the audit's correction (prediction-powered "
         "inference). A label's accuracy is over the items the panel gave it; a critic's over "
         "the items where it gave a valid label. An item the panel left without a label counts "
@@ -151,9 +155,11 @@ def review_hook(run: dict[str, Any], filters: Filters, blind: bool) -> None:
     k = f"rv{run_id}."
     message_key = k + "audit_message"
     draw_col, queue_col = st.columns([1, 3], vertical_alignment="center")
+    design = design_sentence(sample_design(db(), run_id))
     with draw_col.popover("Audit sample", icon=":material/fact_check:"):
-        st.caption("Items drawn at random within each agreement level, to be labelled blind: "
-                   "Agreement estimates the panel's accuracy on every item from them.")
+        st.caption(plain("Items drawn at random within each stratum, to be labelled blind: "
+                         f"Agreement estimates the panel's accuracy on every item from them. "
+                         f"{design}"))
         count = int(st.number_input("Items to draw", 1, 100_000, 100, step=10,
                                     key=k + "audit_count"))
         st.button(f"Draw an audit sample of {count:,} items", key=k + "audit_draw",
@@ -180,4 +186,4 @@ def review_hook(run: dict[str, Any], filters: Filters, blind: bool) -> None:
             st.session_state[k + "item"] = queue.head
         if not blind:
             notes.append("Turn on Blind first pass: only blind labels count for the audit.")
-        queue_col.caption(plain(" ".join([queue.sentence(), *notes])))
+        queue_col.caption(plain(" ".join([queue.sentence(), *notes, design])))

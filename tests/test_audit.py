@@ -12,6 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from judging.analysis.audit_design import design_sentence
 from judging.analysis.audit_stats import STRATA, stratified_mean, stratum_codes
 from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.errors import StorageError
@@ -254,6 +255,9 @@ def test_agreement_shows_the_corrected_accuracy_its_interval_and_what_it_used(
     assert metrics["95% interval"] == f"{accuracy.low:.1%} – {accuracy.high:.1%}"
     assert metrics["Audited items used"] == "50"
     assert "From 50 audited items with a blind label" in shown(all_text(at))
+    # The sample's design, in words: a new sample is stratified by the panel's confidence.
+    assert audit.design == "confidence"
+    assert design_sentence("confidence") in shown(all_text(at))
     # The headline: the label the panel gives most, with its corrected share.
     keep = max(audit.estimate.labels, key=lambda f: f.panel_share)
     corrected = keep.corrected

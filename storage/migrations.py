@@ -708,6 +708,24 @@ def _audit_confidence(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0031_call_count_indexes")
+def _call_count_indexes(db: sqlite_utils.Database) -> None:
+    # The Run page's per-critic rows (`storage.calls.call_counts`, `adjusted_parameters`),
+    # redrawn every second while another process works on a run: at 3,000,000 calls they read
+    # every call row, replies and all (2.3 s and 1.5 s). A covering index answers the counts
+    # from its small entries (0.3 s), and a partial one holds only the calls whose request
+    # says a parameter was adjusted (none, usually): that read becomes a lookup. Writing a
+    # call costs about 2% more (180,000 verdicts: 3.33 s -> 3.40 s, medians of 3).
+    _script(
+        db,
+        """
+        CREATE INDEX calls_counts ON calls (run_id, critic, failure, cached);
+        CREATE INDEX calls_adjusted ON calls (run_id, critic)
+            WHERE instr(raw_request, '"adjusted"') > 0;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

@@ -20,6 +20,7 @@ from storage.assignments import (
     adjudicated_items,
     assignment,
     clear_assignment,
+    reviewer_decisions,
     reviewer_labels,
     reviewer_pace,
     reviewer_progress,
@@ -116,7 +117,10 @@ if pace:
 # -- agreement between reviewers ------------------------------------------------------------
 st.subheader("Agreement between reviewers")
 labels = reviewer_labels(db(), run_id)
-agreement = reviewer_agreement(labels, level=panel.scale.level, order=panel.scale.labels or None)
+# A curation decision is more than its label: two splits into different classes conflict.
+decisions = reviewer_decisions(db(), run_id) if panel.curation.active else labels
+agreement = reviewer_agreement(labels, level=panel.scale.level, order=panel.scale.labels or None,
+                               decisions=decisions)
 if agreement.n_items == 0:
     st.caption("Appears once two reviewers have labelled the same item (the assignment's "
                "overlap). Each reviewer's own label counts: their blind label if they gave one, "
@@ -142,7 +146,7 @@ if agreement.conflicts:
     st.caption(f"{count_of(len(open_conflicts), 'item')} where reviewers disagree and no lead "
                f"has decided yet ({len(settled_items & set(agreement.conflicts)):,} adjudicated).")
 if open_conflicts:
-    st.dataframe(pd.DataFrame([{"item": item, **labels[item]} for item in open_conflicts]),
+    st.dataframe(pd.DataFrame([{"item": item, **decisions[item]} for item in open_conflicts]),
                  hide_index=True, column_config={"item": st.column_config.TextColumn()})
     item_id = st.selectbox("Adjudicate", open_conflicts, key=k + "conflict")
     detail = item_detail(db(), run_id, item_id)

@@ -8,6 +8,7 @@ the critics), else their latest override; a lead's adjudication is not a reviewe
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import statistics
 from collections.abc import Mapping
 from typing import Any
@@ -89,6 +90,25 @@ def reviewer_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[st
     for item_id, reviewer, label in db.execute(_OWN_LABELS, [run_id]):
         labels.setdefault(item_id, {})[reviewer] = label
     return labels
+
+
+def reviewer_decisions(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, str]]:
+    """item id -> {reviewer: their own decision in words}: the label, with a split's new
+    classes ("SPLIT into Road; Trail", in sorted order) and a merge's target ("MERGE into
+    Shoes"). Two reviewers who split a class into different classes disagree although their
+    labels are the same: a conflict for a lead, where comparing labels saw none and the
+    later decision silently won."""
+    decisions: dict[str, dict[str, str]] = {}
+    sql = _OWN_LABELS.replace("o.label FROM", "o.label, o.children, o.merge_into FROM", 1)
+    for item_id, reviewer, label, children, merge_into in db.execute(sql, [run_id]):
+        text = str(label)
+        new_classes = sorted(json.loads(children)) if children else []
+        if new_classes:
+            text += " into " + "; ".join(str(c) for c in new_classes)
+        elif merge_into:
+            text += f" into {merge_into}"
+        decisions.setdefault(item_id, {})[reviewer] = text
+    return decisions
 
 
 def adjudicated_items(db: sqlite_utils.Database, run_id: int) -> set[str]:

@@ -145,3 +145,26 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
         ["Trail", "Road"]
     assert at.query_params["item"] == second
     assert at.selectbox(key=f"{k}merge.{second}").value == classes[0]
+
+
+def test_two_splits_into_different_classes_are_a_conflict_the_same_classes_are_not(demo_db):
+    """Comparing labels alone, two SPLITs agree and the later one's children silently won; a
+    curation decision is its label with its new classes (or a merge's target)."""
+    path, run_id = demo_db
+    db = open_db(path)
+    first, second = (str(i) for i in review_table(db, run_id, sort="item", limit=2)[0]["item_id"])
+    save_assignment(db, run_id, {first: ["ana", "bob"], second: ["ana", "bob"]})
+    add_override(db, run_id, first, "SPLIT", "", "ana", children=["Trail", "Road"])
+    add_override(db, run_id, first, "SPLIT", "", "bob", children=["Road", "Path"])
+    add_override(db, run_id, second, "SPLIT", "", "ana", children=["Trail", "Road"])
+    add_override(db, run_id, second, "SPLIT", "", "bob", children=["Road", "Trail"])
+    db.close()
+
+    k = f"team{run_id}."
+    at = open_page("team", query={"run": str(run_id)})
+    no_exception(at)
+    assert at.selectbox(key=k + "conflict").options == [first]
+    conflicts = next(d.value for d in at.dataframe if "item" in d.value.columns)
+    row = conflicts.set_index("item").loc[first]
+    assert (row["ana"], row["bob"]) == ("SPLIT into Road; Trail", "SPLIT into Path; Road")
+    assert "1 item where reviewers disagree" in all_text(at)

@@ -73,6 +73,7 @@ class ReviewerAgreement:
 def reviewer_agreement(
     labels: Mapping[str, Mapping[str, str]], *, level: str = "nominal",
     order: Sequence[str] | None = None,
+    decisions: Mapping[str, Mapping[str, str]] | None = None,
 ) -> ReviewerAgreement:
     """Agreement among reviewers, from each reviewer's own label per item.
 
@@ -80,6 +81,10 @@ def reviewer_agreement(
         labels: item id -> {reviewer: label}.
         level: the scale's measurement level ("nominal", "ordinal", ...).
         order: the scale's labels in order (needed for ordinal labels).
+        decisions: item id -> {reviewer: whole decision} for the conflicts, where a decision
+            is more than its label (a curation split's new classes, a merge's target:
+            `storage.assignments.reviewer_decisions`); default: the labels. Alpha and kappa
+            stay on the labels.
     """
     shared = {item: by for item, by in labels.items() if len(by) >= 2}
     reviewers = sorted({r for by in shared.values() for r in by})
@@ -91,5 +96,6 @@ def reviewer_agreement(
         n_items=len(shared),
         alpha=alpha_with_reason(rows, level, order=order),
         kappa=kappa,
-        conflicts=[item for item, by in shared.items() if len(set(by.values())) > 1],
+        conflicts=[item for item, by in (decisions or labels).items()
+                   if len(by) >= 2 and len(set(by.values())) > 1],
     )

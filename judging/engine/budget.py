@@ -123,8 +123,7 @@ class BudgetGuard:
         self.spent_tokens = spent_tokens
         self.reserved_usd = 0.0  # worst cases of the calls in flight
         self.reserved_tokens = 0
-        self.likely_usd = 0.0  # what the calls in flight will likely cost
-        self.likely_tokens = 0
+        self.likely_tokens = 0  # what the calls in flight will likely use (their dollars: _flight)
         self.in_flight = 0
         self.reached = False
         self.unpriced = 0  # calls sent whose price is unknown (against the token cap only)
@@ -215,7 +214,6 @@ class BudgetGuard:
             self.reserved_tokens += held.tokens
             self.reserved_usd += held.usd or 0.0
             self.likely_tokens += held.expected_tokens
-            self.likely_usd += held.expected_usd
             flight = self._flight.setdefault(held.critic, [0.0, 0.0])
             flight[0] += held.listed
             flight[1] += held.usd or 0.0
@@ -237,7 +235,6 @@ class BudgetGuard:
             self.reserved_tokens -= held.tokens
             self.reserved_usd -= held.usd or 0.0
             self.likely_tokens -= held.expected_tokens
-            self.likely_usd -= held.expected_usd
             flight = self._flight.get(held.critic)
             if flight is not None:
                 flight[0] -= held.listed

@@ -10,7 +10,8 @@ from judging.panel.panel_files import dump_panel, import_prompt_yaml, load_panel
 from judging.panel.vendors import PRESETS
 from judging.panel.web_policy import refuse_python_critics
 from judging.verdicts import PLUGIN_KINDS
-from pages.ui import panel_form as pf
+from pages.ui import panel_draft as drafts
+from pages.ui import panel_editors as editors
 from pages.ui.cards import verdict_card
 from pages.ui.critic_check_view import check_button
 from pages.ui.error_notes import user_errors
@@ -34,15 +35,15 @@ st.title("Panel")
 datasets = list_datasets(db())
 # A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once.
 newest_fields = list(datasets[0]["fields"]) if datasets else None
-draft = pf.get_draft(newest_fields)
-stored_at = pf.restored_at()
+draft = drafts.get_draft(newest_fields)
+stored_at = drafts.restored_at()
 if stored_at:  # a reload or a typed URL ended the session that was editing it
     note_col, discard_col = st.columns([5, 1], vertical_alignment="center")
     note_col.info(f"Restored your unsaved draft from {local_time(stored_at)}.",
                   icon=":material/history:")
     if discard_col.button("Discard", key="discard_draft", icon=":material/delete:",
                           help="Throw the restored draft away and start from a fresh panel."):
-        pf.discard_restored(newest_fields)
+        drafts.discard_restored(newest_fields)
         st.rerun()
 
 load_col, import_col, prompt_col = st.columns(3)
@@ -58,7 +59,7 @@ with load_col.popover("Load a panel", icon=":material/folder_open:", width="stre
                 panel = load_panel(demo_panel_path())
             else:
                 panel = load_panel(next(p["yaml"] for p in saved if p["hash"] == chosen))
-            pf.set_draft(pf.draft_from_panel(panel))
+            drafts.set_draft(drafts.draft_from_panel(panel))
             st.rerun()
 with import_col.popover("Import panel YAML", icon=":material/upload_file:", width="stretch"):
     yaml_file = st.file_uploader("Panel YAML", type=["yaml", "yml"], key="panel_yaml_upload")
@@ -67,7 +68,7 @@ with import_col.popover("Import panel YAML", icon=":material/upload_file:", widt
             text = yaml_file.getvalue().decode("utf-8", errors="strict")
             uploaded = load_panel(text)  # validates; imports nothing
             refuse_python_critics(uploaded)  # code named by an uploaded file is never run
-            pf.set_draft(pf.draft_from_panel(uploaded))
+            drafts.set_draft(drafts.draft_from_panel(uploaded))
             st.rerun()
 with prompt_col.popover("Import a prompt YAML as a critic", icon=":material/note_add:",
                         width="stretch"):
@@ -81,14 +82,14 @@ with prompt_col.popover("Import a prompt YAML as a critic", icon=":material/note
             critic = import_prompt_yaml(
                 prompt_file.getvalue().decode("utf-8"), name=critic_name, model=critic_model
             )
-            draft["critics"].append(pf._with_uid(critic.model_dump(mode="json")))
-            st.session_state[pf.open_editor_key(draft, len(draft["critics"]) - 1)] = True
+            draft["critics"].append(drafts._with_uid(critic.model_dump(mode="json")))
+            st.session_state[editors.open_editor_key(draft, len(draft["critics"]) - 1)] = True
             st.rerun()
 
-pf.header_editor(draft)
+editors.header_editor(draft)
 
 st.subheader("Scale")
-pf.scale_editor(draft)
+editors.scale_editor(draft)
 
 st.subheader("Critics")
 action = None
@@ -97,11 +98,11 @@ for index in range(len(draft["critics"])):
     # also across renames (the block's identity is its key, not its label). `expanded` only
     # decides how an editor first appears (open for a short panel, and for a critic just added
     # or duplicated) and never changes afterwards: a changed value would be applied again.
-    starts_open = st.session_state.setdefault(pf.open_editor_key(draft, index),
+    starts_open = st.session_state.setdefault(editors.open_editor_key(draft, index),
                                               len(draft["critics"]) <= 2)
-    with st.expander(pf.critic_title(draft, index), key=pf.editor_key(draft, index),
+    with st.expander(editors.critic_title(draft, index), key=editors.editor_key(draft, index),
                      expanded=starts_open):
-        asked = pf.critic_editor(draft, index)
+        asked = editors.critic_editor(draft, index)
         if asked is not None:
             action = (asked, index)
 if action is not None:
@@ -109,35 +110,35 @@ if action is not None:
     if asked == "remove":
         draft["critics"].pop(index)
     else:
-        st.session_state[pf.open_editor_key(draft, pf.duplicate_critic(draft, index))] = True
+        st.session_state[editors.open_editor_key(draft, drafts.duplicate_critic(draft, index))] = True
     st.rerun()
 add_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
 preset = add_col.selectbox("Add a critic from a vendor preset", list(PRESETS),
                            index=list(PRESETS).index("simulated"),
                            format_func=lambda v: PRESETS[v].title, key="add_preset")
 if button_col.button("Add critic", icon=":material/add:", key="add_critic"):
-    added = pf.add_critic(draft, preset, list(datasets[0]["fields"]) if datasets else None)
-    st.session_state[pf.open_editor_key(draft, added)] = True  # the new one opens
+    added = drafts.add_critic(draft, preset, list(datasets[0]["fields"]) if datasets else None)
+    st.session_state[editors.open_editor_key(draft, added)] = True  # the new one opens
     st.rerun()
 
 st.subheader("Voting")
-pf.voting_editor(draft)
+editors.voting_editor(draft)
 with st.expander("Cascade (tiers)", expanded=len({c.get("tier") for c in draft["critics"]}) > 1
                  or bool(draft["cascade"].get("tiers"))):
-    pf.cascade_editor(draft)
+    editors.cascade_editor(draft)
 with st.expander("Juries (sub-panels combined by the voting above)",
                  expanded=bool(draft.get("juries"))):
-    pf.juries_editor(draft)
+    editors.juries_editor(draft)
 with st.expander("Per-vendor limits", expanded=bool(draft.get("limits"))):
-    pf.limits_editor(draft)
+    editors.limits_editor(draft)
 with st.expander("Taxonomy curation", expanded=bool(draft["curation"].get("class_field"))):
-    pf.curation_editor(draft)
+    editors.curation_editor(draft)
 with st.expander("Pairwise comparison", expanded=bool(draft["pairwise"].get("first_field"))):
-    pf.pairwise_editor(draft)
+    editors.pairwise_editor(draft)
 with st.expander("Rubric", expanded=bool(draft["rubric"].get("criteria"))):
-    pf.rubric_editor(draft)
+    editors.rubric_editor(draft)
 # Every editor has applied its widgets: an edit of this run is kept before anything else runs.
-pf.keep_draft(draft)
+drafts.keep_draft(draft)
 
 st.subheader("Preview and test on a sample item")
 if not datasets:
@@ -147,10 +148,10 @@ elif draft["critics"]:
     # Keyed by the draft's generation: after loading or importing a panel the selectors start
     # afresh (a stale critic index pointed past the new panel's critics), on a dataset the
     # panel's prompts fit when there is one.
-    preview_key = f"{pf.key_prefix(draft)}.preview"
+    preview_key = f"{drafts.key_prefix(draft)}.preview"
     cols = st.columns(3)
     dataset_ids = list(by_id)
-    fitting = pf.fitting_dataset(draft, datasets)
+    fitting = drafts.fitting_dataset(draft, datasets)
     dataset_id = cols[0].selectbox("Dataset", dataset_ids, key=f"{preview_key}.dataset",
                                    index=dataset_ids.index(fitting) if fitting in by_id else 0,
                                    format_func=lambda i: f"#{i} {by_id[i]['name']}")
@@ -162,8 +163,8 @@ elif draft["critics"]:
                                      format_func=lambda i: draft["critics"][i]["name"])
     item = items[item_index]
     with user_errors("The prompt cannot be rendered"):
-        critic = pf.critic_from_draft(draft, critic_index)
-        preview_panel = pf.build_panel(draft)
+        critic = drafts.critic_from_draft(draft, critic_index)
+        preview_panel = drafts.build_panel(draft)
         steps = []
         if critic.kind in PLUGIN_KINDS:
             checks = critic.rule.describe() if critic.rule else critic.function
@@ -199,25 +200,25 @@ elif draft["critics"]:
         if messages and st.button("Test this critic on this item", icon=":material/science:",
                                   key="test_critic"):
             with st.spinner(f"Calling {critic.name}..."):
-                verdict = judge_one(pf.build_panel(draft), critic.name, item)
+                verdict = judge_one(drafts.build_panel(draft), critic.name, item)
             verdict_card(verdict, show_raw=True)
-        check_button(pf.build_panel(draft), item, key="check_critics")  # every critic, at once
+        check_button(drafts.build_panel(draft), item, key="check_critics")  # every critic, at once
 
 st.subheader("Save and export")
 panel = None
 with user_errors("The panel is not valid yet"):
-    panel = pf.build_panel(draft)
+    panel = drafts.build_panel(draft)
 if panel is not None:
     text = dump_panel(panel)
     version = panel_hash(panel)
     st.caption(f"Version {version} · {len(panel.critics)} critics · strategy {panel.voting.strategy}")
-    tie_rule = pf.tie_sentence(panel.voting, panel.scale, panel.rubric)
+    tie_rule = editors.tie_sentence(panel.voting, panel.scale, panel.rubric)
     if tie_rule:
         st.info(plain(tie_rule), icon=":material/balance:")
     save_col, download_col = st.columns(2)
     if save_col.button("Save panel", type="primary", icon=":material/save:", key="save_panel"):
         save_panel(db(), panel_hash=version, name=panel.name, yaml_text=text)
-        pf.mark_saved(draft)
+        drafts.mark_saved(draft)
         st.session_state[SAVED_KEY] = version
     # "ignore": a download does not rerun the page (it used to wipe the save confirmation).
     download_col.download_button("Download YAML", text, file_name=f"{panel.name}.yaml",
@@ -227,7 +228,7 @@ if panel is not None:
     if st.session_state.get(SAVED_KEY) == version:
         st.success(f"Saved {plain(repr(panel.name))} as version {version}.")
         st.page_link("pages/run.py", label="Run this panel", icon=":material/play_arrow:",
-                     query_params={pf.RUN_PANEL_PARAM: version})
+                     query_params={drafts.RUN_PANEL_PARAM: version})
 
 with st.expander("Saved panels"):
     saved = list_panels(db())

@@ -207,7 +207,7 @@ def test_the_run_page_opens_with_the_panel_a_link_names(
 ) -> None:
     from judging.demo import demo_panel_path
     from judging.panel.panel_files import dump_panel, load_panel, panel_hash
-    from pages.ui.panel_form import RUN_PANEL_PARAM
+    from pages.ui.panel_draft import RUN_PANEL_PARAM
     from storage.panels import save_panel
 
     path, _ = demo_db

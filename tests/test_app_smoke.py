@@ -27,7 +27,7 @@ def open_page(page: str, *, query: dict[str, str] | None = None) -> AppTest:
 
 def panel_key(at: AppTest, path: str) -> str:
     """The Panel page's widget key of a field path ("name", "scale.kind", "critics.1.name")."""
-    from pages.ui.panel_form import DRAFT_KEY, widget_key
+    from pages.ui.panel_draft import DRAFT_KEY, widget_key
 
     return widget_key(at.session_state[DRAFT_KEY], path)
 

@@ -95,7 +95,7 @@ def test_agreement_has_a_row_per_jury(juries_app: tuple[pathlib.Path, int]) -> N
 
 
 def test_the_panel_page_edits_the_juries(juries_app: tuple[pathlib.Path, int]) -> None:
-    from pages.ui.panel_form import DRAFT_KEY
+    from pages.ui.panel_draft import DRAFT_KEY
     from tests.fixtures_juries import JURIES_PANEL
     from tests.test_app_smoke import panel_key
     from tests.test_panel_page import _import

@@ -13,7 +13,7 @@ from judging.demo import demo_panel_path, pairwise_panel_path
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
 from pages.ui.model_form import field_paths
-from pages.ui.panel_form import DRAFT_KEY, NOT_EDITABLE, widget_key
+from pages.ui.panel_draft import DRAFT_KEY, NOT_EDITABLE, widget_key
 from storage.db import open_db
 from storage.panels import list_panels
 from tests.test_app_smoke import no_exception, open_page, panel_key
@@ -242,7 +242,7 @@ def test_the_critic_editor_opens_the_basics_and_folds_the_rest(app_db: pathlib.P
     """About 27 fields per critic were all open, labelled by their names ("Timeout s", "Price
     in per mtok"): the basics stay open, the rest folds, every label is written for people."""
     from judging.panel.critics import Critic
-    from pages.ui.panel_form import CRITIC_BASIC, CRITIC_TEXTS
+    from pages.ui.panel_editors import CRITIC_BASIC, CRITIC_TEXTS
 
     assert set(CRITIC_TEXTS) == set(Critic.model_fields)  # a new field needs its words too
     at = open_page("panel")

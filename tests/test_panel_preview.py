@@ -24,7 +24,7 @@ from judging.engine.chains import judge_with
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.verdicts import Item
-from pages.ui.panel_form import DRAFT_KEY, draft_from_panel, key_prefix
+from pages.ui.panel_draft import DRAFT_KEY, draft_from_panel, key_prefix
 from storage.dataset_store import load_items, save_dataset
 from storage.db import open_db
 from storage.importing import read_dataset

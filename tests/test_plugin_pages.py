@@ -8,7 +8,7 @@ import pathlib
 import sys
 
 from judging.panel.panel_files import dump_panel, panel_from_dict, panel_hash
-from pages.ui.panel_form import DRAFT_KEY
+from pages.ui.panel_draft import DRAFT_KEY
 from storage.db import open_db
 from storage.panels import save_panel
 from tests.fixtures_app import shown

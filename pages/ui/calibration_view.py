@@ -21,7 +21,7 @@ from judging.runs.calibrate import (
 )
 from pages.ui.agreement_data import Stamp, calls_stamp
 from pages.ui.error_notes import user_errors
-from pages.ui.panel_form import RUN_PANEL_PARAM
+from pages.ui.panel_draft import RUN_PANEL_PARAM
 from pages.ui.state import db, db_path, worker_key_lookup
 from pages.ui.text_format import plain
 from storage.overrides import human_labels, overrides_stamp

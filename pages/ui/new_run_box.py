@@ -21,7 +21,7 @@ from judging.panel.panel_model import Panel
 from judging.panel.web_policy import refuse_python_critics
 from judging.run_status import RunStatus
 from judging.runs.jobs import prepare_run
-from pages.ui import panel_form as pf
+from pages.ui import panel_draft as drafts
 from pages.ui.budget_view import budget_inputs
 from pages.ui.critic_check_view import check_button, start_warning
 from pages.ui.error_notes import user_errors
@@ -53,10 +53,10 @@ def new_run_box() -> None:
 
 def _draft_panel() -> Panel | None:
     """The Panel page's draft as a panel, or None (no draft, or one not finished)."""
-    if pf.DRAFT_KEY not in st.session_state:
+    if drafts.DRAFT_KEY not in st.session_state:
         return None
     try:
-        return pf.build_panel(pf.get_draft())
+        return drafts.build_panel(drafts.get_draft())
     except (JuryboxError, pydantic.ValidationError):
         # An unfinished draft is simply not offered; the Panel page says what is wrong.
         return None
@@ -73,8 +73,8 @@ def _new_run_form() -> None:
     choices = (["draft"] if unsaved else []) + list(panels)
     first_choice = choices.index(draft_hash) if draft_hash in panels else 0
     # A link that names a saved panel (a calibrated version, "Run this panel") opens with it.
-    if st.query_params.get(pf.RUN_PANEL_PARAM) in panels:
-        first_choice = choices.index(st.query_params[pf.RUN_PANEL_PARAM])
+    if st.query_params.get(drafts.RUN_PANEL_PARAM) in panels:
+        first_choice = choices.index(st.query_params[drafts.RUN_PANEL_PARAM])
     if not datasets or not choices:
         st.info("A run needs a dataset (Datasets page) and a panel (Panel page). Or click "
                 "**Try the demo** on Home.")

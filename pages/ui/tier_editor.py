@@ -1,7 +1,7 @@
 """The Panel page's tier editor: `cascade.tiers`, one box per tier (name, critics, policy,
 strategy, the labels its policy looks for, what a failed critic counts as).
 
-Edits the draft (`pages.ui.panel_form`) in place; `Panel` validation judges the whole, so a
+Edits the draft (`pages.ui.panel_draft`) in place; `Panel` validation judges the whole, so a
 tier without critics or a last tier that is not final shows the model's own sentence. A tier's
 other voting parameters (priority, tie policy...) are kept as loaded; a panel file sets them.
 """

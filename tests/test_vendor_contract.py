@@ -44,7 +44,7 @@ ITEM = Item(id="TX-1", fields={"text": "Electric kettles"})
 FAMILIES: dict[str, tuple[str, ...]] = {
     "openai": ("gpt-4o", "gpt-4.1-mini", "o3", "o4-mini", "gpt-5", "gpt-5.1", "gpt-5-mini",
                "gpt-5-chat-latest"),
-    "anthropic": ("claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-7",
+    "anthropic": ("claude-sonnet-4-6", "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-7",
                   "claude-opus-4.8", "claude-sonnet-5"),
     "gemini": ("gemini-2.5-flash", "gemini-3-pro-preview"),
     "deepseek": ("deepseek-chat", "deepseek-reasoner"),

@@ -41,7 +41,7 @@ def today(simulator, monkeypatch) -> tuple[Any, Panel]:
         _critic("o3", "openai", "o3", base),
         _critic("gpt5", "openai", "gpt-5.1", base, extra={"reasoning_effort": "low"}),
         _critic("opus", "anthropic", "claude-opus-4-7", base),
-        _critic("sonnet", "anthropic", "claude-sonnet-4-5", base),
+        _critic("sonnet", "anthropic", "claude-sonnet-4-6", base),
         _critic("r1", "deepseek", "deepseek-reasoner", base),
     ])
     return simulator, panel

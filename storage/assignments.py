@@ -75,8 +75,9 @@ def assigned_count(db: sqlite_utils.Database, run_id: int, reviewer: str) -> int
                           [run_id, reviewer.strip()]).fetchone()[0])
 
 
-_OWN_LABELS = """
-    SELECT o.item_id, o.reviewer, o.label FROM overrides o JOIN (
+# Each reviewer's own override of each item (see the module's doc), with `{columns}` of it.
+_OWN_OVERRIDES = """
+    SELECT o.item_id, o.reviewer, {columns} FROM overrides o JOIN (
         SELECT item_id, reviewer,
                coalesce(min(CASE WHEN blind = 1 THEN id END), max(id)) AS id
         FROM overrides WHERE run_id = ? AND adjudication = 0 GROUP BY item_id, reviewer
@@ -87,7 +88,8 @@ _OWN_LABELS = """
 def reviewer_labels(db: sqlite_utils.Database, run_id: int) -> dict[str, dict[str, str]]:
     """item id -> {reviewer: their own label} (see the module's doc), for every labelled item."""
     labels: dict[str, dict[str, str]] = {}
-    for item_id, reviewer, label in db.execute(_OWN_LABELS, [run_id]):
+    for item_id, reviewer, label in db.execute(_OWN_OVERRIDES.format(columns="o.label"),
+                                               [run_id]):
         labels.setdefault(item_id, {})[reviewer] = label
     return labels
 
@@ -99,7 +101,7 @@ def reviewer_decisions(db: sqlite_utils.Database, run_id: int) -> dict[str, dict
     labels are the same: a conflict for a lead, where comparing labels saw none and the
     later decision silently won."""
     decisions: dict[str, dict[str, str]] = {}
-    sql = _OWN_LABELS.replace("o.label FROM", "o.label, o.children, o.merge_into FROM", 1)
+    sql = _OWN_OVERRIDES.format(columns="o.label, o.children, o.merge_into")
     for item_id, reviewer, label, children, merge_into in db.execute(sql, [run_id]):
         text = str(label)
         new_classes = sorted(json.loads(children)) if children else []

@@ -342,12 +342,11 @@ def text_field_lengths(db: sqlite_utils.Database, dataset_id: int, *,
         sample: only the dataset's first `sample` items (in file order), e.g. to tell which
             field is the longest without reading a million items; None: every item.
     """
-    items = ("(SELECT fields FROM items WHERE dataset_id = :ds ORDER BY position LIMIT :n)"
-             if sample is not None else "(SELECT fields FROM items WHERE dataset_id = :ds)")
-    return dict(db.execute(
-        f"SELECT j.key, avg(length(j.value)) FROM {items} i, json_each(i.fields) j"
+    return dict(db.execute(  # (a negative LIMIT is none: every item)
+        "SELECT j.key, avg(length(j.value)) FROM (SELECT fields FROM items"
+        " WHERE dataset_id = :ds ORDER BY position LIMIT :n) i, json_each(i.fields) j"
         " WHERE j.type = 'text' GROUP BY j.key",
-        {"ds": dataset_id, "n": sample if sample is not None else -1},
+        {"ds": dataset_id, "n": -1 if sample is None else sample},
     ).fetchall())
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from judging.verdicts import Verdict
 from storage.calls import write_verdicts
-from storage.db import default_db_path, open_db
+from storage.db import _switch_to_wal, default_db_path, open_db
 from storage.migrations import MIGRATION_SET, applied_migrations, migrations
 from tests.fixtures_storage import assert_secret_stored_nowhere, seed_run
 
@@ -201,3 +201,28 @@ def test_the_ledger_of_an_older_run_is_rebuilt_without_paying_for_cache_hits(tmp
         "http_attempts": 6, "calls_saved": 0, "tokens_in": 150, "tokens_out": 15,
         "cost_usd": 0.002, "unpriced_calls": 1,
     }
+
+
+class _SwitchingElsewhere:
+    """A database whose switch to WAL is refused at once ("locked") while another opener is
+    switching it, which then shows the file in WAL mode (SQLite's busy handler is not asked)."""
+
+    def __init__(self, error: str, switched_after: int) -> None:
+        self.error, self.switched_after, self.tries, self.looks = error, switched_after, 0, 0
+
+    def enable_wal(self) -> None:
+        self.tries += 1
+        raise sqlite3.OperationalError(self.error)
+
+    @property
+    def journal_mode(self) -> str:
+        self.looks += 1
+        return "wal" if self.looks >= self.switched_after else "delete"
+
+
+def test_a_switch_to_wal_refused_at_once_waits_for_the_other_opener() -> None:
+    db = _SwitchingElsewhere("database is locked", switched_after=3)
+    _switch_to_wal(db)  # type: ignore[arg-type]
+    assert (db.tries, db.looks) == (3, 3)  # looked again until the other opener was done
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        _switch_to_wal(_SwitchingElsewhere("disk I/O error", switched_after=1))  # type: ignore[arg-type]

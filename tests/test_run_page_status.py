@@ -286,13 +286,13 @@ def test_in_the_browser_a_run_of_another_process_is_followed_until_it_ends(
             )
             job.cancel()
             assert job.wait(30)
-            # Its end shows without a reload, with the actions that now apply: one status line
-            # (while the page redraws, the fragment's old line and the new one can both be up
-            # for a moment: the count is awaited, not read once).
+            # Its end shows without a reload, with the actions that now apply, and one status
+            # line: the following fragment leaves the ended line to the page's full rerun (it
+            # drew it too, and both showed while the page redrew).
+            expect(main.get_by_role("button", name="Resume")).to_be_visible()
             ended = main.get_by_text(f"Run #{run_id} · cancelled")
             expect(ended).to_have_count(1)
             expect(ended).to_be_visible()
-            expect(main.get_by_role("button", name="Resume")).to_be_visible()
     finally:
         job.cancel()
         job.wait(30)

@@ -78,9 +78,11 @@ def elsewhere_progress(run_id: int) -> None:
     """A run another process works on (the CLI, another app): its stored figures, re-read every
     second (they froze at the page's first draw); a full rerun when its status changes."""
     run = get_run(db(), run_id)
-    stored_progress(run)
     if run["status"] != RunStatus.RUNNING:
+        # Its end is drawn by the full rerun, once: drawn here as well, the ended line showed
+        # twice while the page redrew (this fragment's, and the page's below it).
         st.rerun()
+    stored_progress(run)
 
 
 def is_live(run: dict[str, Any]) -> bool:

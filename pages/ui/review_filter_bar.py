@@ -92,7 +92,7 @@ def run_panel(panel_yaml: str) -> Panel:
 # opens a list (tied votes, unstable items, two critics' disagreements) sets every one of them,
 # so the list shown is the list the link counted: "Disagreements only" left on turned "Review
 # the 21 unstable items" into 3.
-_FILTER_DEFAULTS: dict[str, Any] = {
+FILTER_DEFAULTS: dict[str, Any] = {
     "disagree": True, "ties": False, "unstable": False, "consensus": ANY, "critic": ANY,
     "critic_value": ANY, "failures": ANY, "overridden": ANY, "use_alpha": False,
     "alpha": (-1.0, 1.0), "search": "", "disputed": ANY, "needs": False,
@@ -120,7 +120,7 @@ def _open_linked_list(k: str, link: tuple[str, ...]) -> None:
     """Set every filter widget as the link's list wants it, once per link followed."""
     # Streamlit forgets the state of a widget not drawn in a run (the filters a blind pass
     # hides): each starts again from its default, never from Streamlit's own (toggle off).
-    for name, value in _FILTER_DEFAULTS.items():
+    for name, value in FILTER_DEFAULTS.items():
         st.session_state.setdefault(k + name, value)
     seen_key = k + "link_seen"
     if st.session_state.get(seen_key) == link:
@@ -128,7 +128,7 @@ def _open_linked_list(k: str, link: tuple[str, ...]) -> None:
     st.session_state[seen_key] = link
     if not any(link):
         return
-    for name, value in _FILTER_DEFAULTS.items():
+    for name, value in FILTER_DEFAULTS.items():
         st.session_state[k + name] = value
     ties, unstable, *_pair = link
     st.session_state[k + "disagree"] = False  # the link counted every item of its list

@@ -21,7 +21,7 @@ from pages.ui.text_format import plain
 # The filters as a link to one item leaves them: the defaults, with "Disagreements only" off
 # (the item may be one every critic agreed on). The Review filters' one list of defaults is
 # review_filter_bar's; it is read here rather than copied.
-_CLEARED = {**fb._FILTER_DEFAULTS, "disagree": False, "blind_search": "", "mine": False}
+_CLEARED = {**fb.FILTER_DEFAULTS, "disagree": False, "blind_search": "", "mine": False}
 # What the page calls each filter (its widget's label), for the sentence saying what was cleared.
 _NAMES = {
     "disagree": "Disagreements only", "needs": "Needs a decision", "ties": "Tied votes only",

@@ -248,3 +248,95 @@ class PanelVerdict:
     @property
     def failed(self) -> int:
         return self.outcome.failed
+
+
+# -- verdicts made outside Jurybox -------------------------------------------------------------
+# Read from a table, an eval log or an annotation export (`storage.readers.verdict_files`), kept
+# with their dataset (`storage.imported`), and replayed as `kind: imported` critics
+# (`judging.engine.plugin_critics`), so an imported run is judged, voted, sealed and reviewed by
+# the same code as any run.
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedVerdict:
+    """One verdict a judge gave outside Jurybox.
+
+    Attributes:
+        item_id: the item judged (an id of the items the file holds or of the dataset it
+            goes with).
+        judge: who gave it: a column of a wide table, an Inspect scorer, a promptfoo
+            assertion, a Label Studio model version.
+        label / score: the verdict (a label of the scale, or a number on a score scale).
+        reasoning: the judge's explanation, shown beside its verdict on Review.
+        confidence: the judge's confidence in [0, 1], where the file gives one.
+        swapped: a pairwise verdict given with the two responses shown in the other order.
+            The label is always in the item's own order (A is the item's first response).
+        sample: which repeat it is (Inspect epochs from 0; 0 without repeats).
+        history: earlier values of an edited verdict, oldest first (Inspect's score edits),
+            each {"value", "explanation", "by", "at"} as the file has them.
+    """
+
+    item_id: str
+    judge: str
+    label: str | None = None
+    score: float | None = None
+    reasoning: str | None = None
+    confidence: float | None = None
+    swapped: bool = False
+    sample: int = 0
+    history: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedAnnotation:
+    """A person's label on an item (an annotator of a labelling tool): it enters as that
+    reviewer's blind decision, so Team's alpha between humans and adjudication work on it."""
+
+    item_id: str
+    annotator: str
+    label: str | None = None
+    score: float | None = None
+    note: str = ""
+    at: str | None = None  # ISO 8601, when the file says when it was made
+
+
+@dataclass(slots=True)
+class VerdictSet:
+    """What a verdict file holds.
+
+    Attributes:
+        source: where it came from, in a few words ("promptfoo results.json, eval abc").
+        format: "table-wide", "table-long", "inspect", "promptfoo" or "label-studio".
+        items: the items judged, with their fields and gold labels; empty when the file holds
+            only verdicts on the items of a dataset imported before.
+        verdicts: every judge's verdicts.
+        annotations: people's labels (several per item, sparse).
+        judges: each judge's description (its model, scorer or assertion), in the file's order.
+        pairwise: the two fields holding response A and response B, when the judges compared
+            two responses; None otherwise.
+    """
+
+    source: str
+    format: str
+    items: list[Item] = field(default_factory=list)
+    verdicts: list[ImportedVerdict] = field(default_factory=list)
+    annotations: list[ImportedAnnotation] = field(default_factory=list)
+    judges: dict[str, str] = field(default_factory=dict)
+    pairwise: tuple[str, str] | None = None
+
+    @property
+    def numeric(self) -> bool:
+        """Whether the verdicts are scores (no verdict holds a label)."""
+        return bool(self.verdicts) and all(v.label is None for v in self.verdicts)
+
+    @property
+    def labels(self) -> list[str]:
+        """The labels the judges and annotators gave, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for v in self.verdicts:
+            if v.label is not None:
+                seen.setdefault(v.label)
+        for a in self.annotations:
+            if a.label is not None:
+                seen.setdefault(a.label)
+        return list(seen)

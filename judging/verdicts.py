@@ -13,8 +13,9 @@ from enum import StrEnum
 from typing import Any
 
 # Critic kinds judged without a model (`judging.engine.plugin_critics`): their verdicts name the kind
-# as their vendor, which is how the ledger tells a free rule evaluation from a call.
-PLUGIN_KINDS: tuple[str, ...] = ("rule", "python")
+# as their vendor, which is how the ledger tells a free rule evaluation from a call. An
+# "imported" critic replays verdicts a judge gave outside Jurybox (`ImportedVerdict`).
+PLUGIN_KINDS: tuple[str, ...] = ("rule", "python", "imported")
 
 
 class FailureKind(StrEnum):
@@ -37,6 +38,9 @@ class Item:
     id: str
     fields: dict[str, Any]
     gold: str | None = None
+    # A pairwise item as asked the second time, its two responses traded
+    # (`PairwiseConfig.swapped`): an imported critic answers with its verdict in that order.
+    swapped: bool = False
 
     @classmethod
     def coerce(cls, value: Item | dict[str, Any], index: int = 0) -> Item:

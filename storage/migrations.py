@@ -726,6 +726,44 @@ def _call_count_indexes(db: sqlite_utils.Database) -> None:
     )
 
 
+@migrations(name="0032_imported_verdicts")
+def _imported_verdicts(db: sqlite_utils.Database) -> None:
+    # Verdicts judges gave outside Jurybox, kept with the dataset they judged
+    # (`storage.imported`): a run's imported critics replay them. Keyed as the engine asks
+    # (judge, item, order of a pair, repeat); without rowid, the key is the row.
+    _script(
+        db,
+        """
+        CREATE TABLE imported_judges (
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,
+            judge TEXT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL,
+            format TEXT NOT NULL,
+            imported_at TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, judge)
+        );
+        CREATE TABLE imported_verdicts (
+            dataset_id INTEGER NOT NULL,
+            judge TEXT NOT NULL,
+            item_id TEXT NOT NULL,
+            swapped INTEGER NOT NULL DEFAULT 0,
+            sample INTEGER NOT NULL DEFAULT 0,
+            label TEXT,
+            score REAL,
+            confidence REAL,
+            reasoning TEXT,
+            history TEXT,
+            PRIMARY KEY (dataset_id, judge, item_id, swapped, sample),
+            FOREIGN KEY (dataset_id, judge) REFERENCES imported_judges (dataset_id, judge)
+                ON DELETE CASCADE,
+            FOREIGN KEY (dataset_id, item_id) REFERENCES items (dataset_id, item_id)
+                ON DELETE CASCADE
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def migrate(db: sqlite_utils.Database) -> None:
     """Apply every pending migration (a no-op when the schema is current).
 

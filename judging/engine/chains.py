@@ -35,7 +35,7 @@ from judging.panel.rubric import (
     rubric_score,
 )
 from judging.scales import Scale
-from judging.verdicts import FailureKind, Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
 
 
 class Send(Protocol):
@@ -82,7 +82,7 @@ def planned_calls(critic: Critic, critics: Mapping[str, Critic],
     price). Used by the estimate before a run."""
     # A rule or python critic sends no request (`judging.engine.plugin_critics`).
     own = {"single": 1, "reason-then-judge": 2, "self-verify": 2, "debate": 1, "rule": 0,
-           "python": 0}[critic.kind]
+           "python": 0, "imported": 0}[critic.kind]
     if rubric is not None and rubric.active and rubric.per_criterion:
         own = len(rubric.criteria)
     plan = [(critic, own * critic.samples)]
@@ -128,13 +128,16 @@ def _asked(critic: Critic, item: Item, scale: Scale, send: Send,
            critics: Mapping[str, Critic], first_sample: int) -> Verdict:
     """The critic's answer on the item as given: one call, a chain, or a vote over samples."""
     if critic.samples == 1:
-        if critic.kind in ("single", "rule", "python"):  # plug-ins: `CallRunner.call` judges
+        if critic.kind == "single" or critic.kind in PLUGIN_KINDS:  # `CallRunner.call` judges
             return send(critic, item, scale, sample=first_sample)
         return _chain(critic, item, scale, send, critics, first_sample)
+    # Repeats: each sample one call (an imported critic's repeat is the judge's own, e.g. an
+    # Inspect epoch), or one chain.
+    one_call = critic.kind == "single" or critic.kind in PLUGIN_KINDS
     made = [
         _chain(critic, item, scale, send, critics, first_sample + k)
-        if critic.kind != "single" else _as_step(send(critic, item, scale,
-                                                      sample=first_sample + k), "sample")
+        if not one_call else _as_step(send(critic, item, scale,
+                                           sample=first_sample + k), "sample")
         for k in range(critic.samples)
     ]
     return vote_samples(critic, item, made, scale)

@@ -1,4 +1,5 @@
-"""Plug-in critics: `kind: rule` and `kind: python` critics, judged here without any HTTP call.
+"""Plug-in critics: `kind: rule`, `kind: python` and `kind: imported` critics, judged here
+without any HTTP call.
 
 They sit on a panel like any critic: they vote, they are stored and shown on Review with their
 reasoning (which rule matched and why, or what the function said), and a cascade can put them
@@ -12,27 +13,65 @@ A check passes or fails; the verdict is then the critic's pass or fail value on 
 bottom of a score scale. A python critic may return a label or score of its own instead
 (`judging.panel.python_critics`); its verdict counts as failed only when it is the fail value.
 
+An imported critic replays the verdicts one judge gave outside Jurybox (a column of a table,
+an Inspect scorer, a Label Studio model version): its verdict on an item is the one the run's
+`ImportedAnswers` hold for that judge, item, order and repeat, with the judge's reasoning. It is
+never cached (a lookup costs less than the cache's), and an item the judge gave no verdict on is
+a failed call (kind `item_error`), a missing value in every statistic.
+
 `CallRunner.call` hands every plug-in critic's call to `judge_plugin`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from judging.errors import ConfigError, ParseError
 from judging.panel.critics import Critic
+from judging.panel.pairwise import PairwiseConfig
 from judging.panel.python_critics import load_function, read_returned
 from judging.panel.rule_checks import evaluate_rule
 from judging.panel.web_policy import WEB_PYTHON_REFUSAL
 from judging.scales import Scale
-from judging.verdicts import PLUGIN_KINDS, FailureKind, Item, Verdict
+from judging.verdicts import PLUGIN_KINDS, FailureKind, ImportedVerdict, Item, Verdict
 
 # What a python critic's call says when the process does not import code named in panels.
 WEB_REFUSAL = "not run: " + WEB_PYTHON_REFUSAL
 _SHOWN_REPLY = 2000  # characters of a python critic's return value kept as its raw reply
+
+
+class ImportedAnswers(Protocol):
+    """The verdicts imported critics replay (`judging.runs.verdict_import` gives a run's)."""
+
+    def answer(self, judge: str, item_id: str, swapped: bool, sample: int
+               ) -> ImportedVerdict | None:
+        """The judge's verdict on the item, its label as presented (on a swapped pairwise
+        item, A is the item's second response); None when the judge gave none."""
+        ...
+
+
+class Replayed:
+    """`ImportedAnswers` over verdicts held in memory (a run's, `storage.imported`), keyed by
+    (judge, item id, swapped, sample). A stored label is in the item's own order; on a swapped
+    pairwise item it is given as presented (A and B traded), as a model's answer would be, so
+    `judging.engine.chains.both_orders` reads both orders alike."""
+
+    def __init__(self, verdicts: Mapping[tuple[str, str, bool, int], ImportedVerdict],
+                 pairwise: PairwiseConfig | None = None) -> None:
+        self.verdicts = verdicts
+        self.pairwise = pairwise if pairwise is not None and pairwise.active else None
+
+    def answer(self, judge: str, item_id: str, swapped: bool, sample: int
+               ) -> ImportedVerdict | None:
+        found = self.verdicts.get((judge, item_id, swapped, sample))
+        if found is None or not swapped or self.pairwise is None:
+            return found
+        return dataclasses.replace(found, label=self.pairwise.flip(found.label))
 
 
 def is_plugin(critic: Critic) -> bool:
@@ -104,13 +143,18 @@ def mark_passed(verdict: Verdict, critic: Critic, scale: Scale) -> Verdict:
     return verdict
 
 
-def judge_plugin(critic: Critic, item: Item, scale: Scale, *, python_critics: bool) -> Verdict:
+def judge_plugin(critic: Critic, item: Item, scale: Scale, *, python_critics: bool,
+                 imported: ImportedAnswers | None = None, sample: int = 0) -> Verdict:
     """A plug-in critic's verdict on an item. Never raises: a failure comes back as a verdict.
 
     Args:
         python_critics: whether this process may import and call the function a python critic
             names (False in the web app: such a call fails with `WEB_REFUSAL`).
+        imported: the verdicts an imported critic replays (None: it has none to give).
+        sample: which repeat of the item this call is (an imported critic's repeats).
     """
+    if critic.kind == "imported":
+        return _replayed(critic, item, scale, imported, sample)
     started = time.perf_counter()
     verdict = Verdict(critic=critic.name, item_id=item.id, vendor=critic.kind,
                       model=plugin_name(critic), raw_request=_request(critic))
@@ -158,6 +202,42 @@ def judge_plugin(critic: Critic, item: Item, scale: Scale, *, python_critics: bo
     verdict.confidence = confidence
     verdict.latency_ms = (time.perf_counter() - started) * 1000
     return mark_passed(verdict, critic, scale)
+
+
+def _replayed(critic: Critic, item: Item, scale: Scale, imported: ImportedAnswers | None,
+              sample: int) -> Verdict:
+    """An imported critic's verdict: the judge's own, looked up."""
+    judge = critic.judge or critic.name
+    verdict = Verdict(critic=critic.name, item_id=item.id, vendor=critic.kind, model=judge,
+                      sample=sample,
+                      raw_request={"kind": "imported", "judge": judge, "swapped": item.swapped,
+                                   "sample": sample})
+    found = None if imported is None else imported.answer(judge, item.id, item.swapped, sample)
+    if found is None:
+        order = " in the swapped order" if item.swapped else ""
+        repeat = f" (repeat {sample + 1})" if sample else ""
+        return _failed(verdict, FailureKind.ITEM_ERROR,
+                       f"{judge} gave no verdict on this item{order}{repeat}", time.perf_counter())
+    verdict.raw_response = json.dumps({"label": found.label, "score": found.score,
+                                       "reasoning": found.reasoning,
+                                       "confidence": found.confidence}, ensure_ascii=False)
+    try:
+        normalized = scale.normalize(found.label if found.label is not None else found.score)
+    except ParseError as error:  # refused at import; kept as a failure if the scale changed
+        return _failed(verdict, FailureKind.PARSE_FAIL, f"{judge} said {error}",
+                       time.perf_counter())
+    if isinstance(normalized, float):
+        verdict.score = normalized
+    else:
+        verdict.label = normalized
+    verdict.reasoning = found.reasoning
+    verdict.confidence = found.confidence
+    # What was replayed, hashed: two imports of the same verdict share a key.
+    asked = json.dumps(verdict.raw_request, sort_keys=True, ensure_ascii=False)
+    verdict.cache_key = "imported:" + hashlib.sha256(
+        (asked + verdict.raw_response).encode()).hexdigest()
+    verdict.latency_ms = 0.0
+    return verdict
 
 
 def plugin_name(critic: Critic) -> str:

@@ -122,7 +122,7 @@ class Critic(StrictModel):
     # Plug-in critics (`judging.engine.plugin_critics`): "rule" checks `rule`, "python" calls
     # `function`; neither has a model or a prompt, nor sends a request.
     kind: Literal["single", "reason-then-judge", "self-verify", "debate", "rule",
-                  "python"] = "single"
+                  "python", "imported"] = "single"
     reason_prompt: str = ""  # reason-then-judge: the first call's instruction ("" = default)
     verify_prompt: str = ""  # self-verify: the checking call's instruction ("" = default)
     # The item field holding a reference answer to grade against: shown as <reference> data.
@@ -139,6 +139,9 @@ class Critic(StrictModel):
     rule: Rule | None = None
     # kind python: the function to call, "module:function" (`judging.panel.python_critics`).
     function: str | None = None
+    # kind imported: whose verdicts it replays, the judge's name in the verdicts imported with
+    # the dataset (`judging.verdicts.ImportedVerdict`); None: the critic's own name.
+    judge: str | None = None
     # Plug-in critics: the verdict for a passed and a failed check on a label scale (a yes/no
     # scale defaults to yes / no; a score scale gives its max and min).
     pass_label: str | None = None
@@ -271,6 +274,8 @@ def plugin_problem(critic: Critic) -> str | None:
         return "rule: only a rule critic has a rule; set kind: rule or remove the rule"
     if kind != "python" and critic.function is not None:
         return "function: only a python critic names a function; set kind: python or remove it"
+    if kind != "imported" and critic.judge is not None:
+        return "judge: only an imported critic replays a judge's verdicts; set kind: imported"
     if kind not in PLUGIN_KINDS and (critic.pass_label or critic.fail_label):
         return ("pass_label / fail_label: only rule and python critics give pass and fail "
                 "labels; remove them")

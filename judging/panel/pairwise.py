@@ -66,7 +66,8 @@ class PairwiseConfig(StrictModel):
                               (self.first_system, self.second_system)):
             if first is not None and second is not None and first in fields and second in fields:
                 fields[first], fields[second] = fields[second], fields[first]
-        return Item(id=item.id, fields=fields, gold=self.flip(item.gold))
+        return Item(id=item.id, fields=fields, gold=self.flip(item.gold),
+                    swapped=not item.swapped)
 
     def flip(self, label: str | None) -> str | None:
         """A label given on the swapped item, read in the original order (A <-> B)."""

@@ -142,7 +142,8 @@ def _check_chains(panel: Panel) -> None:
     """Repeats and compound critics (`judging.engine.chains`)."""
     names = [critic.name for critic in panel.critics]
     for index, critic in enumerate(panel.critics):
-        if critic.samples > 1 and critic.temperature == 0:
+        # (An imported critic's repeats are its judge's own, e.g. Inspect epochs.)
+        if critic.samples > 1 and critic.temperature == 0 and critic.kind != "imported":
             raise ConfigError(
                 f"critics[{index}].samples: {critic.samples} samples at temperature 0 ask the "
                 "same question the same way, so they measure nothing; raise the temperature "
@@ -394,6 +395,8 @@ def _check_pairwise(panel: Panel) -> None:
         raise ConfigError("pairwise.inconsistent: 'tie' needs a tie_label; use 'flag' for a "
                           "forced choice")
     for index, critic in enumerate(panel.critics):
+        if critic.kind == "imported":  # replays a judge's verdicts: it shows no prompt
+            continue
         used = critic.placeholders
         if pairwise.first_field not in used or pairwise.second_field not in used:
             raise ConfigError(

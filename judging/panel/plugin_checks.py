@@ -1,4 +1,4 @@
-"""Panel checks of plug-in critics (`kind: rule` / `kind: python`): what a lone critic's own
+"""Panel checks of plug-in critics (`kind: rule` / `python` / `imported`): what a lone critic's own
 validation cannot see (the scale, the other critics, the panel's modes).
 
 Called by `judging.panel.panel_checks.check_panel`; each problem is a `ConfigError` starting with
@@ -48,6 +48,12 @@ def check_plugin_critics(panel: Panel) -> None:
                                   "and cannot argue; name critics that call a model")
             continue
         kind = critic.kind
+        if kind == "imported":
+            # Replays a judge's own verdicts: its repeats, its orders of a pair; no check to pass.
+            if panel.rubric.active:
+                raise ConfigError(f"{where}.kind: imported critics give one label or score per "
+                                  "item, not a mark per criterion; use a score panel")
+            continue
         _check_labels(panel, index)
         if critic.rule is not None and critic.rule.check == "exact":
             if critic.reference_field is None:

@@ -22,6 +22,7 @@ from judging.engine.calls import CallRunner
 from judging.engine.calls.template import request_template
 from judging.engine.ledger import Ledger
 from judging.engine.panel_runner import RunProgress, run_panel
+from judging.engine.plugin_critics import Replayed
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
@@ -46,6 +47,7 @@ from storage.calls import (
 from storage.consensus import rating_aggregates, rating_chunks, set_item_alpha
 from storage.dataset_store import DatasetItems, get_item
 from storage.db import open_db
+from storage.imported import load_imported_verdicts
 from storage.runs import (
     STOP_NO_VERDICT,
     get_run,
@@ -61,6 +63,15 @@ log = logging.getLogger(__name__)
 # chunk of the per-item alpha pass. Module constants so that tests can force tiny chunks.
 ITEM_PAGE_SIZE = 2000
 ALPHA_CHUNK_SIZE = 5000
+
+
+def _replayed(db: Any, dataset_id: int, panel: Panel) -> Replayed | None:
+    """The verdicts the panel's imported critics replay, read once for the run (None: the
+    panel has no imported critic)."""
+    judges = {c.judge or c.name for c in panel.critics if c.kind == "imported"}
+    if not judges:
+        return None
+    return Replayed(load_imported_verdicts(db, dataset_id, judges), panel.pairwise)
 
 
 class Worker:
@@ -197,7 +208,8 @@ class Worker:
         budget = _budget_of(run)
         runner = CallRunner(key_lookup=self.key_lookup, cache=cache,
                             max_connections=self.concurrency, batch_answers=answers,
-                            python_critics=self.python_critics)
+                            python_critics=self.python_critics,
+                            imported=_replayed(db, int(run["dataset_id"]), panel))
         try:
             try:
                 result = run_panel(

@@ -36,7 +36,12 @@ from judging.engine.calls.single_flight import SingleFlight
 from judging.engine.calls.transports import VendorTransport
 from judging.engine.endpoints import resolve_base_url
 from judging.engine.parsing import ParsedReply, Usage, parse_reply, reply_usage
-from judging.engine.plugin_critics import judge_plugin, mark_passed, plugin_cache_key
+from judging.engine.plugin_critics import (
+    ImportedAnswers,
+    judge_plugin,
+    mark_passed,
+    plugin_cache_key,
+)
 from judging.errors import (
     CallFailure,
     ConfigError,
@@ -126,6 +131,7 @@ class CallRunner:
         python_critics: whether calls of `kind: python` critics import and run the function
             the panel names (the library and the CLI: True). The web app passes False: such
             calls then fail with a sentence and no code named in a panel is imported.
+        imported: the verdicts `kind: imported` critics replay (a run of imported verdicts).
 
     Raises:
         ConfigError: a limit of 0 or below, or `max_connections` below 1.
@@ -150,6 +156,7 @@ class CallRunner:
         seed: int | None = None,
         batch_answers: BatchAnswers | None = None,
         python_critics: bool = True,
+        imported: ImportedAnswers | None = None,
     ) -> None:
         # Preset defaults apply here only to calls made without a run's limiter: a run's
         # limiter already carries them (overridable by the panel). See `call`. Built first:
@@ -162,6 +169,7 @@ class CallRunner:
         self.retry = retry or RetryPolicy()
         self.batch_answers = batch_answers
         self.python_critics = python_critics
+        self.imported = imported
         self._own_transport = transport is None
         self.transport: httpx.BaseTransport = (
             transport or VendorTransport(max_connections=max_connections)
@@ -284,7 +292,7 @@ class CallRunner:
             if not isinstance(scale, Scale):  # refused by `judging.panel.plugin_checks` already
                 return self._failed(critic, item, FailureKind.CRITIC_ERROR,
                                     f"a {critic.kind} critic cannot mark a rubric")
-            return self._plugin(critic, item, scale)
+            return self._plugin(critic, item, scale, sample)
         gate = gate or self.gate
         started = time.perf_counter()
         try:
@@ -349,9 +357,13 @@ class CallRunner:
                               (verdict.tokens_in or 0) + (verdict.tokens_out or 0),
                               tokens_in=verdict.tokens_in, tokens_out=verdict.tokens_out)
 
-    def _plugin(self, critic: Critic, item: Item, scale: Scale) -> Verdict:
+    def _plugin(self, critic: Critic, item: Item, scale: Scale, sample: int) -> Verdict:
         """A plug-in critic's verdict: from the cache when it has one, else judged (and cached
-        when it succeeded, as a call's answer is)."""
+        when it succeeded, as a call's answer is). An imported verdict is looked up, never
+        cached."""
+        if critic.kind == "imported":
+            return judge_plugin(critic, item, scale, python_critics=False,
+                                imported=self.imported, sample=sample)
         if self.cache is not None:
             stored = self.cache.get(plugin_cache_key(critic, item, scale))
             if stored is not None:

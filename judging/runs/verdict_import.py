@@ -1,0 +1,223 @@
+"""Verdicts made outside Jurybox become a run: every review feature then works on them.
+
+A `VerdictSet` (read from a table by `storage.imported`, from an eval log or an annotation
+export by `storage.readers.eval_logs`) is stored with its items, and a panel of `kind:
+imported` critics, one per judge, is run over them: each critic replays its judge's verdicts
+(`judging.engine.plugin_critics`), both orders of a pair and every repeat, so voting, position
+bias, stability, the review record and every page work as on any run. People's annotations
+enter as their blind decisions on Review (Team's alpha between humans and adjudication), or,
+when the analyst chooses, as critics of their own. An imported run calls no vendor, costs
+nothing and is never simulated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from judging.errors import DataError
+from judging.panel.critics import Critic, plugin_stand_ins
+from judging.panel.pairwise import PairwiseConfig
+from judging.panel.panel_model import Panel
+from judging.runs.jobs import JobRegistry, prepare_run
+from judging.scales import Scale
+from judging.verdicts import ImportedVerdict, Item, VerdictSet
+from judging.voting.voting_config import VotingConfig
+from storage.dataset_store import save_dataset
+from storage.db import open_db
+from storage.imported import save_imported_verdicts
+from storage.overrides import add_override
+from storage.runs import get_run
+
+
+@dataclass(frozen=True, slots=True)
+class ImportChoices:
+    """What the analyst confirmed about a verdict file.
+
+    Attributes:
+        name: the dataset's and the run's name.
+        scale: the verdicts' scale; None: from the labels given (yes/no, else nominal labels
+            in order of appearance, the gold labels included) or the scores' range.
+        pairwise: the fields of response A and B and the labels meaning "A better", "B better"
+            and a tie, when the judges compared two responses.
+        voting: the panel's vote over the judges (default: plurality, the mean for scores).
+        people: "reviewers" (annotations are each annotator's blind decision) or "critics"
+            (each annotator is one more imported critic).
+    """
+
+    name: str
+    scale: Scale | None = None
+    pairwise: PairwiseConfig | None = None
+    voting: VotingConfig | None = None
+    people: Literal["reviewers", "critics"] = "reviewers"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedRun:
+    """What an import made: the run, its dataset, and what went in."""
+
+    run_id: int
+    dataset_id: int
+    status: str
+    judges: list[str]
+    verdicts: int
+    annotations: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    """A verdict set's items as `save_dataset` takes them (`storage.dataset_store.ParsedLike`)."""
+
+    items: list[Item]
+    columns: list[str]
+    fields: list[str]
+    content_hash: str
+    format: str
+    filename: str
+    id_column: str | None = "id"
+    gold_column: str | None = None
+
+
+def verdict_scale(vset: VerdictSet, pairwise: PairwiseConfig | None = None) -> Scale:
+    """The scale a verdict set's values fit: its scores' range, yes/no, or its labels (the
+    gold labels and a pair's A/B/tie labels included) in order of first appearance."""
+    if vset.numeric:
+        scores = [v.score for v in vset.verdicts if v.score is not None]
+        scores += [a.score for a in vset.annotations if a.score is not None]
+        low, high = min(scores), max(scores)
+        return Scale(kind="score", min=low, max=high if high > low else low + 1)
+    labels = dict.fromkeys(vset.labels)
+    if pairwise is not None and pairwise.active:
+        labels = dict.fromkeys([pairwise.a_label, pairwise.b_label,
+                                *([pairwise.tie_label] if pairwise.tie_label else []), *labels])
+    for item in vset.items:
+        if item.gold is not None:
+            labels.setdefault(item.gold)
+    if set(labels) <= {"yes", "no"}:
+        return Scale(kind="yesno")
+    if len(labels) < 2:
+        raise DataError(f"Every verdict is {next(iter(labels), 'empty')!r}: a scale needs at "
+                        "least two labels; give the scale's labels when importing.")
+    return Scale(kind="nominal", labels=list(labels))
+
+
+def imported_panel(vset: VerdictSet, choices: ImportChoices) -> Panel:
+    """A panel of one imported critic per judge (and per annotator, when people are critics),
+    each with as many repeats as its judge gave."""
+    pairwise = choices.pairwise or PairwiseConfig()
+    scale = choices.scale or verdict_scale(_with_people(vset, choices), pairwise)
+    verdicts = _with_people(vset, choices).verdicts
+    samples: dict[str, int] = {}
+    swapped: set[str] = set()
+    for v in verdicts:
+        samples[v.judge] = max(samples.get(v.judge, 1), v.sample + 1)
+        if v.swapped:
+            swapped.add(v.judge)
+    if pairwise.active:
+        pairwise = pairwise.model_copy(update={"swap": bool(swapped)})
+    judges = list(dict.fromkeys([*vset.judges, *(v.judge for v in verdicts)]))
+    stand_in = plugin_stand_ins("imported")
+    critics = [Critic(name=_critic_name(judge), kind="imported", model=stand_in["model"],
+                      prompt_template=stand_in["prompt_template"],
+                      judge=None if _critic_name(judge) == judge else judge,
+                      samples=samples.get(judge, 1)) for judge in judges]
+    return Panel(name=choices.name, description=f"Verdicts imported from {vset.source}",
+                 scale=scale, critics=critics,
+                 voting=choices.voting or VotingConfig(
+                     strategy="mean" if scale.is_numeric else "plurality"),
+                 pairwise=pairwise, stop_after_repeated_errors=0)
+
+
+def _critic_name(judge: str) -> str:
+    # A critic's name is a column heading and a key in exports: kept as the judge's own unless
+    # it holds characters a panel refuses in a name.
+    return judge.strip() or "judge"
+
+
+def _with_people(vset: VerdictSet, choices: ImportChoices) -> VerdictSet:
+    if choices.people != "critics" or not vset.annotations:
+        return vset
+    extra = [ImportedVerdict(item_id=a.item_id, judge=a.annotator, label=a.label,
+                             score=a.score, reasoning=a.note or None)
+             for a in vset.annotations]
+    return replace(vset, verdicts=[*vset.verdicts, *extra], annotations=[],
+                   judges={**vset.judges, **{a.annotator: "annotator" for a in vset.annotations}})
+
+
+def _check_values(vset: VerdictSet, scale: Scale) -> None:
+    """Every verdict and annotation on the scale, else a sentence naming the first that is not."""
+    for v in vset.verdicts:
+        value = v.label if v.label is not None else v.score
+        try:
+            scale.normalize(value)
+        except Exception:  # noqa: BLE001 - ParseError or a value of the wrong type
+            shown = ", ".join(scale.labels) if not scale.is_numeric else \
+                f"{scale.min:g} to {scale.max:g}"
+            raise DataError(f"The judge {v.judge!r} gave {value!r} on item {v.item_id!r}, which "
+                            f"is not on the scale ({shown}): give the scale's labels, or map "
+                            "the judge's labels onto them first.") from None
+
+
+def _items_hash(items: list[Item]) -> str:
+    digest = hashlib.sha256()
+    for item in items:
+        digest.update(json.dumps([item.id, item.fields, item.gold], sort_keys=True,
+                                 ensure_ascii=False, default=str).encode())
+    return digest.hexdigest()
+
+
+def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
+                    dataset_id: int | None = None, concurrency: int = 8) -> ImportedRun:
+    """Store a verdict set and run its panel of imported critics to the end.
+
+    Args:
+        db_path: the database file.
+        dataset_id: the dataset the verdicts judge (a file of verdicts only); None: the
+            verdict set's items are saved as a dataset (or found, when the same items were
+            imported before).
+
+    Raises:
+        DataError: a verdict off the scale, a judge with no verdicts, a verdict on an item the
+            dataset lacks, two verdicts where one belongs: named, and nothing is stored.
+    """
+    people = _with_people(vset, choices)
+    panel = imported_panel(vset, choices)
+    _check_values(people, panel.scale)
+    db = open_db(db_path)
+    try:
+        if dataset_id is None and vset.items:
+            fields = list(dict.fromkeys(k for item in vset.items for k in item.fields))
+            parsed = _Parsed(items=vset.items, columns=fields, fields=fields,
+                             content_hash=_items_hash(vset.items), format=vset.format,
+                             filename=vset.source,
+                             gold_column="gold" if any(i.gold for i in vset.items) else None)
+            dataset_id = save_dataset(db, parsed, name=choices.name).id
+        elif dataset_id is None:
+            raise DataError("The file holds verdicts but no items: choose the dataset they judge.")
+        judges = {c.judge or c.name: people.judges.get(c.judge or c.name, "")
+                  for c in panel.critics}
+        save_imported_verdicts(db, dataset_id, people.verdicts, judges=judges,
+                               source=vset.source, format=vset.format)
+        run_id = prepare_run(db, dataset_id=dataset_id, panel=panel, name=choices.name)
+    finally:
+        db.close()
+    job = JobRegistry().start_run(db_path, run_id, concurrency=concurrency)
+    job.wait()
+    db = open_db(db_path)
+    try:
+        for note in people.annotations:
+            value = note.label if note.label is not None else note.score
+            if value is None:
+                continue
+            add_override(db, run_id, note.item_id, str(panel.scale.normalize(value)),
+                         note.note or f"imported from {vset.source}", note.annotator,
+                         blind=True)
+        status = str(get_run(db, run_id)["status"])
+    finally:
+        db.close()
+    return ImportedRun(run_id=run_id, dataset_id=dataset_id, status=status,
+                       judges=[c.name for c in panel.critics], verdicts=len(people.verdicts),
+                       annotations=len(people.annotations))
+

@@ -1,0 +1,252 @@
+"""Verdicts made outside Jurybox become a run: tables (wide and long), the imported critics'
+replay (both orders of a pair, repeats), bad files refused with a sentence, and a public
+benchmark (LLMBar: 419 pairs, five real LLM judges in both orders, gold labels) imported end to
+end with its authors' own figures as the oracle."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+
+import pytest
+
+from judging.errors import DataError
+from judging.panel.pairwise import PairwiseConfig
+from judging.runs.verdict_import import ImportChoices, import_verdicts, imported_panel
+from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictSet
+from storage.calls import order_answers
+from storage.dataset_store import save_dataset
+from storage.db import open_db
+from storage.importing import read_dataset
+from storage.imported import (
+    LongMapping,
+    WideMapping,
+    guess_long,
+    guess_wide,
+    imported_judges,
+    verdicts_from_long,
+    verdicts_from_wide,
+)
+from storage.runs import get_run
+
+LLMBAR = pathlib.Path(__file__).parent / "data" / "llmbar"
+
+
+def _csv(tmp_path: pathlib.Path, text: str, name: str = "v.csv") -> pathlib.Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _calls(db_path: pathlib.Path, run_id: int) -> dict[tuple[str, str], tuple[str | None, str | None, str | None]]:
+    db = open_db(db_path)
+    try:
+        return {(item, critic): (label, failure, reasoning) for item, critic, label, failure, reasoning
+                in db.execute("SELECT item_id, critic, label, failure, reasoning FROM calls"
+                              " WHERE run_id = ?", [run_id])}
+    finally:
+        db.close()
+
+
+def test_a_wide_table_guessed_confirmed_and_imported_is_a_run_of_its_judges(tmp_path):
+    path = _csv(tmp_path, "id,text,gold,gpt,gpt_reasoning,claude,claude_confidence,notes\n"
+                          "a,first,yes,yes,clear,yes,0.9,x\n"
+                          "b,second,no,yes,looks fine,no,0.6,y\n"
+                          "c,third,no,,,no,0.8,z\n")
+    parsed = read_dataset(path, id_column="id", gold_column="gold")
+    rows = [item.fields | {"gold": item.gold} for item in parsed.items]
+    mapping = guess_wide(parsed.columns, rows, id_column="id", gold_column="gold")
+    assert mapping == WideMapping(judges={"gpt": "gpt", "claude": "claude"},
+                                  reasoning={"gpt": "gpt_reasoning"},
+                                  confidence={"claude": "claude_confidence"})
+    vset = verdicts_from_wide(parsed.items, mapping, numeric=False, source="v.csv")
+    # The verdict columns leave the items; the other columns stay their fields.
+    assert [sorted(i.fields) for i in vset.items] == [["notes", "text"]] * 3
+    assert len(vset.verdicts) == 5  # gpt said nothing on c
+    db_path = tmp_path / "j.db"
+    made = import_verdicts(db_path, vset, ImportChoices(name="mine"))
+    assert made.status == "done" and made.judges == ["gpt", "claude"]
+    calls = _calls(db_path, made.run_id)
+    assert calls[("b", "gpt")] == ("yes", None, "looks fine")
+    assert calls[("c", "gpt")][1] == "item_error"  # no verdict: a missing value, said so
+    db = open_db(db_path)
+    try:
+        run = get_run(db, made.run_id)
+        assert not run["simulated"]
+        consensus = dict(db.execute("SELECT item_id, consensus FROM consensus WHERE run_id = ?",
+                                    [made.run_id]).fetchall())
+        assert consensus == {"a": "yes", "c": "no"} | {"b": consensus["b"]}
+        judges = imported_judges(db, made.dataset_id)
+        assert [(j.judge, j.verdicts, j.format) for j in judges] == [
+            ("gpt", 2, "table-wide"), ("claude", 3, "table-wide")]
+        confidence = db.execute("SELECT confidence FROM calls WHERE run_id = ? AND item_id = 'a'"
+                                " AND critic = 'claude'", [made.run_id]).fetchone()[0]
+        assert confidence == pytest.approx(0.9)
+    finally:
+        db.close()
+
+
+def test_a_long_table_with_repeats_gives_each_judge_its_samples(tmp_path):
+    path = _csv(tmp_path, "item_id,judge,label,text\n"
+                          "1,j1,good,t1\n1,j1,good,t1\n1,j1,bad,t1\n"
+                          "1,j2,bad,t1\n2,j1,bad,t2\n2,j2,bad,t2\n")
+    parsed = read_dataset(path)
+    mapping = guess_long(parsed.columns)
+    assert mapping == LongMapping(item="item_id", judge="judge", verdict="label")
+    vset = verdicts_from_long(parsed.items, mapping, numeric=False, source="v.csv")
+    assert [(v.item_id, v.judge, v.sample) for v in vset.verdicts][:3] == [
+        ("1", "j1", 0), ("1", "j1", 1), ("1", "j1", 2)]
+    panel = imported_panel(vset, ImportChoices(name="x"))
+    assert {c.name: c.samples for c in panel.critics} == {"j1": 3, "j2": 1}
+    made = import_verdicts(tmp_path / "j.db", vset, ImportChoices(name="x"))
+    calls = _calls(tmp_path / "j.db", made.run_id)
+    assert calls[("1", "j1")][0] == "good"  # two of its three samples
+    # One sample of three: the vote of the samples it gave (the missing ones count as failed).
+    assert calls[("2", "j1")][:2] == ("bad", None)
+
+
+def test_scores_import_on_a_score_scale_from_their_range(tmp_path):
+    vset = VerdictSet(source="s", format="table-wide",
+                      items=[Item(id=str(i), fields={"t": i}) for i in range(3)],
+                      verdicts=[ImportedVerdict(item_id=str(i), judge=j, score=float(i + k))
+                                for i in range(3) for k, j in enumerate(["a", "b"])])
+    panel = imported_panel(vset, ImportChoices(name="s"))
+    assert (panel.scale.kind, panel.scale.min, panel.scale.max) == ("score", 0.0, 3.0)
+    made = import_verdicts(tmp_path / "j.db", vset, ImportChoices(name="s"))
+    assert made.status == "done"
+
+
+def test_annotators_enter_as_blind_reviewers_or_as_critics(tmp_path):
+    vset = VerdictSet(
+        source="ls", format="label-studio",
+        items=[Item(id="t1", fields={"text": "a"}), Item(id="t2", fields={"text": "b"})],
+        verdicts=[ImportedVerdict(item_id=i, judge="model-v1", label="pos") for i in ("t1", "t2")],
+        annotations=[ImportedAnnotation(item_id="t1", annotator="ann", label="neg"),
+                     ImportedAnnotation(item_id="t1", annotator="bob", label="pos"),
+                     ImportedAnnotation(item_id="t2", annotator="ann", label="pos")])
+    made = import_verdicts(tmp_path / "a.db", vset, ImportChoices(name="ls"))
+    db = open_db(tmp_path / "a.db")
+    try:
+        rows = db.execute("SELECT item_id, reviewer, label, blind FROM overrides WHERE run_id = ?"
+                          " ORDER BY id", [made.run_id]).fetchall()
+    finally:
+        db.close()
+    assert rows == [("t1", "ann", "neg", 1), ("t1", "bob", "pos", 1), ("t2", "ann", "pos", 1)]
+    as_critics = import_verdicts(tmp_path / "b.db", vset,
+                                 ImportChoices(name="ls", people="critics"))
+    assert as_critics.judges == ["model-v1", "ann", "bob"] and as_critics.annotations == 0
+
+
+@pytest.mark.parametrize(("verdicts", "items", "said"), [
+    ([ImportedVerdict(item_id="1", judge="j", label="maybe")], ["1"],
+     "'maybe' on item '1', which is not on the scale"),
+    ([ImportedVerdict(item_id="9", judge="j", label="yes")], ["1"],
+     "not items of the dataset, e.g. '9'"),
+    ([ImportedVerdict(item_id="1", judge="j", label="yes"),
+      ImportedVerdict(item_id="1", judge="j", label="no")], ["1"],
+     "two verdicts on item '1'"),
+])
+def test_bad_verdicts_are_named_and_nothing_is_stored(tmp_path, verdicts, items, said):
+    db_path = tmp_path / "j.db"
+    db = open_db(db_path)
+    try:
+        parsed = read_dataset(_csv(tmp_path, "id,t\n" + "".join(f"{i},x\n" for i in items)),
+                              id_column="id")
+        dataset_id = save_dataset(db, parsed).id
+    finally:
+        db.close()
+    vset = VerdictSet(source="f", format="table-long", verdicts=verdicts)
+    scale = None if "scale" not in said else imported_panel(
+        VerdictSet(source="f", format="x", verdicts=[
+            ImportedVerdict(item_id="1", judge="j", label="yes"),
+            ImportedVerdict(item_id="1", judge="k", label="no")]), ImportChoices(name="s")).scale
+    with pytest.raises(DataError, match=re.escape(said)):
+        import_verdicts(db_path, vset, ImportChoices(name="bad", scale=scale),
+                        dataset_id=dataset_id)
+    db = open_db(db_path)
+    try:
+        assert db.execute("SELECT count(*) FROM imported_verdicts").fetchone()[0] == 0
+        assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    finally:
+        db.close()
+
+
+def test_a_judge_named_without_verdicts_is_refused(tmp_path):
+    with pytest.raises(DataError, match="The judge 'ghost' has no verdicts"):
+        import_verdicts(tmp_path / "j.db", VerdictSet(
+            source="f", format="table-wide", items=[Item(id="1", fields={"t": 1})],
+            verdicts=[ImportedVerdict(item_id="1", judge="j", label="yes"),
+                      ImportedVerdict(item_id="1", judge="k", label="no")],
+            judges={"j": "", "k": "", "ghost": ""}), ImportChoices(name="x"))
+
+
+def test_a_bad_order_or_confidence_cell_is_named(tmp_path):
+    parsed = read_dataset(_csv(tmp_path, "item,judge,label,order\n1,j,A,sideways\n"))
+    with pytest.raises(DataError, match="Row 1, column 'order' holds the order 'sideways'"):
+        verdicts_from_long(parsed.items, guess_long(parsed.columns), numeric=False, source="f")
+    parsed = read_dataset(_csv(tmp_path, "id,j,j_confidence\n1,yes,80\n", "w.csv"),
+                          id_column="id")
+    with pytest.raises(DataError, match="confidence 80, outside 0 to 1"):
+        verdicts_from_wide(parsed.items, WideMapping({"j": "j"}, {}, {"j": "j_confidence"}),
+                           numeric=False, source="f")
+
+
+# -- a public benchmark, end to end ----------------------------------------------------------
+
+
+def _authors_counts() -> dict[str, dict[str, int]]:
+    """The LLMBar authors' statistics.json, summed over the five subsets, per judge."""
+    figures = json.loads((LLMBAR / "statistics.json").read_text())
+    counts: dict[str, dict[str, int]] = {}
+    for key, stats in figures.items():
+        judge = key.split("/")[1]
+        into = counts.setdefault(judge, {"n": 0, "correct_False": 0, "correct_True": 0,
+                                         "equal": 0})
+        for name in ("correct_False", "correct_True", "equal"):
+            hit, n = re.match(r"(\d+) / (\d+)", stats[name]).groups()
+            into[name] += int(hit)
+        into["n"] += int(n)
+    return counts
+
+
+@pytest.fixture(scope="module")
+def llmbar_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
+    db_path = tmp_path_factory.mktemp("llmbar") / "j.db"
+    db = open_db(db_path)
+    try:
+        items = read_dataset(LLMBAR / "items.jsonl", id_column="id", gold_column="label")
+        dataset_id = save_dataset(db, items, name="LLMBar").id
+    finally:
+        db.close()
+    rows = read_dataset(LLMBAR / "verdicts.csv")
+    vset = verdicts_from_long(rows.items, guess_long(rows.columns), numeric=False,
+                              source="LLMBar verdicts.csv")
+    made = import_verdicts(db_path, vset, ImportChoices(
+        name="LLMBar judges", pairwise=PairwiseConfig(
+            first_field="output_1", second_field="output_2", a_label="1", b_label="2",
+            tie_label=None, inconsistent="flag")), dataset_id=dataset_id)
+    assert made.status == "done"
+    return db_path, made.run_id
+
+
+def test_llmbar_each_judges_accuracy_in_each_order_equals_the_authors(llmbar_run):
+    db_path, run_id = llmbar_run
+    db = open_db(db_path)
+    try:
+        answers = order_answers(db, run_id)
+        gold = dict(db.execute("SELECT item_id, gold FROM items").fetchall())
+    finally:
+        db.close()
+    authors = _authors_counts()
+    for judge, expected in authors.items():
+        pairs = {item: pair[0] for item, pair in answers[judge].items()}
+        assert len(pairs) == expected["n"] == 419
+        # The swapped answer as given, read back in the item's order (A <-> B).
+        flip = {"1": "2", "2": "1"}
+        ab = sum(forward == gold[item] for item, (forward, _) in pairs.items())
+        ba = sum(flip.get(backward) == gold[item] for item, (_, backward) in pairs.items())
+        same = sum((f is None and b is None) or (f is not None and flip.get(b) == f)
+                   for f, b in pairs.values())
+        assert (ab, ba, same) == (expected["correct_False"], expected["correct_True"],
+                                  expected["equal"]), judge

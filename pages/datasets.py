@@ -5,10 +5,12 @@ import streamlit as st
 
 from judging.runs.pairs import pairs_dataset
 from pages.ui.error_notes import user_errors
+from pages.ui.run_picker import RUN_PARAM
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team_view import visitor
 from pages.ui.text_format import plain
+from pages.ui.verdicts_form import holds_choice, verdicts_form
 from storage.column_guess import GUESS_ROWS, guess_columns
 from storage.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
 from storage.importing import (
@@ -37,10 +39,17 @@ def _preview(_data: bytes, file_id: str, filename: str) -> tuple[pd.DataFrame, s
     return preview_dataset(_data, filename=filename, n=PREVIEW_ROWS)
 
 
-def _next_steps(message: str) -> None:
-    """What was imported, and where to go from here (the newest dataset is preselected there)."""
+def _next_steps(message: str, run_id: int | None = None) -> None:
+    """What was imported, and where to go from here: the run its verdicts made, else a panel
+    and a run for the dataset (the newest dataset is preselected there)."""
     st.success(message, icon=":material/check_circle:")
     left, right = st.columns(2)
+    if run_id is not None:
+        left.page_link("pages/review.py", label=f"Review run #{run_id}",
+                       icon=":material/rate_review:", query_params={RUN_PARAM: str(run_id)})
+        right.page_link("pages/agreement.py", label="See the judges' agreement",
+                        icon=":material/insights:", query_params={RUN_PARAM: str(run_id)})
+        return
     left.page_link("pages/panel.py", label="Build a panel for it", icon=":material/groups:")
     right.page_link("pages/run.py", label="Run a panel on it", icon=":material/play_arrow:")
 
@@ -53,7 +62,7 @@ upload = st.file_uploader(
     key="dataset_upload" if generation == 0 else f"dataset_upload.{generation}",
 )
 if upload is None and IMPORTED in st.session_state:
-    _next_steps(st.session_state[IMPORTED])
+    _next_steps(*st.session_state[IMPORTED])
 if upload is not None:
     st.session_state.pop(IMPORTED, None)
     data = upload.getvalue()
@@ -69,48 +78,64 @@ if upload is not None:
         sample = {str(c): list(frame[c]) for c in frame.columns}
         guess = guess_columns(columns, sample)
         guess_id, guess_gold = guess["id"], guess["gold"]
-        with st.form("mapping"):
-            st.markdown("**Column mapping**")
-            name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0])
-            id_column = st.selectbox(
-                "Item id column", [None, *columns], index=([None, *columns].index(guess_id)),
-                format_func=lambda c: "(generate stable ids)" if c is None else c,
-                help="Guessed from the column names (id, key, *_id) and from unique values.",
-            )
-            gold_column = st.selectbox(
-                "Gold label column (optional)", [None, *columns],
-                index=([None, *columns].index(guess_gold)),
-                format_func=lambda c: "(none)" if c is None else c,
-            )
-            fields = st.multiselect(
-                "Fields prompts may use as {placeholders}",
-                columns,
-                default=[c for c in columns if c not in (guess_id, guess_gold)],
-            )
-            responses = st.multiselect(
-                "Compare these response columns in pairs (optional)", columns,
-                help="For a pairwise panel, when each row holds several systems' responses, "
-                     "one column each: every pair of them becomes one comparison item, with "
-                     "system_a, response_a, system_b and response_b (which goes first is "
-                     "drawn at random).")
-            submitted = st.form_submit_button("Import", type="primary")
-        if submitted:
-            with user_errors(f"{upload.name} was not imported"):
-                with st.spinner("Importing..."):
-                    parsed = read_dataset(
-                        data, filename=upload.name, id_column=id_column,
-                        gold_column=gold_column, fields=fields or None,
-                    )
-                    if responses:
-                        parsed = pairs_dataset(parsed, responses)
-                    saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
-                kind = "comparisons" if responses else "items"
-                message = (f"Imported {len(parsed.items):,} {kind} as dataset #{saved.id}."
-                           if saved.created else
-                           f"This file's content was already imported as dataset #{saved.id}.")
-                st.session_state[IMPORTED] = message
+        holds = holds_choice(columns)
+        if holds != "items":
+            rows = [dict(zip(columns, values, strict=True))
+                    for values in frame.itertuples(index=False)]
+            made = None
+            with user_errors(f"The verdicts in {upload.name} were not imported"):
+                made = verdicts_form(data, upload.name, holds, columns, rows, guess_id,
+                                     guess_gold)
+            if made is not None:
+                st.session_state[IMPORTED] = (
+                    f"Imported {made.verdicts:,} verdicts of {len(made.judges)} judges "
+                    f"({', '.join(made.judges)}) as run #{made.run_id} on dataset "
+                    f"#{made.dataset_id}: {made.status}.", made.run_id)
                 st.session_state[UPLOADS] = generation + 1
                 st.rerun()
+        else:
+            with st.form("mapping"):
+                st.markdown("**Column mapping**")
+                name = st.text_input("Dataset name", value=upload.name.rsplit(".", 1)[0])
+                id_column = st.selectbox(
+                    "Item id column", [None, *columns], index=([None, *columns].index(guess_id)),
+                    format_func=lambda c: "(generate stable ids)" if c is None else c,
+                    help="Guessed from the column names (id, key, *_id) and from unique values.",
+                )
+                gold_column = st.selectbox(
+                    "Gold label column (optional)", [None, *columns],
+                    index=([None, *columns].index(guess_gold)),
+                    format_func=lambda c: "(none)" if c is None else c,
+                )
+                fields = st.multiselect(
+                    "Fields prompts may use as {placeholders}",
+                    columns,
+                    default=[c for c in columns if c not in (guess_id, guess_gold)],
+                )
+                responses = st.multiselect(
+                    "Compare these response columns in pairs (optional)", columns,
+                    help="For a pairwise panel, when each row holds several systems' responses, "
+                         "one column each: every pair of them becomes one comparison item, with "
+                         "system_a, response_a, system_b and response_b (which goes first is "
+                         "drawn at random).")
+                submitted = st.form_submit_button("Import", type="primary")
+            if submitted:
+                with user_errors(f"{upload.name} was not imported"):
+                    with st.spinner("Importing..."):
+                        parsed = read_dataset(
+                            data, filename=upload.name, id_column=id_column,
+                            gold_column=gold_column, fields=fields or None,
+                        )
+                        if responses:
+                            parsed = pairs_dataset(parsed, responses)
+                        saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
+                    kind = "comparisons" if responses else "items"
+                    message = (f"Imported {len(parsed.items):,} {kind} as dataset #{saved.id}."
+                               if saved.created else
+                               f"This file's content was already imported as dataset #{saved.id}.")
+                    st.session_state[IMPORTED] = (message, None)
+                    st.session_state[UPLOADS] = generation + 1
+                    st.rerun()
 
 st.subheader("Saved datasets")
 datasets = list_datasets(db())

@@ -18,7 +18,6 @@ from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictS
 from storage.calls import order_answers
 from storage.dataset_store import save_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from storage.imported import (
     LongMapping,
     WideMapping,
@@ -28,6 +27,7 @@ from storage.imported import (
     verdicts_from_long,
     verdicts_from_wide,
 )
+from storage.importing import read_dataset
 from storage.runs import get_run
 
 LLMBAR = pathlib.Path(__file__).parent / "data" / "llmbar"

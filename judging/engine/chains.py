@@ -252,8 +252,10 @@ def derived(critic: Critic, item: Item, steps: list[Verdict], chosen: Verdict | 
         tokens_cached=_sum([s.tokens_cached for s in steps]),  # type: ignore[arg-type]
         # Unknown if any sent call had no price: a partial sum would read as the whole cost.
         cost_usd=None if any(c is None for c in costs) else _sum(costs),
-        vendor=critic.vendor,
-        model=critic.model,
+        # A plug-in critic's verdict names its kind, as each of its calls does: the ledger and
+        # the cards tell a check or a replayed verdict from a model's call by it.
+        vendor=critic.kind if critic.kind in PLUGIN_KINDS else critic.vendor,
+        model=chosen.model if critic.kind in PLUGIN_KINDS else critic.model,
         simulated=any(s.simulated for s in steps),
         cached=all(s.cached for s in steps),
         steps=steps,

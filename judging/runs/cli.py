@@ -36,6 +36,7 @@ from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
 from judging.panel.panel_files import load_panel
 from judging.runs.cli_app import add_app
 from judging.runs.cli_compare import add_compare
+from judging.runs.cli_import import add_import
 from judging.runs.cli_reliability import add_reliability
 from judging.runs.cli_runs import (
     add_batches,
@@ -191,6 +192,8 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_stability,
     add_taxonomy,
     add_pairs,
+    # Verdicts judges gave elsewhere, as a run (judging/runs/cli_import.py).
+    add_import,
     # Version against version: two runs over one dataset (judging/runs/cli_compare.py).
     add_compare,
     # Each critic against the blind human labels (judging/runs/cli_reliability.py).

@@ -169,7 +169,8 @@ def _items_hash(items: list[Item]) -> str:
 
 
 def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
-                    dataset_id: int | None = None, concurrency: int = 8) -> ImportedRun:
+                    dataset_id: int | None = None, concurrency: int = 8,
+                    registry: JobRegistry | None = None) -> ImportedRun:
     """Store a verdict set and run its panel of imported critics to the end.
 
     Args:
@@ -177,6 +178,8 @@ def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
         dataset_id: the dataset the verdicts judge (a file of verdicts only); None: the
             verdict set's items are saved as a dataset (or found, when the same items were
             imported before).
+        registry: the job registry to run it in (the app's, so its pages see the job);
+            default a new one. The replay takes seconds: this waits for the end.
 
     Raises:
         DataError: a verdict off the scale, a judge with no verdicts, a verdict on an item the
@@ -203,7 +206,7 @@ def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
         run_id = prepare_run(db, dataset_id=dataset_id, panel=panel, name=choices.name)
     finally:
         db.close()
-    job = JobRegistry().start_run(db_path, run_id, concurrency=concurrency)
+    job = (registry or JobRegistry()).start_run(db_path, run_id, concurrency=concurrency)
     job.wait()
     db = open_db(db_path)
     try:

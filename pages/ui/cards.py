@@ -40,7 +40,9 @@ def verdict_headline(verdict: Verdict) -> str:
         text = f"no verdict: {FAILURE_TEXT.get(kind, kind)}"
     if verdict.simulated:
         text += " · simulated"
-    if verdict.vendor in PLUGIN_KINDS:  # judged by a check, not a model: say which
+    if verdict.vendor == "imported":  # a judge's verdict given outside Jurybox, replayed
+        text += " · imported verdict"
+    elif verdict.vendor in PLUGIN_KINDS:  # judged by a check, not a model: say which
         text += f" · {verdict.vendor} check ({verdict.model})"
     return text
 

@@ -250,3 +250,21 @@ def test_llmbar_each_judges_accuracy_in_each_order_equals_the_authors(llmbar_run
                    for f, b in pairs.values())
         assert (ab, ba, same) == (expected["correct_False"], expected["correct_True"],
                                   expected["equal"]), judge
+
+
+def test_an_imported_run_sent_nothing_and_costs_nothing_here(tmp_path):
+    from judging.engine.ledger import Ledger
+
+    vset = VerdictSet(source="f", format="table-wide",
+                      items=[Item(id=str(i), fields={"t": i}) for i in range(4)],
+                      verdicts=[ImportedVerdict(item_id=str(i), judge=j, label="yes" if i else "no")
+                                for i in range(4) for j in ("a", "b")])
+    made = import_verdicts(tmp_path / "j.db", vset, ImportChoices(name="x"))
+    db = open_db(tmp_path / "j.db")
+    try:
+        ledger = Ledger.from_mapping(get_run(db, made.run_id)["ledger"])
+    finally:
+        db.close()
+    assert (ledger.replayed, ledger.sent_calls, ledger.rule_evaluations) == (8, 0, 0)
+    assert ledger.sent_text() == "8 imported verdicts replayed (nothing sent)"
+    assert ledger.cost_text() == "none here (imported)"

@@ -20,6 +20,7 @@ job's writer adds each batch's share to the run's stored ledger, and readers for
   "at least". A failed reply without token counts was not billed and is not "unpriced".
 - A rule or python critic's verdict (`judging.engine.plugin_critics`) is an outcome like any call's,
   but no request: it counts in `rule_evaluations`, never in `sent_calls`, tokens or cost ($0).
+  An imported critic's replayed verdict counts in `replayed` the same way.
   One from the cache is a cache hit, as any call's.
 """
 
@@ -58,6 +59,8 @@ class Ledger:
         unpriced_calls: sent calls whose cost is unknown (not in `cost_usd`).
         rule_evaluations: verdicts of rule and python critics judged in the run (free, no
             request; those served from the cache are cache hits instead).
+        replayed: verdicts judges gave outside Jurybox, replayed by imported critics (no
+            request, no cost: what they cost was paid elsewhere, and is not known here).
     """
 
     calls: int = 0
@@ -75,6 +78,7 @@ class Ledger:
     saved_usd: float = 0.0
     saved_unpriced: int = 0
     rule_evaluations: int = 0
+    replayed: int = 0
 
     def add(self, verdict: Verdict) -> None:
         """Count one item x critic outcome and pay for the requests behind it (the one place
@@ -92,6 +96,10 @@ class Ledger:
     def _pay(self, verdict: Verdict) -> None:
         if verdict.cached:
             self.cache_hits += 1
+            return
+        if verdict.vendor == "imported":
+            if not is_cancelled(verdict):
+                self.replayed += 1  # given elsewhere: nothing sent, nothing known of its cost
             return
         if verdict.vendor in PLUGIN_KINDS:
             if not is_cancelled(verdict):
@@ -147,8 +155,11 @@ class Ledger:
         return not any(getattr(self, name) for name in LEDGER_FIELDS)
 
     def cost_text(self) -> str:
-        """"$0.0055", "at least $0.0055 (3 calls without a price)", or "unknown (3 calls
-        without a price)" when nothing sent had a price."""
+        """"$0.0055", "at least $0.0055 (3 calls without a price)", "unknown (3 calls
+        without a price)" when nothing sent had a price, or "none here (imported)" for a run
+        that only replayed verdicts given elsewhere."""
+        if self.replayed and not self.sent_calls and not self.unpriced_calls:
+            return "none here (imported)"
         if not self.unpriced_calls:
             return format_usd(self.cost_usd)
         without = f"{self.unpriced_calls:,} call{'s' if self.unpriced_calls != 1 else ''} " \
@@ -179,6 +190,8 @@ class Ledger:
 
     def sent_text(self) -> str:
         """"1,200 calls sent (1,260 HTTP attempts) · 30 from cache · 91,000 + 4,000 tokens"."""
+        if self.replayed and not self.sent_calls and not self.rule_evaluations:
+            return f"{self.replayed:,} imported verdicts replayed (nothing sent)"
         parts = [f"{self.sent_calls:,} calls sent ({self.http_attempts:,} HTTP attempts)"]
         if self.cache_hits:
             parts.append(f"{self.cache_hits:,} from cache (not paid)")
@@ -186,6 +199,8 @@ class Ledger:
             parts.append(f"{self.calls_saved:,} saved by the cascade ({self.saved_text()})")
         if self.rule_evaluations:
             parts.append(f"{self.rule_evaluations:,} rule evaluations ($0)")
+        if self.replayed:
+            parts.append(f"{self.replayed:,} imported verdicts replayed")
         cached = f" ({self.tokens_cached:,} input from the vendor's prompt cache)" if (
             self.tokens_cached) else ""
         parts.append(f"{self.tokens_in:,} + {self.tokens_out:,} tokens{cached}")

@@ -268,3 +268,57 @@ def test_an_imported_run_sent_nothing_and_costs_nothing_here(tmp_path):
     assert (ledger.replayed, ledger.sent_calls, ledger.rule_evaluations) == (8, 0, 0)
     assert ledger.sent_text() == "8 imported verdicts replayed (nothing sent)"
     assert ledger.cost_text() == "none here (imported)"
+
+
+def _people_set() -> VerdictSet:
+    labels = ["KEEP", "REJECT"]
+    items = [Item(id=f"c{n}", fields={"text": f"class {n}"}, gold=labels[n % 2])
+             for n in range(10)]
+    verdicts = [ImportedVerdict(item_id=f"c{n}", judge=j, label=labels[(n + k) % 2])
+                for n in range(10) for k, j in enumerate(["old-judge", "other"])]
+    annotations = [ImportedAnnotation(item_id=f"c{n}", annotator=who,
+                                      label=labels[(n + (who == "bo" and n < 3)) % 2])
+                   for n in range(10) for who in ("ann", "bo")]
+    return VerdictSet(source="export.json", format="label-studio", items=items,
+                      verdicts=verdicts, annotations=annotations)
+
+
+def test_team_agreement_and_conflicts_work_on_imported_annotators(tmp_path):
+    from judging.analysis.team_review import reviewer_agreement
+    from storage.assignments import reviewer_labels
+
+    made = import_verdicts(tmp_path / "j.db", _people_set(), ImportChoices(name="people"))
+    db = open_db(tmp_path / "j.db")
+    try:
+        labels = reviewer_labels(db, made.run_id)
+    finally:
+        db.close()
+    team = reviewer_agreement(labels)
+    assert team.reviewers == ["ann", "bo"] and team.n_items == 10
+    assert sorted(team.conflicts) == ["c0", "c1", "c2"]  # where bo said otherwise
+
+
+def test_an_imported_run_compares_with_a_run_of_a_jurybox_panel_on_its_items(tmp_path, simulator):
+    from judging.runs.compare_runs import compare_runs
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from tests.fixtures_storage import tiny_panel
+
+    db_path = tmp_path / "j.db"
+    made = import_verdicts(db_path, _people_set(), ImportChoices(name="people"))
+    panel = tiny_panel(simulator.base_url)
+    panel = panel.model_copy(update={"scale": panel.scale.model_copy(
+        update={"labels": ["KEEP", "REJECT", "SPLIT", "MERGE"]})})
+    db = open_db(db_path)
+    try:
+        new = prepare_run(db, dataset_id=made.dataset_id, panel=panel, name="new panel")
+    finally:
+        db.close()
+    JobRegistry().start_run(db_path, new).wait()
+    db = open_db(db_path)
+    try:
+        result = compare_runs(db, made.run_id, new)
+    finally:
+        db.close()
+    assert result.common == 10 and result.only_a == result.only_b == 0
+    assert result.vs_gold is not None
+    assert result.changes  # the imported critics were replaced by model critics, said in words

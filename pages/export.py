@@ -7,7 +7,7 @@ from functools import partial
 import streamlit as st
 
 from judging.panel.panel_files import load_panel
-from judging.runs.export_run import export_options
+from judging.runs.stored_run import export_options
 from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run

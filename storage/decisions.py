@@ -16,7 +16,7 @@ vote abstained), a SPLIT without its new child classes, a MERGE without the clas
 (the critics never name them: a split's children and a merge's target only come from a human).
 
 Storage cannot score a rubric nor read a panel file: the caller passes the panel's part of the
-rule as a `DecisionRule` (`judging.runs.final_decisions.decision_rule` builds it from the panel).
+rule as a `DecisionRule` (`judging.runs.stored_run.decision_rule` builds it from the panel).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class ExportOptions:
             critics were shown).
         curation: the run curates a taxonomy: add the final decision's `children` (the new
             classes of a split) and `merge_into` (the class a merge goes into). Storage cannot
-            tell a curation panel: `judging.runs.export_run.export_options` sets it.
+            tell a curation panel: `judging.runs.stored_run.export_options` sets it.
     """
 
     fields: bool = False
@@ -122,9 +122,9 @@ class ExportOptions:
     curation: bool = False
     # A rubric run: the score of a set of marks (criterion -> mark), for the `final_score`
     # column (the marks with reviewers' criterion marks applied). Storage cannot score a rubric
-    # itself: `judging.runs.export_run.export_options` fills this in.
+    # itself: `judging.runs.stored_run.export_options` fills this in.
     score_marks: Callable[[dict[str, str | None]], float | None] | None = None
-    # The run's final-decision rule (`storage.decisions`; `judging.runs.export_run.export_options`
+    # The run's final-decision rule (`storage.decisions`; `judging.runs.stored_run.export_options`
     # fills it in): a rubric's rescored marks and a score's band give final_label and
     # final_score, as on every page.
     rule: DecisionRule | None = None

@@ -14,6 +14,7 @@ import datetime as _dt
 import os
 import socket
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlite_utils
@@ -88,6 +89,57 @@ def _run_dict(row: dict[str, Any]) -> dict[str, Any]:
     for column in _SUPERSEDED:
         row.pop(column, None)
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A stored run as read once: its row typed (`read_run`). The panel it runs is kept as
+    the YAML snapshot; `judging.runs.stored_run.StoredRun` parses it once beside this."""
+
+    id: int
+    name: str | None
+    dataset_id: int
+    dataset_name: str
+    panel_hash: str
+    panel_name: str
+    panel_yaml: str
+    status: RunStatus
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    n_items: int
+    critics: tuple[str, ...]
+    total_calls: int
+    ok_calls: int
+    failed_calls: int
+    cached_calls: int
+    simulated: bool
+    error: str | None
+    stop_reason: str | None
+    budget_usd: float | None
+    budget_tokens: int | None
+    ledger: dict[str, Any]
+
+
+def read_run(db: sqlite_utils.Database, run_id: int) -> RunRecord:
+    """One run, typed.
+
+    Raises:
+        NotFoundError: no run has this id.
+    """
+    row = get_run(db, run_id)
+    return RunRecord(
+        id=int(row["id"]), name=row["name"], dataset_id=int(row["dataset_id"]),
+        dataset_name=str(row["dataset_name"]), panel_hash=str(row["panel_hash"]),
+        panel_name=str(row["panel_name"]), panel_yaml=str(row["panel_yaml"]),
+        status=RunStatus(row["status"]), created_at=str(row["created_at"]),
+        started_at=row["started_at"], finished_at=row["finished_at"],
+        n_items=int(row["n_items"]), critics=tuple(row["critics"]),
+        total_calls=int(row["total_calls"] or 0), ok_calls=int(row["ok_calls"] or 0),
+        failed_calls=int(row["failed_calls"] or 0), cached_calls=int(row["cached_calls"] or 0),
+        simulated=bool(row["simulated"]), error=row["error"], stop_reason=row["stop_reason"],
+        budget_usd=row["budget_usd"], budget_tokens=row["budget_tokens"],
+        ledger=dict(row["ledger"]))
 
 
 def list_runs(db: sqlite_utils.Database, *, dataset_id: int | None = None) -> list[dict[str, Any]]:

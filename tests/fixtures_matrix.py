@@ -259,7 +259,7 @@ def band_of(score: float) -> str:
 
 def decisions_by_item(run: MatrixRun) -> dict[str, dict[str, Any]]:
     """item id -> its row of the final-decision rule, read fresh."""
-    from judging.runs.final_decisions import run_decisions
+    from judging.runs.stored_run import run_decisions
     from storage.decisions import decision_records
 
     run.close()
@@ -533,7 +533,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 def export_payload(run: MatrixRun, fmt: str) -> bytes:
     """The export as the Export page builds it, with the full override history and fields."""
-    from judging.runs.export_run import export_options
+    from judging.runs.stored_run import export_options
     from storage.export_files import ExportOptions, export_bytes
 
     run.close()

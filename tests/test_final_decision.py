@@ -13,7 +13,7 @@ import sqlite_utils
 
 from judging.panel.panel_model import Panel
 from judging.panel.rubric import MET, UNMET
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule
 from judging.verdicts import PanelVerdict, VoteOutcome
 from storage.consensus import write_consensus
 from storage.criteria import add_criterion_override

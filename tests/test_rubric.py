@@ -23,9 +23,9 @@ from judging.panel.rubric import (
     rubric_score,
     rubric_vote,
 )
-from judging.runs.export_run import export_options
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.run_report import run_rubric
+from judging.runs.stored_run import export_options
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Verdict
 from judging.voting.strategies import VotingConfig

@@ -15,9 +15,8 @@ from judging.demo import pairwise_dataset_path
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.panel.rubric import MET, UNMET, rubric_score
-from judging.runs.export_run import export_options
-from judging.runs.final_decisions import run_decisions
 from judging.runs.run_report import run_agreement_report
+from judging.runs.stored_run import export_options, run_decisions
 from judging.voting.strategies import band
 from storage.criteria import add_criterion_override, final_marks
 from storage.db import open_db

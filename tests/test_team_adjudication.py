@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.final_decisions import run_decisions
+from judging.runs.stored_run import run_decisions
 from judging.runs.taxonomy import curated_taxonomy
 from storage.assignments import adjudicated_items, save_assignment
 from storage.db import open_db

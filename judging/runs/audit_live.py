@@ -38,7 +38,6 @@ from judging.analysis.audit_design import (
 )
 from judging.analysis.audit_stats import EPSILON, STRATA, draw_within
 from judging.analysis.audit_tally import AuditTally
-from judging.panel.panel_files import load_panel
 from judging.runs.audit_run import (
     QUEUE_AHEAD,
     Queue,
@@ -49,6 +48,7 @@ from judging.runs.audit_run import (
     stats_population,
 )
 from judging.runs.kept_figures import audit_population as kept_population
+from judging.runs.stored_run import load_run
 from storage import audit as store
 from storage import audit_delta as delta
 from storage.runs import get_run
@@ -154,15 +154,15 @@ class LiveAudit:
         self._use(db)
 
     def _build(self, db: sqlite_utils.Database) -> None:
-        run = get_run(db, self.run_id)
-        self._numeric = load_panel(run["panel_yaml"]).scale.is_numeric
-        self._critics = list(run["critics"])
+        stored = load_run(db, self.run_id)
+        self._numeric = stored.panel.scale.is_numeric
+        self._critics = list(stored.record.critics)
         self._built = True
         if self._numeric:
             return
         self._design = sample_design(db, self.run_id)
         self._design_fixed = store.sample_design(db, self.run_id) is not None
-        self._cuts = design_cuts_now(db, run, self._design)
+        self._cuts = design_cuts_now(db, get_run(db, self.run_id), self._design)
         # The cursor first: what comes after it is read again later, and applying it twice
         # changes nothing (an item's first blind label is set once).
         self._last_override = delta.last_override_id(db)
@@ -224,7 +224,7 @@ class LiveAudit:
         (a pass over the run's calls) is read only once there is something to estimate."""
         if self._tally is None:
             run = get_run(db, self.run_id)
-            panel = load_panel(run["panel_yaml"])
+            panel = load_run(db, self.run_id).panel
             if self._population is None:
                 self._population = self._read_population(db)
             self._tally = AuditTally(stats_population(run, panel, self._population,

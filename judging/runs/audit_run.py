@@ -49,10 +49,10 @@ from judging.analysis.audit_stats import (
     proportional_allocation,
 )
 from judging.errors import ConfigError, StorageError
-from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.run_status import RunStatus
 from judging.runs.kept_figures import consensus_confidence, verdicts_stamp
+from judging.runs.stored_run import load_run
 from storage import audit as store
 from storage.runs import get_run
 
@@ -63,7 +63,7 @@ QUEUE_AHEAD = 10
 def _auditable(db: sqlite_utils.Database, run_id: int) -> tuple[dict[str, Any], Panel]:
     """The run and its panel, when items can be drawn from it for an audit."""
     run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
+    panel = load_run(db, run_id).panel
     if panel.scale.is_numeric:
         raise ConfigError("The audit compares the panel's labels with a reviewer's, and this "
                           "panel gives scores: it needs a panel with a label scale.")
@@ -405,7 +405,7 @@ def run_audit(db: sqlite_utils.Database, run_id: int, *, confidence: float = 0.9
         NotFoundError: no such run.
     """
     run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
+    panel = load_run(db, run_id).panel
     if panel.scale.is_numeric:
         return RunAudit(None, reason="the audit compares labels, and this panel gives scores")
     kept = store.sample_design(db, run_id)

@@ -22,9 +22,10 @@ from judging.analysis.team_review import reviewer_agreement
 from judging.engine.panel_runner import run_panel
 from judging.errors import DataError
 from judging.panel.cascade import CascadeConfig
-from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+from judging.panel.panel_files import dump_panel, panel_hash
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import KeyLookup
+from judging.runs.stored_run import load_run
 from judging.voting.strategies import STRATEGY_KINDS
 from storage.assignments import reviewer_labels
 from storage.calls import load_verdicts_of
@@ -36,7 +37,7 @@ from storage.vote_grid import vote_grid
 
 
 def _panel_of(db: sqlite_utils.Database, run_id: int) -> Panel:
-    panel = load_panel(get_run(db, run_id)["panel_yaml"])
+    panel = load_run(db, run_id).panel
     if panel.scale.is_numeric:
         raise DataError("Calibration compares labels: this run's panel gives scores.")
     return panel
@@ -53,7 +54,7 @@ def calibration_gate(db: sqlite_utils.Database, run_id: int,
     """
     if min_reviewer_alpha is None:
         return label_gate(reviewer_agreement({}), None)
-    scale = load_panel(get_run(db, run_id)["panel_yaml"]).scale
+    scale = load_run(db, run_id).panel.scale
     agreement = reviewer_agreement(reviewer_labels(db, run_id), level=scale.level,
                                    order=scale.labels or None)
     return label_gate(agreement, min_reviewer_alpha)

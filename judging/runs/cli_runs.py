@@ -31,7 +31,6 @@ from judging.engine.ledger import Ledger
 from judging.errors import ConfigError, DataError
 from judging.panel.panel_files import load_panel
 from judging.run_status import RunStatus
-from judging.runs.export_run import export_options
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
 from judging.runs.pairs import pairs_dataset
 from judging.runs.run_report import (
@@ -41,6 +40,7 @@ from judging.runs.run_report import (
     run_stability,
     run_verbosity,
 )
+from judging.runs.stored_run import export_options
 from judging.runs.summary import ProgressBar, format_summary, summarize_counts, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from judging.verdicts import PanelVerdict

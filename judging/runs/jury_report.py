@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from judging.analysis.jury_stats import JuryReport, jury_agreement
-from judging.panel.panel_files import load_panel
+from judging.runs.stored_run import load_run
 from storage.consensus import consensus_values
 from storage.jury_decisions import jury_decision_frame
 from storage.review_queue import ratings_grid
-from storage.runs import get_run
 
 
 def run_jury_report(db: Any, run_id: int, *, resamples: int = 1000,
@@ -21,12 +20,12 @@ def run_jury_report(db: Any, run_id: int, *, resamples: int = 1000,
     Raises:
         storage.db.NotFoundError: no run has this id.
     """
-    run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
+    stored = load_run(db, run_id)
+    panel = stored.panel
     if not panel.juries:
         return None
     numeric = panel.scale.is_numeric
-    ratings = ratings_grid(db, run_id, list(run["critics"]), numeric=numeric)
+    ratings = ratings_grid(db, run_id, list(stored.record.critics), numeric=numeric)
     long = jury_decision_frame(db, run_id, numeric=numeric)
     decisions = long.pivot(index="item_id", columns="jury", values="decision")
     decisions = decisions.reindex(index=ratings.index).astype(object)

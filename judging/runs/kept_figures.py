@@ -24,8 +24,8 @@ from judging.analysis.agreement_report import AgreementReport
 from judging.analysis.audit_design import AGREEMENT, CONFIDENCE, NEW_SAMPLE_DESIGN, design_cuts
 from judging.analysis.audit_strata import confidence_from_labels
 from judging.analysis.report_codec import CodecError, decode_report, encode_report
-from judging.panel.panel_files import load_panel
 from judging.runs.run_report import run_agreement_report
+from judging.runs.stored_run import load_run
 from storage.audit import audit_population as read_population
 from storage.audit import confidence_sums, sample_design
 from storage.item_confidence import confidence_inputs, save_confidence
@@ -75,9 +75,9 @@ def consensus_confidence(db: sqlite_utils.Database, run_id: int, stamp: Stamp) -
     transaction."""
     if has_figures(db, run_id, "consensus_confidence", _key(stamp)):
         return
-    run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
-    ids, votes, consensus = confidence_inputs(db, run_id, list(run["critics"]))
+    stored = load_run(db, run_id)
+    panel = stored.panel
+    ids, votes, consensus = confidence_inputs(db, run_id, list(stored.record.critics))
     posterior = confidence_from_labels(votes, consensus, list(panel.scale.labels or ()))
     with db.atomic():
         save_confidence(db, run_id, ids, posterior.tolist())
@@ -130,6 +130,6 @@ def precompute_figures(db: sqlite_utils.Database, run_id: int) -> None:
     stamp = verdicts_stamp(run)
     if not has_figures(db, run_id, "report", _key(stamp)):
         critics_report(db, run_id, stamp)
-    if not load_panel(run["panel_yaml"]).scale.is_numeric:
+    if not load_run(db, run_id).panel.scale.is_numeric:
         consensus_confidence(db, run_id, stamp)
         audit_population(db, run_id, stamp, sample_design(db, run_id) or NEW_SAMPLE_DESIGN)

@@ -17,12 +17,11 @@ from judging.analysis.audit_stats import stratum_cuts
 from judging.analysis.pairwise_stats import position_bias
 from judging.analysis.reliability_stats import RESAMPLES, ReliabilityCard, critic_reliability
 from judging.analysis.verbosity import VerbosityProbe
-from judging.panel.panel_files import load_panel
 from judging.runs.run_report import run_verbosity
+from judging.runs.stored_run import load_run
 from storage.audit import audit_items, critic_labels
 from storage.calls import order_answers
 from storage.overrides import blind_labels
-from storage.runs import get_run
 
 
 def run_reliability(db: Any, run_id: int, *, resamples: int = RESAMPLES, seed: int | None = 0,
@@ -40,8 +39,8 @@ def run_reliability(db: Any, run_id: int, *, resamples: int = RESAMPLES, seed: i
     Raises:
         NotFoundError: no such run.
     """
-    run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
+    stored = load_run(db, run_id)
+    panel = stored.panel
     if panel.scale.is_numeric:
         return ReliabilityCard(reason="the card compares labels, and this panel gives scores: "
                                "its critics' agreement with the humans is under Per critic")
@@ -60,7 +59,7 @@ def run_reliability(db: Any, run_id: int, *, resamples: int = RESAMPLES, seed: i
     probe = verbosity if verbosity is not None else run_verbosity(db, run_id)
     rows = {row.critic: row for row in probe.rows}
     cards = []
-    for critic in run["critics"]:
+    for critic in stored.record.critics:
         mine = {item: by[critic] for item, by in said.items() if critic in by}
         cards.append(critic_reliability(
             critic, mine, humans, labels, resamples=resamples, seed=seed, confidence=confidence,

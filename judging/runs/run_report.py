@@ -24,7 +24,7 @@ from judging.analysis.stability import CriticStability, stability
 from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, shown_field, verbosity_probe
 from judging.errors import DataError
 from judging.panel.panel_files import load_panel
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule
 from storage.calls import order_answers, sample_values
 from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks

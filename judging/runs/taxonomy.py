@@ -9,12 +9,10 @@ import sqlite_utils
 
 from judging.errors import DataError
 from judging.panel.curation import CuratedTaxonomy, curate
-from judging.panel.panel_files import load_panel
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule, load_run
 from storage.dataset_store import load_items
 from storage.decisions import decision_records, final_decisions
 from storage.export_files import rows_csv_bytes
-from storage.runs import get_run
 
 TAXONOMY_FORMATS = ("json", "csv")
 
@@ -26,13 +24,13 @@ def curated_taxonomy(db: sqlite_utils.Database, run_id: int) -> CuratedTaxonomy:
         NotFoundError: no such run.
         DataError: the run's panel has no taxonomy curation settings.
     """
-    run = get_run(db, run_id)
-    panel = load_panel(run["panel_yaml"])
+    stored = load_run(db, run_id)
+    panel = stored.panel
     if not panel.curation.active:
         raise DataError(f"Run {run_id}'s panel does not curate a taxonomy: set its curation "
                         "class_field (and the labels that keep, remove, split or merge) on the "
                         "Panel page, then run it.")
-    fields = {item.id: item.fields for item in load_items(db, int(run["dataset_id"]))}
+    fields = {item.id: item.fields for item in load_items(db, stored.dataset_id)}
     final = final_decisions(db, run_id, decision_rule(panel))
     decisions = [
         {"item_id": row["item_id"], "fields": fields.get(row["item_id"], {}),

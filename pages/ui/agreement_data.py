@@ -30,7 +30,6 @@ from judging.analysis.pairwise_stats import PairwiseReport
 from judging.analysis.rubric_stats import RubricReport
 from judging.analysis.stability import CriticStability
 from judging.analysis.verbosity import VerbosityProbe
-from judging.runs.final_decisions import run_human_labels
 from judging.runs.kept_figures import RESAMPLES as FIGURE_RESAMPLES
 from judging.runs.kept_figures import critics_report, verdicts_stamp
 from judging.runs.run_report import (
@@ -40,6 +39,7 @@ from judging.runs.run_report import (
     run_stability,
     run_verbosity,
 )
+from judging.runs.stored_run import run_human_labels
 from pages.ui.state import db, db_path
 
 RESAMPLES = FIGURE_RESAMPLES

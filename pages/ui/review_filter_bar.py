@@ -16,7 +16,7 @@ import streamlit as st
 from judging.analysis.stability import tolerance
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule
 from pages.ui.state import db
 from pages.ui.text_format import count_of, plain
 from storage.assignments import assigned_count

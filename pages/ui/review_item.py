@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from judging.run_status import RunStatus
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule
 from pages.ui import review_evidence as ev
 from pages.ui import review_filter_bar as fb
 from pages.ui import review_keys as keys

@@ -11,7 +11,7 @@ import math
 import streamlit as st
 
 from judging.runs.evidence import fill_requests
-from judging.runs.final_decisions import decision_rule
+from judging.runs.stored_run import decision_rule
 from pages.ui import audit_view
 from pages.ui import review_filter_bar as fb
 from pages.ui import review_list as rl

@@ -29,7 +29,7 @@ def rubric_grid(detail: dict[str, Any], rubric: RubricConfig, critics: list[str]
                 rule: DecisionRule | None = None) -> None:
     """Every criterion as a row: its weight, each critic's mark, the panel's, whether it is in
     dispute, and a reviewer's mark; then each critic's reasons, and with the run's decision
-    `rule` (`judging.runs.final_decisions.decision_rule`), the label the final marks give."""
+    `rule` (`judging.runs.stored_run.decision_rule`), the label the final marks give."""
     voted = (detail.get("consensus") or {}).get("marks") or {}
     said = {v["critic"]: v.get("marks") or {} for v in detail["verdicts"]}
     reviewed = {row["criterion"]: row["mark"] for row in detail.get("criterion_overrides", [])}

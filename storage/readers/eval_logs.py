@@ -240,7 +240,10 @@ def _read_eval_zip(stream: IO[bytes], name: str, limits: ImportLimits) -> Verdic
 
 def _member(stream: IO[bytes], info: zipfile.ZipInfo, name: str, limits: ImportLimits) -> bytes:
     """One member's bytes, decompressed here for every method Inspect writes (stored, deflate,
-    zstd: Python's zipfile reads zstd only from 3.14), its size bounded and its CRC checked."""
+    zstd: Python's zipfile reads zstd only from 3.14), its size bounded and its CRC checked.
+
+    At most the size the zip directory states is decoded (one byte more tells a member that
+    decodes to more): the output buffer is that size, so a sample costs what it holds."""
     cap = limits.max_decoded_bytes
     where = f"{name}: {info.filename}"
     if info.file_size > cap:
@@ -260,10 +263,10 @@ def _member(stream: IO[bytes], info: zipfile.ZipInfo, name: str, limits: ImportL
             data = packed
         elif info.compress_type == zipfile.ZIP_DEFLATED:
             inflate = zlib.decompressobj(-15)
-            data = inflate.decompress(packed, cap + 1)
+            data = inflate.decompress(packed, info.file_size + 1)
         elif info.compress_type == _ZIP_ZSTANDARD:
             with zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True) as z:
-                data = z.read(cap + 1)
+                data = z.read(info.file_size + 1)
         else:
             raise DataError(f"{where} is compressed with method {info.compress_type}, which "
                             "Inspect does not write. Write the log again with Inspect.")

@@ -140,3 +140,29 @@ def test_a_damaged_eval_is_a_sentence(inspect_logs: dict[str, pathlib.Path], tmp
         read_inspect_log(b'{"version": 2}', "other.json")
     with pytest.raises(DataError, match="is a damaged .eval file"):
         read_inspect_log(b"PK\x03\x04 not really a zip", "short.eval")
+
+
+def _deflated_log(path: pathlib.Path) -> None:
+    """A .eval as Inspect wrote them before zstd: deflated members."""
+    header = {"version": 2, "status": "success",
+              "eval": {"task": "t", "model": "m", "scorers": [{"name": "match", "options": {}}]}}
+    sample = {"id": 7, "epoch": 1, "input": "hi", "target": "yes", "output": {"completion": "yes"},
+              "scores": {"match": {"value": True, "explanation": "matched"}}}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("samples/7_epoch_1.json", json.dumps(sample))
+        archive.writestr("header.json", json.dumps(header))
+
+
+def test_a_deflated_eval_reads_and_a_member_larger_than_stated_is_refused(tmp_path) -> None:
+    path = tmp_path / "old.eval"
+    _deflated_log(path)
+    vs = read_inspect_log(path)
+    assert [(v.item_id, v.judge, v.label, v.reasoning) for v in vs.verdicts] == [
+        ("7", "match", "yes", "matched")]  # a boolean is yes/no
+    assert vs.items[0].gold == "yes"  # the target is one of the labels given
+    # The zip directory says the sample is 10 bytes: only 11 are decoded, and it is refused.
+    raw = bytearray(path.read_bytes())
+    central = raw.index(b"PK\x01\x02")
+    raw[central + 24:central + 28] = (10).to_bytes(4, "little")
+    with pytest.raises(DataError, match="samples/7_epoch_1.json does not match its checksum"):
+        read_inspect_log(bytes(raw), "lying.eval")

@@ -74,10 +74,13 @@ from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictS
 from storage.import_limits import ImportLimits, human_size, variable_for
 
 __all__ = [
+    "TOOL_FORMATS",
     "GRADED_ASSERTIONS",
     "read_inspect_log",
     "read_label_studio_export",
     "read_promptfoo_results",
+    "read_tool_file",
+    "tool_format",
 ]
 
 Source = str | os.PathLike[str] | bytes | IO[bytes]
@@ -787,3 +790,45 @@ def _annotator(completed_by: Any) -> str:
     if isinstance(completed_by, dict):
         return str(completed_by.get("email") or completed_by.get("id") or "annotator")
     return "annotator" if completed_by is None else str(completed_by)
+
+
+# -- which tool wrote it -------------------------------------------------------------------------
+
+TOOL_FORMATS = ("inspect", "promptfoo", "label-studio")
+
+
+def tool_format(raw: bytes, name: str) -> str | None:
+    """Which tool's file `raw` is ("inspect", "promptfoo", "label-studio"), from its first
+    bytes and its top-level keys; None for anything else (a table, say)."""
+    if raw[:4] == b"PK\x03\x04":
+        return "inspect" if name.lower().endswith(".eval") else None
+    head = raw.lstrip()[:1]
+    if head not in (b"{", b"["):
+        return None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None  # JSON Lines, or not JSON: a table's reader says what is wrong
+    if isinstance(doc, dict) and isinstance(doc.get("eval"), dict):
+        return "inspect"
+    if isinstance(doc, dict) and isinstance(doc.get("results"), dict) and (
+            "evalId" in doc or "results" in doc["results"]):
+        return "promptfoo"
+    if isinstance(doc, list) and doc and all(isinstance(t, dict) and "data" in t for t in doc):
+        return "label-studio"
+    return None
+
+
+def read_tool_file(raw: bytes, name: str, fmt: str, *, control: str | None = None) -> VerdictSet:
+    """A tool's file (`fmt`, one of `TOOL_FORMATS`) read into a `VerdictSet`.
+
+    Raises:
+        DataError: an unknown format, or the reader's sentence for a file it refuses.
+    """
+    if fmt == "inspect":
+        return read_inspect_log(raw, name)
+    if fmt == "promptfoo":
+        return read_promptfoo_results(raw, name)
+    if fmt == "label-studio":
+        return read_label_studio_export(raw, name, control=control)
+    raise DataError(f"Unknown verdict file format {fmt!r}; use one of {', '.join(TOOL_FORMATS)}.")

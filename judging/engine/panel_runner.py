@@ -391,14 +391,14 @@ class _Run:
         if tier.policy:  # a tier of `cascade.tiers`: its own policy
             strategy = (tier.voting or self.item_config).strategy
             decision = apply_policy(tier, tier_verdicts, tier_outcome, strategy)
-            sub = sub_verdict(tier, decision, tier_outcome, names)
+            sub = sub_verdict(tier, decision, tier_outcome, names, cascade.reject_label)
             going_on = decision.step == "next"
             if decision.step in ("rejected", "accepted"):
                 stopped = stopped_outcome(decision, tier_outcome, cascade.reject_label)
         else:  # critics' tier numbers: the one settle rule (`judging.panel.cascade.decide`)
             step, reason = decide(tier, is_last, tier_verdicts, tier_outcome, cascade)
             sub = legacy_sub_verdict(tier, tier.number in cascade.guard_tiers, step, reason,
-                                     tier_outcome, names)
+                                     tier_outcome, names, tier_verdicts, cascade.reject_label)
             going_on = step == "next"
         state.subs.append(sub)
         if going_on and (

@@ -183,8 +183,9 @@ class TierVerdict:
         step: "rejected" (stopped the item as failing), "accepted" (stopped it as passing),
             "settled" (its vote settled it), "decided" (the last tier decided), "next" (the
             item went on) or "cancelled" (the run stopped before the next tier).
-        label: the tier's own vote on the item (its critics alone).
-        agreement: that vote's agreement.
+        label: what the tier decided: for a tier that stopped the item (rejected, accepted)
+            the label it stopped it with, else its own vote on the item (its critics alone).
+        agreement: the share of the tier's critics behind that label.
         critics: the tier's critics, in panel order.
         reason: why, in a few words, e.g. "rejected by no_pii (REJECT)".
     """

@@ -12,6 +12,11 @@ label (by "confidence": the posterior kept per item in `item_confidence`, see
 (`judging.analysis.audit_design`). Their cut points belong to the domain
 (`judging.analysis.audit_design.design_cuts`) and arrive here as parameters, bound like any
 value, so the SQL below and the Python there put an item in the same stratum.
+
+Each draw is sealed into the run's verifiable record as it is added (`storage.record_chain`,
+chain version 3): an audit row edited, deleted or inserted behind the app's back is named by
+`jurybox verify`. The label-next queue's `queue_rank` is not sealed: it is an order to work in,
+rewritten after every label.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 import sqlite_utils
 
 from storage.db import NotFoundError, StorageError, now
+from storage.record_chain import seal_audit_items, sealing
 
 # The stratum code of consensus row `c` by agreement (0 unanimous, 1 majority, 2 contested; no
 # agreement at all, when no critic gave a valid verdict, is contested).
@@ -140,7 +146,8 @@ def add_audit_items(db: sqlite_utils.Database, run_id: int, rows: Sequence[Mappi
         raise StorageError(f"An audit sample is drawn by agreement or confidence, not {design!r}.")
     _check_run(db, run_id)
     stamp = now()
-    with db.atomic():
+    # The draws and their place in the run's record (`storage.record_chain`): both or neither.
+    with sealing(db):
         kept = sample_design(db, run_id)
         if kept is not None and kept != design:
             raise StorageError(f"This run's audit sample was drawn by {kept}: its items are "
@@ -158,6 +165,7 @@ def add_audit_items(db: sqlite_utils.Database, run_id: int, rows: Sequence[Mappi
         except sqlite3.IntegrityError:
             raise StorageError("An item is already in the audit sample: draw again to add "
                                "others.") from None
+        seal_audit_items(db, run_id, (str(r["item_id"]) for r in rows))
     return len(rows)
 
 

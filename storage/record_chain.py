@@ -20,15 +20,22 @@ record.
 
 Versions: what a record's hash covers is versioned (`judging.analysis.hash_chain.VERSIONS`;
 version 2 added a call's and a decision's label probabilities and expected scores, and a
-decision's cascade sub-verdicts). A run keeps the version of its first entry, read from the
-chain (`chain_version`: each version links its first entry to its own genesis), so a run
-sealed by an earlier release is extended and checked with that release's field lists, and a
-new run is sealed with the current one. Knowing the version costs the writer one primary-key
-read a batch.
+decision's cascade sub-verdicts; version 3 the audit sample's draws). A run keeps the version
+of its first entry, read from the chain (`chain_version`: each version links its first entry to
+its own genesis), so a run sealed by an earlier release is extended and checked with that
+release's field lists, and a new run is sealed with the current one. Knowing the version costs
+the writer one primary-key read a batch.
 
-Sampling: a decision's entry holds the probability that its item was in the judged sample.
-`sample_probabilities` is the hook: every item of a run is judged today, so it is 1.0; an audit
-sample (a table of sampled items with their probability) plugs in there.
+Sampling: a decision's entry holds the probability that its item was judged: 1.0, since a run
+judges every item of its dataset. The audit sample is where items are drawn at random: from
+chain version 3 each draw (`audit_items`: its stratum, the stratum's size, its weight, the
+design, where it came from and its place in the labelling order) is sealed in the transaction
+that adds it (`seal_audit_items`), with its inclusion probability when drawn (1 / weight) in the
+chain's `sample_probability` column and hashed; `verify_run` names an audit row edited, deleted
+or inserted since, and reports each stratum's sampled share. The labels the audit's estimate
+reads are sealed already: the first blind override, the consensus and the critics' calls. A run
+recorded with version 1 or 2 keeps its version and so has no audit entries: `verify_run` counts
+its audit rows as outside the record (`Verification.unsealed`) rather than calling them edits.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from typing import Any
 import sqlite_utils
 
 from judging.analysis.hash_chain import (
+    AUDIT_ITEM,
     CALL,
     CHAIN_VERSION,
     CRITERION_OVERRIDE,
@@ -50,6 +58,7 @@ from judging.analysis.hash_chain import (
     DELETED,
     JURY_DECISION,
     OVERRIDE,
+    SAMPLED,
     VERSIONS,
     RecordKind,
     Sealed,
@@ -65,7 +74,7 @@ from judging.analysis.hash_chain import (
 )
 from storage.db import NotFoundError
 
-# A full run judges every item: each was "sampled" with probability 1.
+# A run judges every item of its dataset: each decision's item was judged with probability 1.
 FULL_RUN_PROBABILITY = 1.0
 # The chain version a run without a record starts with. A run already recorded keeps the
 # version of its first entry (`chain_version`). A module value so that a test or a benchmark
@@ -134,21 +143,31 @@ def append(db: sqlite_utils.Database, run_id: int, records: Sequence[Sealed],
 def _select(kind: RecordKind) -> str:
     """The key columns then the hashed fields of `kind` (names from the fixed lists only)."""
     columns = [f"t.{c}" for c in kind.key]
-    columns += ["NULL" if f == "sample_probability" else f"t.{f}" for f in kind.fields]
+    columns += ["NULL" if f == SAMPLED else f"t.{f}" for f in kind.fields]
     return ", ".join(columns)
 
 
-def _sealed_rows(kind: RecordKind, rows: Sequence[Sequence[Any]],
-                 probabilities: dict[str, float] | None = None) -> list[Sealed]:
+def _chances(kind: RecordKind, values: Sequence[Sequence[Any]]) -> list[float | None]:
+    """The sample probability each row is sealed with (None: its kind has none): 1.0 for a
+    decision (every item is judged); for an audit draw, its inclusion probability when drawn,
+    1 / its weight (the weight is the stratum's items per sampled item)."""
+    if kind.fields[-1] != SAMPLED:
+        return [None] * len(values)
+    if kind.name == AUDIT_ITEM.name:
+        at = kind.fields.index("weight")
+        return [1.0 / float(v[at]) if v[at] else None for v in values]
+    return [FULL_RUN_PROBABILITY] * len(values)
+
+
+def _sealed_rows(kind: RecordKind, rows: Sequence[Sequence[Any]]) -> list[Sealed]:
     n_key = len(kind.key)
     if n_key == 1:
         keys = [str(row[0]) for row in rows]
     else:
         keys = [record_key(kind, row[:n_key]) for row in rows]
     values: list[Sequence[Any]] = [row[n_key:] for row in rows]
-    chances: list[float | None] = [None] * len(rows)
-    if kind.name == DECISION.name:  # its last field is the chain's: the sampling probability
-        chances = [(probabilities or {}).get(key, FULL_RUN_PROBABILITY) for key in keys]
+    chances = _chances(kind, values)
+    if kind.fields[-1] == SAMPLED:  # its last field is the chain's: the sample probability
         values = [(*v[:-1], p) for v, p in zip(values, chances, strict=True)]
     return [Sealed(kind.name, key, content, parts, p) for key, (content, parts), p
             in zip(keys, seal_many(kind, keys, values), chances, strict=True)]
@@ -172,14 +191,6 @@ def seal_calls(db: sqlite_utils.Database, run_id: int, pairs: Iterable[tuple[str
     return len(sealed)
 
 
-def sample_probabilities(db: sqlite_utils.Database, run_id: int,
-                         item_ids: Sequence[str]) -> dict[str, float]:
-    """item id -> the probability that the item was in the judged sample. The hook for audit
-    samples: no sampled run exists yet, so every judged item has probability 1.0 (a full run);
-    a sampling table would be read here."""
-    return dict.fromkeys(item_ids, FULL_RUN_PROBABILITY)
-
-
 def seal_decisions(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[str]) -> int:
     """Seal the stored decisions of these items, in the given order, then their juries'
     decisions (a panel of juries, `storage.jury_decisions`). Returns how many items."""
@@ -192,12 +203,29 @@ def seal_decisions(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[st
     rows = db.conn.execute(
         f"SELECT {_select(decision)} FROM json_each(?) j JOIN consensus t ON t.run_id = ?"
         " AND t.item_id = j.value ORDER BY j.key", [json.dumps(ids), run_id]).fetchall()
-    sealed = _sealed_rows(decision, rows, sample_probabilities(db, run_id, ids))
+    sealed = _sealed_rows(decision, rows)
     jury_rows = db.conn.execute(
         f"SELECT {_select(jury)} FROM json_each(?) j JOIN jury_decisions t"
         " ON t.run_id = ? AND t.item_id = j.value ORDER BY j.key, t.position",
         [json.dumps(ids), run_id]).fetchall()
     append(db, run_id, sealed + _sealed_rows(jury, jury_rows), version)
+    return len(sealed)
+
+
+def seal_audit_items(db: sqlite_utils.Database, run_id: int, item_ids: Iterable[str]) -> int:
+    """Seal these items' audit draws (`audit_items` rows), in the given order (call inside
+    `sealing`, in the transaction that adds them). A run recorded with a chain version before 3
+    keeps its version, which has no audit kind: nothing is sealed there. Returns how many."""
+    ids = list(dict.fromkeys(str(i) for i in item_ids))
+    version = chain_version(db, run_id)
+    kind = kinds_of(version).get(AUDIT_ITEM.name)
+    if not ids or kind is None:
+        return 0
+    rows = db.conn.execute(
+        f"SELECT {_select(kind)} FROM json_each(?) j JOIN audit_items t ON t.run_id = ?"
+        " AND t.item_id = j.value ORDER BY j.key", [json.dumps(ids), run_id]).fetchall()
+    sealed = _sealed_rows(kind, rows)
+    append(db, run_id, sealed, version)
     return len(sealed)
 
 
@@ -283,6 +311,12 @@ class Verification:
     by_kind: dict[str, int] = field(default_factory=dict)
     mismatches: list[Mismatch] = field(default_factory=list)
     probabilities: dict[float, int] = field(default_factory=dict)  # decisions per probability
+    # The audit sample as sealed: stratum -> (items drawn from it, the stratum's size at its
+    # latest draw), so its sampled share is drawn / size. Empty without audit entries.
+    audit: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # table -> rows the record's chain version does not cover (an audit sample of a run
+    # recorded before version 3): neither verified nor reported as edits.
+    unsealed: dict[str, int] = field(default_factory=dict)
 
     @property
     def intact(self) -> bool:
@@ -374,9 +408,35 @@ def verify_run(db: sqlite_utils.Database, run_id: int, *, head: str | None = Non
         result.mismatches.append(Mismatch(
             None, "record_chain", f"head {head}",
             "the chain does not hold this head: the record was rewritten since it was exported"))
-    for kind in kinds_of(version).values():
+    kinds = kinds_of(version)
+    for kind in kinds.values():
         result.mismatches += _check_kind(db, run_id, kind)
+    if AUDIT_ITEM.name not in kinds:
+        result.unsealed = _uncovered(db, run_id)
+    elif result.by_kind.get(AUDIT_ITEM.name):
+        result.audit = _audit_shares(db, run_id)
     return result
+
+
+def _uncovered(db: sqlite_utils.Database, run_id: int) -> dict[str, int]:
+    """table -> rows of the run in tables its chain version has no kind for."""
+    if not db["audit_items"].exists():
+        return {}
+    n = int(db.conn.execute("SELECT count(*) FROM audit_items WHERE run_id = ?",
+                            [run_id]).fetchone()[0])
+    return {"audit_items": n} if n else {}
+
+
+def _audit_shares(db: sqlite_utils.Database, run_id: int) -> dict[str, tuple[int, int]]:
+    """stratum -> (audit items drawn from it, its size at the latest draw), in draw order."""
+    out: dict[str, tuple[int, int]] = {}
+    for stratum, drawn, size in db.conn.execute(
+            "SELECT stratum, count(*), (SELECT b.stratum_size FROM audit_items b WHERE"
+            " b.run_id = a.run_id AND b.stratum = a.stratum ORDER BY b.draw_order DESC LIMIT 1)"
+            " FROM audit_items a WHERE a.run_id = ? GROUP BY stratum ORDER BY min(draw_order)",
+            [run_id]):
+        out[str(stratum)] = (int(drawn), int(size))
+    return out
 
 
 def _check_kind(db: sqlite_utils.Database, run_id: int, kind: RecordKind) -> list[Mismatch]:
@@ -399,7 +459,7 @@ def _check_kind(db: sqlite_utils.Database, run_id: int, kind: RecordKind) -> lis
                                   "or written before the record was kept)"))
             continue
         seq, content, parts, probability = entry
-        if kind.name == DECISION.name:
+        if kind.fields[-1] == SAMPLED:  # the chain column holds it: hashed as kept there
             values[-1] = probability
         if seal(kind, key, values, probability).content == content:
             continue

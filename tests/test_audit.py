@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from judging.analysis.audit_design import design_sentence
+from judging.analysis.audit_design import design_sentence, saving_sentence
 from judging.analysis.audit_stats import STRATA, stratified_mean, stratum_codes
 from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.errors import StorageError
@@ -258,6 +258,10 @@ def test_agreement_shows_the_corrected_accuracy_its_interval_and_what_it_used(
     # The sample's design, in words: a new sample is stratified by the panel's confidence.
     assert audit.design == "confidence"
     assert design_sentence("confidence") in shown(all_text(at))
+    # What "Label next" saves, and on which panels, in plain words.
+    saving = saving_sentence("confidence")
+    assert saving in shown(all_text(at))
+    assert "42-45% fewer labels" in saving and "27-29% fewer on three critics" in saving
     # The headline: the label the panel gives most, with its corrected share.
     keep = max(audit.estimate.labels, key=lambda f: f.panel_share)
     corrected = keep.corrected

@@ -26,6 +26,7 @@ from judging.analysis.audit_stats import (
     stratified_mean,
     stratum_codes,
 )
+from judging.analysis.audit_tally import AuditTally
 
 Z = NormalDist().inv_cdf(0.975)
 
@@ -102,6 +103,32 @@ def test_one_stratum_corrected_share_is_the_prediction_powered_estimate() -> Non
     assert got.estimate == pytest.approx(predicted.mean() + rect.mean())
     assert got.low is not None and got.high is not None
     assert 0.0 <= got.low < got.estimate < got.high <= 1.0
+
+
+def test_a_corrected_share_stays_a_share_and_inside_its_interval() -> None:
+    """The rectifier is estimated from a sample, so the panel's share plus it can pass 100%:
+    the panel gave KEEP to 800 of the 900 sure items, and the five audited there happen to be
+    among the 100 it did not, each KEEP to the human (a share of 104.7% was seen so). The
+    share is clipped to [0, 1] with its interval, and stays inside it."""
+    population = AuditPopulation(
+        sizes=np.array([900, 0, 100]),
+        panel_counts={"KEEP": np.array([800, 0, 20]), "REJECT": np.array([100, 0, 80])},
+        critic_counts={})
+    sample = AuditSample(strata=np.array([0] * 5 + [2] * 5),
+                         panel=["REJECT"] * 5 + ["KEEP", "REJECT", "REJECT", "KEEP", "REJECT"],
+                         human=["KEEP"] * 5 + ["KEEP", "KEEP", "REJECT", "KEEP", "REJECT"])
+    keep = audit_estimate(population, sample).labels[0]
+    assert keep.label == "KEEP" and keep.panel_share == pytest.approx(0.82)
+    tally = AuditTally(population)  # the live audit's running sums
+    for h, p, y in zip(sample.strata, sample.panel, sample.human, strict=True):
+        tally.add(int(h), p, y, {})
+    for share in (keep.corrected, tally.estimate().labels[0].corrected):
+        assert share.estimate is not None and share.low is not None and share.high is not None
+        assert 0.0 <= share.low <= share.estimate <= share.high <= 1.0, share
+        assert share.estimate == 1.0  # 0.82 + 0.9 * 1.0 + 0.1 * 0.2 = 1.74, clipped
+    rect = np.array([1.0] * 5)
+    alone = corrected_share([800, 0], rect, np.zeros(5, dtype=int), [900, 0])
+    assert alone.estimate == 1.0 and alone.low is not None and alone.low <= 1.0
 
 
 def test_a_stratum_without_audited_items_leaves_the_estimate_undefined() -> None:

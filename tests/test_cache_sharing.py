@@ -18,6 +18,7 @@ import yaml
 from judging.engine.calls import CallRunner, MemoryCache
 from judging.engine.calls.single_flight import SingleFlight
 from judging.engine.ledger import Ledger
+from judging.engine.panel_runner import judge_many
 from judging.panel.critics import Critic
 from judging.panel.panel_files import load_panel
 from judging.runs.jobs import JobRegistry, prepare_run
@@ -61,6 +62,30 @@ def test_a_self_verify_first_step_and_the_same_single_critic_are_paid_once(
     assert ledger.cache_hits == N_ITEMS  # the other half of each shared request
     # Both critics still give every item a verdict.
     assert get_run(db, run_id)["ok_calls"] == 2 * N_ITEMS
+
+
+@pytest.mark.parametrize("concurrency", [32, 1])
+def test_judge_many_without_a_cache_sends_a_self_verify_first_step_once(
+        simulator_factory: SimulatorFactory, concurrency: int) -> None:
+    # The library path, no cache given: the run keeps each item's answers while the item is
+    # judged, so the self-verify critic's first step takes the single critic's answer (or the
+    # other way round), whether the two calls overlap (32 threads) or follow each other (1).
+    server = simulator_factory(profiles={"judge": Profile(accuracy=0.9)})
+    same = {"vendor": "custom", "base_url": server.base_url, "model": "judge",
+            "prompt_template": "Judge {text}", "timeout_s": 10}
+    panel = load_panel(yaml.safe_dump({
+        "schema_version": 1, "name": "shared", "scale": {"kind": "yesno"},
+        "critics": [{"name": "single", **same},
+                    {"name": "checked", "kind": "self-verify", **same}]}))
+    items = [{"id": f"i{n}", "text": f"item {n}"} for n in range(N_ITEMS)]
+    verdicts = judge_many(panel, items, concurrency=concurrency)
+    stats = server.stats()
+    assert stats["total"] == 2 * N_ITEMS, stats  # the judging request once, the verify once
+    assert all(v.ok for pv in verdicts for v in pv.verdicts)
+    shared = [(pv.verdicts[0], pv.verdicts[1].steps[0]) for pv in verdicts]
+    # Each item's two uses of the one request carry the one answer.
+    assert all(a.label == b.label and a.cache_key == b.cache_key for a, b in shared)
+    assert sum(a.cached or b.cached for a, b in shared) == N_ITEMS
 
 
 def test_identical_calls_in_flight_at_once_send_one_request() -> None:

@@ -155,3 +155,44 @@ def test_sub_verdicts_are_stored_and_shown_on_review(app_db: pathlib.Path) -> No
     at = open_page("review", query={"run": str(run_id), "item": escalated.item_id})
     texts = [t.value for t in at.text]
     assert any(t.startswith("tier 2 cheap: went on: gate voted ") for t in texts), texts
+
+
+def _rule(name: str, pattern: str, **extra: Any) -> dict[str, Any]:
+    """A free rule critic on a yes/no scale: "no" when the text matches `pattern`."""
+    return {"name": name, "kind": "rule", "pass_label": "yes", "fail_label": "no",
+            "rule": {"check": "no-regex", "field": "text", "pattern": pattern}, **extra}
+
+
+@pytest.mark.parametrize("named_tiers", [True, False])
+def test_a_guard_that_rejects_records_what_it_decided_not_its_majority(
+        named_tiers: bool) -> None:
+    # Three checks guard the item; two pass ("yes") and one fails ("no"), so the guard rejects
+    # it. Its sub-verdict is that rejection: "no", backed by one critic of three, not the
+    # plurality "yes" of the checks that passed.
+    guards = [_rule("short", "x{500}"), _rule("polite", "(?i)idiot"), _rule("clean", "(?i)spam")]
+    final = _rule("final", "never-matches-this")
+    if named_tiers:
+        cascade: dict[str, Any] = {"tiers": [
+            {"name": "guardrails", "critics": ["short", "polite", "clean"],
+             "policy": "reject_on_any_fail", "fail_labels": ["no"]},
+            {"name": "last", "critics": ["final"], "policy": "final"}]}
+        critics = [*guards, final]
+    else:
+        cascade = {"guard_tiers": [0]}
+        critics = [{**g, "tier": 0} for g in guards] + [{**final, "tier": 1}]
+    panel = Panel.model_validate({"name": "guarded", "scale": {"kind": "yesno"},
+                                  "cascade": cascade, "critics": critics})
+    result = run_panel(panel, [{"id": "a", "text": "buy spam now"}])
+    (pv,) = result.verdicts
+    guard = pv.tiers[0]
+    assert guard.step == "rejected" and pv.tier == guard.tier
+    assert [v.label for v in pv.verdicts] == ["yes", "yes", "no"]
+    assert guard.label == "no" and guard.agreement == pytest.approx(1 / 3)
+    assert "yes" not in str(guard.label)
+    if named_tiers:  # the item stops with the guard's own label
+        assert pv.consensus == "no"
+    # With the panel's reject_label the guard records that label, as the item does.
+    panel = panel.model_copy(update={"cascade": panel.cascade.model_copy(
+        update={"reject_label": "no"})})
+    (pv,) = run_panel(panel, [{"id": "a", "text": "buy spam now"}]).verdicts
+    assert (pv.tiers[0].label, pv.consensus) == ("no", "no")

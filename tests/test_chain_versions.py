@@ -1,8 +1,9 @@
-"""Chain version 2 of the verifiable review record: a decision's cascade sub-verdicts and pooled
-probabilities, and a call's label probabilities and expected score, are sealed; a run sealed
-with version 1 (before they were) still verifies with version 1's field lists, and is extended
-with them. Runs are real: the simulator over HTTP on 127.0.0.1, the job's writer, a SQLite file
-edited behind the app's back with a plain sqlite3 connection."""
+"""Chain versions of the verifiable review record. Version 2 seals a decision's cascade
+sub-verdicts and pooled probabilities, and a call's label probabilities and expected score;
+version 3 the audit sample's draws. A run sealed with an earlier version (before they were)
+still verifies with its version's field lists, and is extended with them. Runs are real: the
+simulator over HTTP on 127.0.0.1, the job's writer, a SQLite file edited behind the app's back
+with a plain sqlite3 connection."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from judging.analysis.hash_chain import (
 from judging.demo import demo_dataset_path, demo_gold, demo_profiles
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
+from judging.runs.audit_run import draw_audit_sample
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.simulator.sim_server import Profile
@@ -35,6 +37,7 @@ from storage.importing import read_dataset
 from storage.overrides import add_override
 from storage.record_chain import chain_version, verify_run
 from tests.fixtures_simulator import SimulatorFactory
+from tests.fixtures_storage import make_parsed, tiny_panel
 
 V1, V2 = VERSIONS[1], VERSIONS[2]
 
@@ -67,7 +70,6 @@ def test_version_1_hashes_as_the_release_that_sealed_it() -> None:
 
 
 def test_version_2_seals_the_probabilities_and_the_cascade() -> None:
-    assert CHAIN_VERSION == 2
     assert [name for name, _ in V2["call"].groups] == [
         "verdict", "evidence", "accounting", "probabilities"]
     assert dict(V2["decision"].groups)["cascade"] == ("tiers",)
@@ -91,6 +93,25 @@ def test_version_2_seals_the_probabilities_and_the_cascade() -> None:
         != seal(V2["override"], "3", ["i", "KEEP", "", "ana", "t", 0, None, None, 0]).content
     with pytest.raises(ValueError, match="26 fields; 23 values"):
         seal(V2["call"], '["item-1","alpha"]', CALL_V1_VALUES)
+
+
+def test_version_3_seals_the_audit_sample() -> None:
+    assert CHAIN_VERSION == 3
+    V3 = VERSIONS[3]
+    assert "audit_item" not in V2 and "audit_item" not in V1
+    # Everything version 2 sealed, sealed the same way (with the version in the content).
+    for name, kind in V2.items():
+        assert V3[name].groups == kind.groups and V3[name].table == kind.table
+    audit = V3["audit_item"]
+    assert (audit.table, audit.key) == ("audit_items", ("item_id",))
+    assert [name for name, _ in audit.groups] == ["draw", "order", "sample"]
+    assert dict(audit.groups)["draw"] == ("stratum", "stratum_size", "weight", "design")
+    assert audit.fields[-1] == "sample_probability" and "queue_rank" not in audit.fields
+    draw = ["likely", 40, 8.0, "confidence", "draw", 3, "2026-12-01", 0.125]
+    sealed = seal(audit, "item-1", draw, 0.125)
+    moved = ["sure", 40, 1.0, *draw[3:]]
+    assert changed_groups(audit, sealed.parts, moved) == ["draw"]
+    assert changed_groups(audit, sealed.parts, [*draw[:-1], 1.0]) == ["sample"]
 
 
 def test_the_first_link_says_the_version() -> None:
@@ -165,7 +186,8 @@ def logprob_run(db_path: str, simulator_factory: SimulatorFactory) -> Iterator[t
 
 def test_an_edited_cascade_sub_verdict_is_named(db, db_path, cascaded, capsys) -> None:
     result = verify_run(db, cascaded)
-    assert result.intact and result.version == 2, [m.sentence() for m in result.mismatches]
+    assert result.intact and result.version == CHAIN_VERSION, [m.sentence() for m in
+                                                               result.mismatches]
     item, tiers = db.execute("SELECT item_id, tiers FROM consensus WHERE run_id = ? AND tiers"
                              " LIKE '%\"next\"%' ORDER BY item_id LIMIT 1", [cascaded]).fetchone()
     assert '"step": "next"' in tiers or '"step":"next"' in tiers
@@ -177,7 +199,7 @@ def test_an_edited_cascade_sub_verdict_is_named(db, db_path, cascaded, capsys) -
     out = capsys.readouterr().out
     assert f"First: consensus row {item} (record #" in out, out
     assert "its cascade (tiers) changed since it was recorded; now tiers=" in out
-    assert "(chain version 2)" in out
+    assert f"(chain version {CHAIN_VERSION})" in out
 
 
 def test_an_edited_expected_score_of_a_decision_is_named(db, db_path, logprob_run,
@@ -218,8 +240,8 @@ def test_a_run_sealed_with_version_1_still_verifies(db, db_path, simulator_facto
     rows = [{"id": f"i{n}", "text": f"answer {n}", "gold": str(1 + n % 5)} for n in range(8)]
     monkeypatch.setattr(record_chain, "NEW_RUNS_VERSION", 1)
     run_id = _run(db_path, _logprob_panel(server.base_url), rows)
-    monkeypatch.undo()  # the upgrade: new runs are sealed with version 2 again
-    assert record_chain.NEW_RUNS_VERSION == 2
+    monkeypatch.undo()  # the upgrade: new runs are sealed with the current version again
+    assert record_chain.NEW_RUNS_VERSION == CHAIN_VERSION
     # Every entry of the run was sealed with version 1's lists: its first link says so, and
     # each call's content is what version 1 makes of the stored row.
     assert chain_version(db, run_id) == 1
@@ -252,10 +274,11 @@ def test_a_run_sealed_with_version_1_still_verifies(db, db_path, simulator_facto
     assert 'First: calls row ["i4","lp"] (record #' in out, out
     assert "its verdict (label, score, confidence" in out and "confidence=0.01" in out
 
-    # A new run beside it is sealed with version 2.
+    # A new run beside it is sealed with the current version.
     rows2 = [{"id": f"j{n}", "text": f"answer {n}", "gold": "1"} for n in range(3)]
     new_run = _run(db_path, _logprob_panel(server.base_url), rows2)
-    assert chain_version(db, new_run) == 2 and verify_run(db, new_run).version == 2
+    assert chain_version(db, new_run) == CHAIN_VERSION
+    assert verify_run(db, new_run).version == CHAIN_VERSION
 
 
 def test_a_first_entry_of_no_known_version_is_reported(db, db_path, logprob_run) -> None:
@@ -274,4 +297,34 @@ def test_a_first_entry_of_no_known_version_is_reported(db, db_path, logprob_run)
                   " AND seq = 1")
     first = verify_run(db, run_id).first
     assert first is not None and first.seq == 1
-    assert "follows from no chain version this Jurybox knows (1, 2" in first.what
+    assert "follows from no chain version this Jurybox knows (1, 2, 3" in first.what
+
+
+def test_a_run_sealed_with_version_2_still_verifies_with_its_audit_sample_outside(
+        db, db_path, simulator_factory, monkeypatch, capsys) -> None:
+    """A run recorded by the release before version 3, its audit sample drawn and labelled
+    after the upgrade: the run keeps version 2, which has no audit kind, so its draws are not
+    sealed; verify still calls it intact, and says plainly that the audit sample is outside
+    the record."""
+    sim = simulator_factory(latency_ms=1)
+    monkeypatch.setattr(record_chain, "NEW_RUNS_VERSION", 2)
+    dataset_id = save_dataset(db, make_parsed(12, salt="v2-audit")).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
+    job = JobRegistry().start_run(db_path, run_id, concurrency=8)
+    assert job.wait(60) and job.progress().status == "done"
+    monkeypatch.undo()
+    assert chain_version(db, run_id) == 2
+    draw_audit_sample(db, run_id, 6, seed=2)
+    first = db.execute("SELECT item_id FROM audit_items WHERE run_id = ? ORDER BY draw_order"
+                       " LIMIT 1", [run_id]).fetchone()[0]
+    add_override(db, run_id, first, "KEEP", "", "ana", blind=True)
+    result = verify_run(db, run_id)
+    assert result.intact and result.version == 2, [m.sentence() for m in result.mismatches]
+    assert "audit_item" not in result.by_kind and result.audit == {}
+    assert result.unsealed == {"audit_items": 6}
+    assert result.by_kind["override"] == 1  # the blind label is sealed, as in version 2
+    assert main(["verify", str(run_id), "--db", db_path]) == 0
+    out = capsys.readouterr().out
+    assert "(chain version 2)" in out
+    assert "Not in this record: 6 audit_items rows (chain version 2 did not seal the audit" \
+        " sample" in out

@@ -1,6 +1,6 @@
-"""The verifiable review record: a run's verdicts, decisions and overrides enter one hash chain
-in the order they were committed; `jurybox verify RUN` recomputes it and names the first record
-that an edit behind the app's back (a raw sqlite3 UPDATE) changed."""
+"""The verifiable review record: a run's verdicts, decisions, overrides and audit draws enter
+one hash chain in the order they were committed; `jurybox verify RUN` recomputes it and names
+the first record that an edit behind the app's back (a raw sqlite3 UPDATE) changed."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import sqlite3
 import pyarrow.parquet as pq
 import pytest
 
+from judging.analysis.audit_design import design_cuts
 from judging.analysis.hash_chain import CALL, DECISION, OVERRIDE, changed_groups, seal
+from judging.runs.audit_run import draw_audit_sample, refresh_label_next, sample_design
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
+from storage.audit import audit_items
 from storage.criteria import add_criterion_override
 from storage.dataset_store import save_dataset
 from storage.export_files import export_bytes, override_history_bytes
@@ -94,7 +97,7 @@ def test_verify_exits_0_and_prints_the_head(db, db_path, judged, capsys) -> None
     out = capsys.readouterr().out
     assert f"Run {judged}'s record is intact: 51 records" in out
     assert verify_run(db, judged).head in out
-    assert "12 decisions with sampling probability 1 (a full run)" in out
+    assert "12 decisions with sampling probability 1 (every item judged)" in out
 
 
 def test_an_edited_verdict_is_named(db, db_path, judged, capsys) -> None:
@@ -224,3 +227,86 @@ def test_a_call_deleted_on_purpose_is_recorded_as_deleted(db, judged) -> None:
         delete_item_calls(db, judged, "item-000006", critic="critic_2")
         seal_deleted_calls(db, judged, [("item-000006", "critic_2")])
     assert verify_run(db, judged).intact
+
+
+# -- the audit sample (chain version 3) ----------------------------------------------------------
+
+
+@pytest.fixture
+def audited(db, judged):
+    """`judged` with an audit sample of 8 drawn (by confidence, as every new sample is) and
+    its first 4 items labelled blind."""
+    draw_audit_sample(db, judged, 8, seed=1)
+    items = audit_items(db, judged, design_cuts(sample_design(db, judged)))
+    for row in items[:4]:
+        add_override(db, judged, row["item_id"], "KEEP", "", "ana", blind=True)
+    return judged
+
+
+def test_the_audit_draws_are_sealed_with_their_inclusion_probability(db, db_path, audited,
+                                                                     capsys) -> None:
+    result = verify_run(db, audited)
+    assert result.intact, [m.sentence() for m in result.mismatches]
+    assert result.by_kind["audit_item"] == 8
+    rows = {r[0]: r[1:] for r in db.execute(
+        "SELECT item_id, stratum, stratum_size, weight FROM audit_items WHERE run_id = ?",
+        [audited])}
+    # Each draw's chain entry holds its inclusion probability when drawn: 1 / its weight (the
+    # stratum's items per sampled item), hashed with it; not 1.0.
+    kept = dict(db.execute("SELECT key, sample_probability FROM record_chain WHERE run_id = ?"
+                           " AND kind = 'audit_item'", [audited]).fetchall())
+    assert kept.keys() == rows.keys()
+    for item, (_, _, weight) in rows.items():
+        assert kept[item] == pytest.approx(1.0 / weight)
+    assert min(kept.values()) < 1.0  # 8 of 12 items: some stratum is not drawn whole
+    # Each stratum's sampled share: drawn / its size.
+    drawn: dict[str, int] = {}
+    for stratum, _, _ in rows.values():
+        drawn[stratum] = drawn.get(stratum, 0) + 1
+    assert result.audit == {s: (n, next(size for st, size, _ in rows.values() if st == s))
+                            for s, n in drawn.items()}
+    assert main(["verify", str(audited), "--db", db_path]) == 0
+    out = capsys.readouterr().out
+    assert "8 audit draws" in out and "Audit sample: " in out
+    stratum, (n, size) = next(iter(result.audit.items()))
+    assert f"{n} of {size} {stratum} items (inclusion probability {n / size:.4g})" in out
+    # The label-next queue reorders the sample (not sealed) and may draw more (sealed).
+    refresh_label_next(db, audited)
+    assert verify_run(db, audited).intact
+
+
+def test_an_edited_audit_row_is_named(db, db_path, audited, capsys) -> None:
+    item = db.execute("SELECT item_id FROM audit_items WHERE run_id = ? AND stratum != 'sure'"
+                      " ORDER BY draw_order LIMIT 1", [audited]).fetchone()
+    item = item[0] if item else db.execute(
+        "SELECT item_id FROM audit_items WHERE run_id = ? ORDER BY draw_order LIMIT 1",
+        [audited]).fetchone()[0]
+    # Moving an item into the "sure" stratum with weight 1 changes what the estimate weighs.
+    _raw(db_path, f"UPDATE audit_items SET stratum = 'sure', weight = 1.0 WHERE run_id ="
+                  f" {audited} AND item_id = '{item}'")
+    assert main(["verify", str(audited), "--db", db_path]) == 2
+    out = capsys.readouterr().out
+    assert f"First: audit_items row {item} (record #" in out, out
+    assert "its draw (stratum, stratum_size, weight, design) changed since it was recorded;" \
+        " now stratum='sure', " in out and "weight=1.0" in out
+
+
+def test_deleted_and_inserted_audit_rows_and_a_deleted_blind_label_are_named(
+        db, db_path, audited) -> None:
+    gone, blind = db.execute("SELECT a.item_id, o.id FROM audit_items a JOIN overrides o ON"
+                             " o.run_id = a.run_id AND o.item_id = a.item_id AND o.blind = 1"
+                             " WHERE a.run_id = ? ORDER BY a.draw_order LIMIT 1",
+                             [audited]).fetchone()
+    outside = db.execute("SELECT item_id FROM consensus WHERE run_id = ? AND item_id NOT IN"
+                         " (SELECT item_id FROM audit_items WHERE run_id = ?) LIMIT 1",
+                         [audited, audited]).fetchone()[0]
+    _raw(db_path, f"DELETE FROM audit_items WHERE run_id = {audited} AND item_id = '{gone}'",
+         "INSERT INTO audit_items (run_id, item_id, stratum, stratum_size, weight, source,"
+         f" draw_order, created_at, design) VALUES ({audited}, '{outside}', 'sure', 9, 1.0,"
+         " 'draw', 99, '2026-12-01T00:00:00', 'confidence')",
+         "DROP TRIGGER overrides_no_delete", f"DELETE FROM overrides WHERE id = {blind}")
+    found = {(m.table, m.key): m.what for m in verify_run(db, audited).mismatches}
+    assert "deleted since it was recorded" in found[("audit_items", gone)]
+    assert "never recorded" in found[("audit_items", outside)]
+    # The human label the estimate read for that item is sealed too.
+    assert "deleted since it was recorded" in found[("overrides", str(blind))]

@@ -254,19 +254,37 @@ def corrected_share(
         sizes: each stratum's size.
 
     Returns:
-        `sum(panel_count) / N + stratified_mean(rectifier)`, its interval shifted the same way
-        and clipped to [0, 1]; `estimate` is None when the rectifier is undefined.
+        `shifted_share(sum(panel_count) / N, stratified_mean(rectifier))`: the estimate and
+        its interval in [0, 1]; `estimate` is None when the rectifier is undefined.
     """
     counts = np.asarray(panel_count, dtype=np.float64).ravel()
     size = np.asarray(sizes, dtype=np.float64).ravel()
     population = float(size.sum())
     rect = stratified_mean(rectifier, cells, size, names=names, bounds=(-1.0, 1.0), clip=None,
                            confidence=confidence)
-    if rect.estimate is None or rect.low is None or rect.high is None or population <= 0:
+    if population <= 0:
         return rect
-    base = float(counts.sum()) / population
-    return Interval(base + rect.estimate, max(0.0, base + rect.low), min(1.0, base + rect.high),
-                    rect.n, rect.used)
+    return shifted_share(float(counts.sum()) / population, rect)
+
+
+def shifted_share(base: float, rectifier: Interval) -> Interval:
+    """A share from the panel's share `base` and the rectifier's interval (PPI): both shifted
+    by `base`, then each clipped to [0, 1].
+
+    Why the estimate is clipped too: the rectifier is estimated from a sample, so `base` plus
+    it can leave [0, 1] (a stratum whose few audited items all carry a label the panel gave
+    rarely there: 104.7% was seen). The share cannot, so a value outside is moved to the
+    nearest possible one, which is never further from the truth. Clipping every bound the same
+    monotone way keeps low <= estimate <= high.
+    """
+    if rectifier.estimate is None or rectifier.low is None or rectifier.high is None:
+        return rectifier
+
+    def clip(value: float) -> float:
+        return min(1.0, max(0.0, value))
+
+    return Interval(clip(base + rectifier.estimate), clip(base + rectifier.low),
+                    clip(base + rectifier.high), rectifier.n, rectifier.used)
 
 
 def label_gains(

@@ -24,6 +24,7 @@ from judging.analysis.audit_stats import (
     FloatArray,
     Interval,
     LabelFigures,
+    shifted_share,
     stratified_from_sums,
 )
 
@@ -122,11 +123,8 @@ class AuditTally:
             corrected = stratified_from_sums(rect.n, rect.total, rect.squares, sizes,
                                              names=names, bounds=(-1.0, 1.0), clip=None,
                                              confidence=confidence)
-            if corrected.estimate is not None and corrected.low is not None \
-                    and corrected.high is not None and total > 0:
-                base = float(counts.sum()) / total
-                corrected = Interval(base + corrected.estimate, max(0.0, base + corrected.low),
-                                     min(1.0, base + corrected.high), corrected.n, corrected.used)
+            if total > 0:
+                corrected = shifted_share(float(counts.sum()) / total, corrected)
             mine = _interval(self.label_accuracy[label], counts, names, confidence)
             labels.append(LabelFigures(label, float(counts.sum()) / total if total else 0.0,
                                        corrected, mine))

@@ -1,9 +1,9 @@
 """The verifiable review record: pure hashing (no I/O), so storage may use it as a leaf.
 
-Every stored verdict (a `calls` row), decision (`consensus`), override (`overrides`) and
-criterion override (`criterion_overrides`) of a run enters one hash chain per run, in the order
-it was committed. `storage.record_chain` keeps the chain and checks it; this module says what a
-record's hash is.
+Every stored verdict (a `calls` row), decision (`consensus`), override (`overrides`),
+criterion override (`criterion_overrides`) and audit draw (`audit_items`, from version 3) of a
+run enters one hash chain per run, in the order it was committed. `storage.record_chain` keeps
+the chain and checks it; this module says what a record's hash is.
 
 A record's content is a fixed, versioned list of its stored fields (`KINDS`), in groups:
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
-CHAIN_VERSION = 2  # what a new run's record is sealed with (`VERSIONS` holds every one)
+CHAIN_VERSION = 3  # what a new run's record is sealed with (`VERSIONS` holds every one)
 PART_BYTES = 4  # a CRC-32 per group kept in the chain: enough to name a changed group
 
 # kind -> (its table, the columns that make its key, its groups of (name, fields)).
@@ -82,8 +82,9 @@ _CALL_V1: Groups = (
                     "cost_usd", "cached", "created_at")),
 )
 # A decision's `sample_probability` is not a column of `consensus`: the chain entry holds it
-# (the probability that the item was in the judged sample; 1.0 in a full run). It stays the
-# last field in every version: `storage.record_chain` puts it there.
+# (the probability that the item was judged: 1.0, a run judges every item of its dataset; the
+# audit's sampling is sealed with its draws, version 3). It stays the last field in every
+# version: `storage.record_chain` puts it there.
 _DECISION_V1: Groups = (
     ("decision", ("consensus", "score", "recommendation")),
     ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie", "marks")),
@@ -115,8 +116,25 @@ _DECISION_V2: Groups = (*_DECISION_V1[:3], ("cascade", ("tiers",)), _PROBABILITI
                         _DECISION_V1[3])
 
 
-def _kinds(version: int, call: Groups, decision: Groups) -> dict[str, RecordKind]:
-    kinds = (
+# -- version 3: the audit sample --------------------------------------------------------------
+# The audit's estimate of the panel's accuracy (`judging.analysis.audit_stats`) is computed
+# from the sampled items, their strata and weights (`audit_items`), and the labels it reads are
+# already sealed (the first blind override, the consensus, the critics' calls). Version 3 seals
+# each draw as it is made: the stratum it was drawn from, that stratum's size, its weight and
+# the sample's design (group "draw"), where it came from and its place in the labelling order
+# ("order"), and its inclusion probability when drawn (1 / weight; "sample", the chain's
+# `sample_probability` column, last as in a decision). Not its `queue_rank`: the label-next
+# queue rewrites it after every label, and it is an order to work in, not a figure.
+_AUDIT_ITEM: Groups = (
+    ("draw", ("stratum", "stratum_size", "weight", "design")),
+    ("order", ("source", "draw_order", "created_at")),
+    ("sample", ("sample_probability",)),
+)
+
+
+def _kinds(version: int, call: Groups, decision: Groups,
+           audit: Groups | None = None) -> dict[str, RecordKind]:
+    kinds = [
         RecordKind("call", "calls", ("item_id", "critic"), call, version),
         RecordKind("decision", "consensus", ("item_id",), decision, version),
         RecordKind("override", "overrides", ("id",), _OVERRIDE, version),
@@ -124,7 +142,9 @@ def _kinds(version: int, call: Groups, decision: Groups) -> dict[str, RecordKind
                    version),
         RecordKind("jury_decision", "jury_decisions", ("item_id", "jury"), _JURY_DECISION,
                    version),
-    )
+    ]
+    if audit is not None:
+        kinds.append(RecordKind("audit_item", "audit_items", ("item_id",), audit, version))
     return {k.name: k for k in kinds}
 
 
@@ -133,6 +153,7 @@ def _kinds(version: int, call: Groups, decision: Groups) -> dict[str, RecordKind
 VERSIONS: dict[int, dict[str, RecordKind]] = {
     1: _kinds(1, _CALL_V1, _DECISION_V1),
     2: _kinds(2, _CALL_V2, _DECISION_V2),
+    3: _kinds(3, _CALL_V2, _DECISION_V2, _AUDIT_ITEM),
 }
 KINDS = VERSIONS[CHAIN_VERSION]
 CALL = KINDS["call"]
@@ -140,6 +161,8 @@ DECISION = KINDS["decision"]
 OVERRIDE = KINDS["override"]
 CRITERION_OVERRIDE = KINDS["criterion_override"]
 JURY_DECISION = KINDS["jury_decision"]
+AUDIT_ITEM = KINDS["audit_item"]
+SAMPLED = "sample_probability"  # the field a decision and an audit draw keep last: see `Sealed`
 
 
 def kinds_of(version: int) -> dict[str, RecordKind]:
@@ -224,7 +247,10 @@ def link(previous: bytes, content: bytes) -> bytes:
 
 class Sealed(NamedTuple):
     """A record ready to enter the chain (its link is computed when it is appended). A named
-    tuple: one is made per stored verdict, and a frozen dataclass costs several times more."""
+    tuple: one is made per stored verdict, and a frozen dataclass costs several times more.
+
+    `sample_probability` is set for the kinds whose last field is `SAMPLED` (a decision, an
+    audit draw): the value hashed there, kept in its own chain column so `verify` can say it."""
 
     kind: str
     key: str
@@ -235,8 +261,8 @@ class Sealed(NamedTuple):
 
 def seal(kind: RecordKind, key: str, values: Sequence[Any],
          sample_probability: float | None = None) -> Sealed:
-    """A record's chain entry from its stored values (in `kind.fields` order; a decision's
-    last value is its sample probability)."""
+    """A record's chain entry from its stored values (in `kind.fields` order; the last value
+    of a decision or an audit draw is its sample probability)."""
     if len(values) != len(kind.fields):  # a short list would hash as empty groups, silently
         raise ValueError(f"a {kind.name} record of chain version {kind.version} has "
                          f"{len(kind.fields)} fields; {len(values)} values were given")

@@ -44,6 +44,7 @@ from judging.engine.calls import (
     VendorLimiter,
     default_runner,
 )
+from judging.engine.calls.cache import ItemAnswers
 from judging.engine.cascade_savings import saved_call_usd
 from judging.engine.chains import judge_with, sample_offsets
 from judging.engine.ledger import Ledger, LedgerTotals, is_cancelled
@@ -193,9 +194,14 @@ class _Run:
         self.concurrency = concurrency
         self.by_name = {critic.name: critic for critic in self.critics}
         self.first_sample = sample_offsets(self.critics)
+        # Without a cache the run keeps each item's answers while it is judged, so a request
+        # identical to one made for the item (a self-verify critic's first step beside a
+        # single critic with its settings) is sent once, as with a cache.
+        self.answers = ItemAnswers() if runner.cache is None else None
         # Every call of the run, a compound critic's steps included, goes out this way.
         self.send = functools.partial(
-            runner.call, cancel=cancel, gate=self.gate, limiter=limiter, budget=budget
+            runner.call, cancel=cancel, gate=self.gate, limiter=limiter, budget=budget,
+            answers=self.answers,
         )
 
         strategy = panel.voting.strategy
@@ -385,14 +391,14 @@ class _Run:
         if tier.policy:  # a tier of `cascade.tiers`: its own policy
             strategy = (tier.voting or self.item_config).strategy
             decision = apply_policy(tier, tier_verdicts, tier_outcome, strategy)
-            sub = sub_verdict(tier, decision, tier_outcome, names)
+            sub = sub_verdict(tier, decision, tier_outcome, names, cascade.reject_label)
             going_on = decision.step == "next"
             if decision.step in ("rejected", "accepted"):
                 stopped = stopped_outcome(decision, tier_outcome, cascade.reject_label)
         else:  # critics' tier numbers: the one settle rule (`judging.panel.cascade.decide`)
             step, reason = decide(tier, is_last, tier_verdicts, tier_outcome, cascade)
             sub = legacy_sub_verdict(tier, tier.number in cascade.guard_tiers, step, reason,
-                                     tier_outcome, names)
+                                     tier_outcome, names, tier_verdicts, cascade.reject_label)
             going_on = step == "next"
         state.subs.append(sub)
         if going_on and (
@@ -469,6 +475,8 @@ class _Run:
         )
         if self.results is not None:
             self.results[state.index] = verdict
+        if self.answers is not None:
+            self.answers.forget(state.item.id)
         if self.on_item is not None and not self.revote:
             self.on_item(verdict)  # a re-voted item is handed over once, after the re-vote
         with self.lock:

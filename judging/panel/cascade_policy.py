@@ -122,8 +122,16 @@ def stopped_outcome(decision: TierDecision, tier_outcome: VoteOutcome,
 
 
 def sub_verdict(tier: Tier, decision: TierDecision, outcome: VoteOutcome,
-                critics: Sequence[str]) -> TierVerdict:
-    """A `cascade.tiers` tier's sub-verdict on an item."""
+                critics: Sequence[str], reject_label: str | None = None) -> TierVerdict:
+    """A `cascade.tiers` tier's sub-verdict on an item: what the tier decided.
+
+    A tier that stopped the item (rejected, accepted) records the label it stopped it with and
+    the share of its critics that voted so (`stopped_outcome`), not its critics' plurality: a
+    guard of three that rejects on one "no" among two "yes" decided "no", and a sub-verdict
+    saying "rejected" beside the majority's "yes" would contradict the item's own decision.
+    Any other step records the tier's vote (`outcome`)."""
+    if decision.step in ("rejected", "accepted"):
+        outcome = stopped_outcome(decision, outcome, reject_label)
     return TierVerdict(
         tier=tier.number, name=tier.name, policy=tier.policy, step=decision.step,
         label=outcome.consensus, agreement=outcome.agreement, critics=list(critics),
@@ -135,14 +143,25 @@ _LEGACY_STEPS = {"settled": "settled", "reject": "rejected", "next": "next", "la
 
 
 def legacy_sub_verdict(tier: Tier, guard: bool, step: str, reason: str, outcome: VoteOutcome,
-                       critics: Sequence[str]) -> TierVerdict:
-    """The sub-verdict of a tier made of critics' numbers, from `judging.panel.cascade.decide`."""
+                       critics: Sequence[str], verdicts: Sequence[Verdict] = (),
+                       reject_label: str | None = None) -> TierVerdict:
+    """The sub-verdict of a tier made of critics' numbers, from `judging.panel.cascade.decide`.
+
+    A guard's rejection records what the guard decided: `reject_label` (the item's label,
+    `judging.panel.cascade.rejected`), else the label of its first failed check, with the share
+    of its critics (`verdicts`) that failed or gave no verdict as agreement; not the tier's
+    plurality, which for a guard of several is what the checks that passed said."""
     prefix = f"tier {tier.number}: "
+    label, agreement = outcome.consensus, outcome.agreement
+    if step == "reject":
+        against = [v for v in verdicts if not v.ok or v.passed is False]
+        said = next((v.label for v in against if v.ok and v.label is not None), None)
+        label = reject_label if reject_label is not None else said
+        agreement = len(against) / len(verdicts) if verdicts else None
     return TierVerdict(
         tier=tier.number, name="", policy="guard" if guard else "settle",
-        step=_LEGACY_STEPS.get(step, step), label=outcome.consensus,
-        agreement=outcome.agreement, critics=list(critics),
-        reason=reason.removeprefix(prefix),
+        step=_LEGACY_STEPS.get(step, step), label=label, agreement=agreement,
+        critics=list(critics), reason=reason.removeprefix(prefix),
     )
 
 

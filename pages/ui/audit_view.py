@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from judging.analysis.audit_design import design_sentence
+from judging.analysis.audit_design import design_sentence, saving_sentence
 from judging.analysis.audit_stats import Interval
 from judging.runs.audit_live import LiveAudit
 from judging.runs.audit_run import (
@@ -89,6 +89,7 @@ def audit_section(run: dict[str, Any]) -> None:
         st.warning(plain(f"The accuracy is undefined: {accuracy.reason}. Label at least one "
                          "item of every stratum (the sort \"Label next\" does)."))
     st.caption(plain(audit.design_sentence()))
+    st.caption(plain(saving_sentence(audit.design)))
     st.caption(plain(audit.used_sentence()))
     headline = max(estimate.labels, key=lambda f: f.panel_share, default=None)
     if headline is not None and headline.corrected.estimate is not None:

@@ -6,7 +6,8 @@ validated success, or a failure with its `FailureKind` and a sentence. Nothing r
 
 One module per concern:
     cache        `CallCache`, `MemoryCache`: only validated successes are stored; a hit sends
-                 nothing
+                 nothing. `ItemAnswers`: a run without a cache keeps its items' answers while
+                 they are judged, so an identical request of an item is sent once
     prepare      the request body, the bytes sent and the cache key (`prepare_call`)
     retry        the retry policy as a pure function, `decide_retry(failure, attempt, headers,
                  policy)` -> `RetryAfter(seconds)` or `GiveUp(kind, message)`: 408, 409, 429,

@@ -262,6 +262,7 @@ class CallRunner:
         messages: list[dict[str, str]] | None = None,
         free_text: bool = False,
         sample: int = 0,
+        answers: CallCache | None = None,
     ) -> Verdict:
         """Judge one item with one critic. Never raises: failures come back as verdicts.
 
@@ -282,6 +283,10 @@ class CallRunner:
             messages / free_text / sample: one step of a compound or repeated critic (see
                 `prepare_call`); a free-text step's reply text comes back as `reasoning`, with
                 no label.
+            answers: where the run keeps its answers when this runner has no cache
+                (`judging.engine.calls.cache.ItemAnswers`): an identical request waits for the
+                one in flight and takes its answer from there, as it would from a cache.
+                Ignored when the runner has a cache.
 
         Returns:
             A `Verdict` with the label/score, or `failure` + `message`, and the evidence. No
@@ -318,20 +323,22 @@ class CallRunner:
             simulated=preset.simulated,
         )
         since = self._flights.tick()
-        if self.cache is not None:
-            stored = self.cache.get(prepared.cache_key)
+        cache = self.cache if self.cache is not None else answers
+        if cache is not None:
+            stored = cache.get(prepared.cache_key)
             if stored is not None:
                 return self._hit(stored, critic, item)
         if critic.mode == "batch" and self.batch_answers is not None:
-            return self._from_batch(critic, scale if not free_text else None, prepared, verdict)
+            return self._from_batch(critic, scale if not free_text else None, prepared, verdict,
+                                    cache)
 
         reason = gate.reason(critic.name)
         if reason is not None:
             return self._fail(verdict, FailureKind.CRITIC_ERROR, f"not called: {reason}")
         if cancel is not None and cancel.is_set():
             return self._fail(verdict, FailureKind.CANCELLED, _NOT_CALLED)
-        if self.cache is not None:  # the same request in flight: wait, take its answer
-            stored = self._flights.lead_or_wait(prepared.cache_key, self.cache.get, since=since)
+        if cache is not None:  # the same request in flight: wait, take its answer
+            stored = self._flights.lead_or_wait(prepared.cache_key, cache.get, since=since)
             if stored is not None:
                 return self._hit(stored, critic, item)
         held = None
@@ -349,7 +356,7 @@ class CallRunner:
                                   is not None and cancel.is_set() else _OVER_BUDGET)
         try:
             return self._send(critic, item, scale if not free_text else None, preset,
-                              prepared, verdict, gate, cancel, limiter, started)
+                              prepared, verdict, gate, cancel, limiter, started, cache)
         finally:
             self._flights.done(prepared.cache_key)  # after the cache's put: waiters read it
             if held is not None and budget is not None:
@@ -386,8 +393,10 @@ class CallRunner:
         self, critic: Critic, item: Item, scale: Scale | RubricConfig | None,
         preset: VendorPreset, prepared: PreparedCall, verdict: Verdict, gate: CriticGate,
         cancel: threading.Event | None, limiter: VendorLimiter | None, started: float,
+        cache: CallCache | None,
     ) -> Verdict:
-        """The part of `call` that talks to the vendor (after the cache, gate and budget)."""
+        """The part of `call` that talks to the vendor (after the cache, gate and budget); a
+        success is put in `cache` (the runner's, or the run's answers)."""
         try:
             key = resolve_key(critic, self.key_lookup)
             base_url = resolve_base_url(critic)
@@ -432,12 +441,13 @@ class CallRunner:
             # Every text the verdict carries, whatever path filled it: vendors echo keys.
             scrubber.verdict(verdict)
         verdict.latency_ms = (time.perf_counter() - started) * 1000.0
-        if verdict.ok and self.cache is not None:
-            self.cache.put(verdict)
+        if verdict.ok and cache is not None:
+            cache.put(verdict)
         return verdict
 
     def _from_batch(self, critic: Critic, scale: Scale | RubricConfig | None,
-                    prepared: PreparedCall, verdict: Verdict) -> Verdict:
+                    prepared: PreparedCall, verdict: Verdict, cache: CallCache | None
+                    ) -> Verdict:
         """A batch critic's call, answered by its result line through the live path's parsing,
         pricing (at the batch price), scrubbing and cache; nothing is sent from here."""
         assert self.batch_answers is not None
@@ -471,8 +481,8 @@ class CallRunner:
                                                                    parsed.tokens_out),
                             batched=True)
         self._scrubber.verdict(verdict)
-        if verdict.ok and self.cache is not None:
-            self.cache.put(verdict)
+        if verdict.ok and cache is not None:
+            cache.put(verdict)
         return verdict
 
     @staticmethod

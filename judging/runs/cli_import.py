@@ -1,11 +1,13 @@
 """`jurybox import VERDICTS`: verdicts judges gave outside Jurybox become a run.
 
-The file is a table (CSV, TSV, JSONL, JSON, Parquet, XLSX) in one of two shapes, guessed from
-its column names and said back before anything is stored: long (a row per verdict: item, judge,
-label or score, and optionally order, repeat, reasoning, confidence) or wide (a row per item, a
-column per judge, with optional `<judge>_reasoning` / `<judge>_confidence` columns). Its items
-come from the file itself, from `--items FILE`, or from a dataset already imported
-(`--dataset ID`). See `judging.runs.verdict_import`.
+The file is another tool's (an Inspect AI log, a promptfoo `results.json`, a Label Studio JSON
+export: recognised by its content, `storage.readers.eval_logs`), or a table (CSV, TSV, JSONL,
+JSON, Parquet, XLSX) in one of two shapes, guessed from its column names and said back before
+anything is stored: long (a row per verdict: item, judge, label or score, and optionally order,
+repeat, reasoning, confidence) or wide (a row per item, a column per judge, with optional
+`<judge>_reasoning` / `<judge>_confidence` columns). A table's items come from the file itself,
+from `--items FILE`, or from a dataset already imported (`--dataset ID`). See
+`judging.runs.verdict_import`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pathlib
 from judging.errors import DataError
 from judging.panel.pairwise import PairwiseConfig
 from judging.runs.cli_runs import add_db_option, db_path_of, open_cli_db, read_for_cli
-from judging.runs.verdict_import import ImportChoices, import_verdicts
+from judging.runs.verdict_import import ImportChoices, import_verdicts, only_judges
 from judging.scales import Scale
 from judging.verdicts import VerdictSet
 from storage.dataset_store import save_dataset
@@ -29,6 +31,7 @@ from storage.imported import (
     verdicts_from_wide,
 )
 from storage.importing import read_dataset
+from storage.readers.eval_logs import TOOL_FORMATS, read_tool_file, tool_format
 
 EXIT_OK = 0
 
@@ -48,11 +51,18 @@ def add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        "columns are the items)")
     where.add_argument("--dataset", type=int, default=None, metavar="ID",
                        help="the id of a dataset already imported that the verdicts judge")
+    p.add_argument("--format", choices=("auto", "table", *TOOL_FORMATS), default="auto",
+                   help="the file's format (default: an Inspect log, a promptfoo results.json "
+                   "or a Label Studio export when its content says so, else a table)")
+    p.add_argument("--control", default=None,
+                   help="label-studio: the control (from_name) holding the verdict, when the "
+                   "export has several")
     p.add_argument("--shape", choices=("long", "wide"), default=None,
                    help="long: a row per verdict; wide: a column per judge (default: long when "
                    "the columns name a judge and a verdict, else wide)")
     p.add_argument("--judges", default=None, metavar="COL,COL",
-                   help="wide: the columns holding each judge's verdicts (default: guessed)")
+                   help="wide: the columns holding each judge's verdicts (default: guessed); "
+                   "another tool's file: the judges to import (default: all)")
     p.add_argument("--item-column", default=None, help="long: the column naming the item")
     p.add_argument("--judge-column", default=None, help="long: the column naming the judge")
     p.add_argument("--verdict-column", default=None,
@@ -72,9 +82,9 @@ def add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--b-label", default="B", help="pairwise: the label for 'B is better'")
     p.add_argument("--tie-label", default="TIE",
                    help="pairwise: the label for a tie ('' for a forced choice)")
-    p.add_argument("--people", choices=("reviewers", "critics"), default="reviewers",
-                   help="annotators' labels: each one's blind decision (reviewers) or each "
-                   "annotator a critic")
+    p.add_argument("--people", choices=("reviewers", "critics", "none"), default="reviewers",
+                   help="annotators' labels: each one's blind decision (reviewers), each "
+                   "annotator a critic, or left out (none)")
     p.add_argument("--name", default=None, help="the run's and dataset's name (default: the "
                    "file name)")
     p.add_argument("--id-column", default=None,
@@ -90,6 +100,15 @@ def _read_verdicts(args: argparse.Namespace) -> tuple[VerdictSet, list[str]]:
     path: pathlib.Path = args.verdicts
     if not path.is_file():
         raise DataError(f"verdict file {str(path)!r} does not exist; check the path")
+    raw = path.read_bytes()
+    fmt = tool_format(raw, path.name) if args.format == "auto" else args.format
+    if fmt is not None and fmt != "table":
+        vset = read_tool_file(raw, path.name, fmt, control=args.control)
+        if args.judges:
+            vset = only_judges(vset, [j.strip() for j in args.judges.split(",") if j.strip()])
+        return vset, [f"Read {path.name} as {fmt}: {len(vset.items):,} items, "
+                      f"{len(vset.judges)} judge(s) ({', '.join(vset.judges)}), "
+                      f"{len(vset.annotations):,} annotations."]
     separate = args.items is not None or args.dataset is not None
     # A verdict file with its own items keeps their ids; a file of verdicts only is read
     # row by row (its item column names items of the other file).

@@ -43,15 +43,15 @@ class ImportChoices:
         pairwise: the fields of response A and B and the labels meaning "A better", "B better"
             and a tie, when the judges compared two responses.
         voting: the panel's vote over the judges (default: plurality, the mean for scores).
-        people: "reviewers" (annotations are each annotator's blind decision) or "critics"
-            (each annotator is one more imported critic).
+        people: "reviewers" (annotations are each annotator's blind decision), "critics"
+            (each annotator is one more imported critic) or "none" (left out).
     """
 
     name: str
     scale: Scale | None = None
     pairwise: PairwiseConfig | None = None
     voting: VotingConfig | None = None
-    people: Literal["reviewers", "critics"] = "reviewers"
+    people: Literal["reviewers", "critics", "none"] = "reviewers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +137,8 @@ def _critic_name(judge: str) -> str:
 
 
 def _with_people(vset: VerdictSet, choices: ImportChoices) -> VerdictSet:
+    if choices.people == "none":
+        return replace(vset, annotations=[])
     if choices.people != "critics" or not vset.annotations:
         return vset
     extra = [ImportedVerdict(item_id=a.item_id, judge=a.annotator, label=a.label,
@@ -144,6 +146,30 @@ def _with_people(vset: VerdictSet, choices: ImportChoices) -> VerdictSet:
              for a in vset.annotations]
     return replace(vset, verdicts=[*vset.verdicts, *extra], annotations=[],
                    judges={**vset.judges, **{a.annotator: "annotator" for a in vset.annotations}})
+
+
+def only_judges(vset: VerdictSet, judges: list[str]) -> VerdictSet:
+    """The verdict set with only these judges' verdicts (people's annotations kept).
+
+    Raises:
+        DataError: a judge the file does not have.
+    """
+    known = list(dict.fromkeys([*vset.judges, *(v.judge for v in vset.verdicts)]))
+    missing = [j for j in judges if j not in known]
+    if missing:
+        raise DataError(f"The file has no judge {missing[0]!r}; its judges: {', '.join(known)}.")
+    return replace(vset, verdicts=[v for v in vset.verdicts if v.judge in judges],
+                   judges={j: d for j, d in vset.judges.items() if j in judges})
+
+
+def _one_kind(vset: VerdictSet) -> None:
+    """Labels or scores, not both: a panel has one scale."""
+    labels = list(dict.fromkeys(v.judge for v in vset.verdicts if v.label is not None))
+    scores = list(dict.fromkeys(v.judge for v in vset.verdicts if v.score is not None))
+    if labels and scores:
+        raise DataError(f"The file holds labels (from {', '.join(labels)}) and scores (from "
+                        f"{', '.join(scores)}), and a run has one scale: import the judges of "
+                        "one kind (choose them by name), then the others as a second run.")
 
 
 def _check_values(vset: VerdictSet, scale: Scale) -> None:
@@ -158,6 +184,14 @@ def _check_values(vset: VerdictSet, scale: Scale) -> None:
             raise DataError(f"The judge {v.judge!r} gave {value!r} on item {v.item_id!r}, which "
                             f"is not on the scale ({shown}): give the scale's labels, or map "
                             "the judge's labels onto them first.") from None
+    for a in vset.annotations:
+        value = a.label if a.label is not None else a.score
+        try:
+            scale.normalize(value)
+        except Exception:  # noqa: BLE001 - ParseError or a value of the wrong type
+            raise DataError(f"{a.annotator} labelled item {a.item_id!r} {value!r}, which is not "
+                            "on the judges' scale: leave people's labels out (people: none), "
+                            "or import them as a run of their own.") from None
 
 
 def _items_hash(items: list[Item]) -> str:
@@ -186,6 +220,7 @@ def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
             dataset lacks, two verdicts where one belongs: named, and nothing is stored.
     """
     people = _with_people(vset, choices)
+    _one_kind(people)
     panel = imported_panel(vset, choices)
     _check_values(people, panel.scale)
     db = open_db(db_path)

@@ -279,6 +279,45 @@ def test_export_options_add_the_curation_columns(demo_db: tuple[pathlib.Path, in
     assert "Download the override history (JSONL)" in labels
 
 
+def _escaped_said(at: AppTest) -> int | None:
+    """The count of escaped cells the Export page states (0 for "No cell starts ..."), or None
+    when it states none."""
+    for caption in (shown(c.value) for c in at.caption):
+        if caption.startswith("No cell starts with"):
+            return 0
+        said = re.match(r"This CSV puts a single quote before ([\d,]+) cells? ", caption)
+        if said:
+            return int(said.group(1).replace(",", ""))
+    return None
+
+
+def test_the_export_page_says_how_many_cells_a_spreadsheet_csv_changes(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    from judging.runs.export_run import export_options
+    from storage.export_files import escaped_cells, export_frame
+    from storage.overrides import add_override
+
+    path, run_id = demo_db
+    at = open_page("export", query={"run": str(run_id)})
+    no_exception(at)
+    before = _escaped_said(at)
+    db = open_db(path)
+    assert before == escaped_cells(export_frame(db, run_id, export_options(db, run_id)))
+    # One note a spreadsheet would run, one whose second line starts with "-": one more cell.
+    add_override(db, run_id, "TX-0001", "KEEP", "=1+1 is two", "ann")
+    add_override(db, run_id, "TX-0002", "KEEP", "fine:\n- one\n- two", "ann")
+    at.run()
+    assert _escaped_said(at) == before + 1
+    at.radio(key="export_csv_style").set_value("exact").run()
+    no_exception(at)
+    assert _escaped_said(at) is None
+    assert any(shown(c.value).startswith("Every cell as the data says (RFC 4180)")
+               for c in at.caption)
+    at.radio(key="export_format").set_value("jsonl").run()
+    assert not [r for r in at.radio if r.key == "export_csv_style"]
+
+
 def test_agreement_and_review_say_simulated_critics_do_not_read_the_users_items(
     app_db: pathlib.Path,
 ) -> None:

@@ -14,7 +14,7 @@ from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_b
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
-from pages.ui.simulated import simulated_notice
+from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db, db_path
 from storage.export_files import (
     CSV_STYLES,
@@ -65,12 +65,12 @@ if run is not None:
             "label). JSONL and Parquet hold the data exactly; a CSV is spreadsheet-safe or "
             "exact, your choice below."
         )
+        ran = what_ran(db(), run)
+        if ran:
+            st.caption(ran)
         notice = simulated_notice(db(), run)
         if notice:
             st.warning(notice, icon=":material/science:")
-        elif run["simulated"]:
-            st.info("This run's verdicts come from the simulated vendor.",
-                    icon=":material/science:")
         st.markdown("**For curation, also include**")
         cols = st.columns(3)
         options = export_options(db(), run_id, ExportOptions(

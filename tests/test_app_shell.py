@@ -259,6 +259,95 @@ def test_simulated_notice_names_only_the_simulated_critics(app_db: pathlib.Path)
     assert notice is not None and notice.startswith("Critic critic_0 is simulated")
 
 
+CHECK = {"name": "no_card", "kind": "rule",
+         "rule": {"check": "no-regex", "field": "text", "pattern": r"\d{4}-\d{4}"}}
+SIM_MODEL = {"name": "model", "model": "sim-careful", "prompt_template": "Judge {text}"}
+REAL_MODEL = {"name": "gpt", "vendor": "openai", "model": "gpt-4o-mini",
+              "prompt_template": "Judge {text}"}
+
+
+def _checks_panel(*critics: dict[str, object]) -> object:
+    from judging.panel.panel_files import panel_from_dict
+
+    return panel_from_dict({"name": "checks", "scale": {"kind": "yesno"},
+                            "critics": list(critics)})
+
+
+def test_what_answers_each_critic_comes_from_the_panel() -> None:
+    from judging.panel.vendors import PanelSources
+
+    sources = PanelSources.of(_checks_panel(CHECK, SIM_MODEL, REAL_MODEL).critics)
+    assert (sources.checks, sources.simulated, sources.vendors) == (
+        ("no_card",), ("model",), {"openai": ("gpt",)})
+    assert PanelSources.of(_checks_panel(CHECK).critics) == PanelSources(checks=("no_card",))
+
+
+@pytest.mark.parametrize(("critics", "simulated"), [
+    ((CHECK,), False), ((CHECK, SIM_MODEL), True), ((SIM_MODEL, REAL_MODEL), True),
+    ((REAL_MODEL,), False)])
+def test_a_run_is_simulated_when_a_critic_calls_the_simulator(
+    app_db: pathlib.Path, critics: tuple[dict[str, object], ...], simulated: bool
+) -> None:
+    from judging.runs.jobs import prepare_run
+    from storage.dataset_store import save_dataset
+    from storage.runs import get_run
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(2), name="mine").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=_checks_panel(*critics))
+    assert get_run(db, run_id)["simulated"] is simulated
+
+
+def test_a_run_of_checks_is_called_checks_and_its_gold_figures_are_not_chance(
+    app_db: pathlib.Path,
+) -> None:
+    """A rule critic keeps the default `vendor`; it never calls the simulator, so no page calls
+    its run simulated or its agreement with the gold labels chance."""
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.dataset_store import save_dataset
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(6), name="mine").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=_checks_panel(CHECK))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    for page in ("home", "review", "agreement", "export"):
+        at = open_page(page, query={"run": str(run_id)})
+        no_exception(at)
+        warnings = [shown(w.value) for w in at.warning]
+        assert not any("simulated" in w or "chance" in w for w in warnings), (page, warnings)
+        if page != "home":
+            captions = [shown(c.value) for c in at.caption]
+            assert any(c.startswith("Judged by **rule/python checks**, which call no model "
+                                    "(no_card). No call left this machine") for c in captions), (
+                page, captions)
+
+
+def test_a_mixed_panel_says_each_source_and_calls_only_the_simulated_critic_chance(
+    app_db: pathlib.Path,
+) -> None:
+    from judging.runs.jobs import prepare_run
+    from pages.ui.simulated import simulated_notice, what_ran
+    from storage.dataset_store import save_dataset
+    from storage.runs import get_run
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(2), name="mine").id
+    run = get_run(db, prepare_run(db, dataset_id=dataset_id,
+                                  panel=_checks_panel(CHECK, SIM_MODEL, REAL_MODEL)))
+    assert shown(what_ran(db, run) or "") == (
+        "Judged by the **simulated** vendor (model); **rule/python checks**, which call no "
+        "model (no_card); **OpenAI** (gpt).")
+    notice = simulated_notice(db, run)
+    assert notice is not None and notice.startswith("Critic model is simulated")
+    checks_and_sim = get_run(db, prepare_run(db, dataset_id=dataset_id,
+                                             panel=_checks_panel(CHECK, SIM_MODEL)))
+    notice = simulated_notice(db, checks_and_sim)
+    assert notice is not None and notice.startswith("Critic model is simulated")
+
+
 # -- Export for curation (issue 14 item 10) ----------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from judging.voting.strategies import tie_rule_text
 from pages.ui import charts
 from pages.ui.review_filter_bar import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
-from pages.ui.simulated import simulated_notice
+from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db
 from pages.ui.text_format import plain
 from storage.overrides import blind_labels
@@ -44,10 +44,12 @@ def pick_run_with_verdicts() -> dict[str, Any]:
 
 
 def simulated_lines(run: dict[str, Any]) -> str | None:
-    """Say when the figures come from simulated critics; return the notice shown next to the
-    figures against the user's gold labels (None when there is none)."""
-    if run["simulated"]:
-        st.caption("Figures of this run come from **simulated** critics.")
+    """Say what judged the run (the simulator, checks, vendors); return the notice shown next
+    to the figures against the user's gold labels when simulated critics judged data they
+    cannot read (None when there is none)."""
+    ran = what_ran(db(), run)
+    if ran:
+        st.caption(ran)
     notice = simulated_notice(db(), run)  # next to the figures against the user's gold labels
     if notice:
         st.warning(plain(notice), icon=":material/smart_toy:")

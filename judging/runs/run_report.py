@@ -90,6 +90,7 @@ def run_agreement_report(
         gold=gold,
         resamples=resamples,
         seed=seed,
+        voting=panel.voting,  # a score panel's critics back its consensus by its own rule
     )
 
 

@@ -194,6 +194,10 @@ def escaped_cells(frame: pd.DataFrame) -> int:
         column = frame.iloc[:, n]
         if column.dtype.kind in "biufcmM":  # numbers, booleans and times never start a formula
             continue
+        if isinstance(column.dtype, pd.StringDtype):  # text only: vectorised, same rule
+            starts = column.str.startswith(_FORMULA_START, na=False)
+            body += int((starts & ~column.str.fullmatch(_NUMBER.pattern, na=False)).sum())
+            continue
         body += sum(_runs_as_formula(_cell_text(v)) for v in column.tolist())
     return int(header + body)
 

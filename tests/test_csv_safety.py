@@ -23,6 +23,7 @@ from storage.dataset_store import load_items
 from storage.db import open_db
 from storage.export_files import (
     ExportOptions,
+    csv_bytes,
     csv_cell,
     escaped_cells,
     export_bytes,
@@ -211,3 +212,16 @@ def test_the_pairs_csv(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "pairs.csv"
     assert cli_main(["pairs", "--data", str(data), "--responses", "a,b", "--out", str(out)]) == 0
     check_safe(out.read_bytes(), N)  # two systems: one comparison per item
+
+
+def test_escaped_cells_counts_text_and_mixed_columns_alike() -> None:
+    frame = pd.DataFrame({
+        "a": pd.Series(["=x", "-1", "a\n-b", None, "@y"], dtype="str"),
+        "b": pd.Series(["=x", ["=A", "B"], 3, "-2 x", None], dtype=object),
+        "=h": [1, -2, 3, 4, 5]})
+    # By hand: the header "=h"; in a "=x" and "@y" ("-1" is a number, "a\n-b" starts with a);
+    # in b "=x", the list "=A; B" and "-2 x".
+    assert escaped_cells(frame) == 6
+    safe, exact = (_read_exact(csv_bytes(frame, style)) for style in ("spreadsheet", "exact"))
+    changed = (safe.to_numpy() != exact.to_numpy()).sum()
+    assert changed + sum(s != e for s, e in zip(safe.columns, exact.columns, strict=True)) == 6

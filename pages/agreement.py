@@ -50,7 +50,7 @@ tie_line(run, panel)
 alpha_histograms(report)
 # The panel's accuracy on every item, from the audit sample (issue 25: pages/ui/audit_view.py).
 audit_section(run)
-per_critic_section(run, report, notice)
+per_critic_section(run, report, notice, swap=panel.pairwise.active and panel.pairwise.swap)
 between_critics_section(run, report)
 # A panel of juries: agreement within each jury and between the juries' decisions.
 if panel.juries:

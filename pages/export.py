@@ -2,34 +2,54 @@
 columns; the override history; the panel YAML; for a taxonomy curation panel, the curated
 taxonomy and what changed."""
 
+import dataclasses
 from functools import partial
 
 import streamlit as st
 
 from judging.panel.panel_files import load_panel
+from judging.runs.kept_figures import verdicts_stamp
 from judging.runs.stored_run import export_options
 from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
-from pages.ui.simulated import simulated_notice
-from pages.ui.state import db
+from pages.ui.simulated import simulated_notice, what_ran
+from pages.ui.state import db, db_path
 from storage.export_files import (
+    CSV_STYLES,
     FORMATS,
     ExportOptions,
+    escaped_cells,
     export_bytes,
     export_frame,
     override_history_bytes,
 )
+from storage.overrides import overrides_stamp
 from storage.runs import get_run
 
 MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson",
         "parquet": "application/vnd.apache.parquet"}
 
 
+CSV_STYLE_TITLES = {"spreadsheet": "Spreadsheet-safe", "exact": "Exact (RFC 4180)"}
+
+
 def _export_file(run_id: int, fmt: str, options: ExportOptions) -> bytes:
     # Runs when the button is clicked, maybe on another thread: its own connection (`db()`).
     return export_bytes(db(), run_id, fmt, options)
+
+
+# Cached per state of the run (its verdicts and reviews): the count needs the whole export
+# built, which is seconds at 100,000 items, not something to redo on every rerun.
+@st.cache_data(max_entries=8, show_spinner="Counting the cells a spreadsheet would run...")
+def _escaped(path: str, run_id: int, extra: tuple[bool, bool, bool],
+             stamp: tuple[int, ...]) -> int:
+    del path, stamp  # part of the cache key only
+    fields, reasoning, history = extra
+    options = export_options(db(), run_id, ExportOptions(
+        fields=fields, reasoning=reasoning, history=history))
+    return escaped_cells(export_frame(db(), run_id, options))
 
 
 ensure_app_shell()
@@ -42,14 +62,15 @@ if run is not None:
             f"{run['n_items']:,} items: the final label (latest override, else the consensus), "
             "the consensus (and whether a tie decided it), agreement, gold, the latest override "
             "and, per critic, its label, confidence and failure kind (a failed call has no "
-            "label). CSV cells that a spreadsheet would run as a formula are escaped."
+            "label). JSONL and Parquet hold the data exactly; a CSV is spreadsheet-safe or "
+            "exact, your choice below."
         )
+        ran = what_ran(db(), run)
+        if ran:
+            st.caption(ran)
         notice = simulated_notice(db(), run)
         if notice:
             st.warning(notice, icon=":material/science:")
-        elif run["simulated"]:
-            st.info("This run's verdicts come from the simulated vendor.",
-                    icon=":material/science:")
         st.markdown("**For curation, also include**")
         cols = st.columns(3)
         options = export_options(db(), run_id, ExportOptions(
@@ -70,6 +91,29 @@ if run is not None:
         if st.toggle("Show the first rows", key="export_preview"):
             st.dataframe(export_frame(db(), run_id, options).head(20), hide_index=True)
         fmt = st.radio("Format", FORMATS, horizontal=True, key="export_format")
+        if fmt == "csv":
+            style = st.radio(
+                "CSV style", CSV_STYLES, format_func=CSV_STYLE_TITLES.__getitem__,
+                horizontal=True, key="export_csv_style",
+                help="Spreadsheet-safe: a cell whose first character is = + - @, a tab or CR "
+                     "gets a single quote in front, so a spreadsheet shows it instead of "
+                     "running it. Exact: every cell as the data says.")
+            options = dataclasses.replace(options, csv_style=style)
+            if style == "spreadsheet":
+                escaped = _escaped(
+                    str(db_path()), run_id,
+                    (options.fields, options.reasoning, options.history),
+                    (*verdicts_stamp(run), *overrides_stamp(db(), run_id)))
+                cells = f"{escaped:,} cell{'' if escaped == 1 else 's'}"
+                st.caption(
+                    f"This CSV puts a single quote before {cells} whose first character is "
+                    "= + - @, a tab or CR: those differ from the data, nothing else does. "
+                    "Choose Exact for a CSV that is the data." if escaped else
+                    "No cell starts with = + - @, a tab or CR: this CSV is the data exactly.")
+            else:
+                st.caption("Every cell as the data says (RFC 4180). A spreadsheet runs a cell "
+                           "that starts with = + - @ as a formula: open this file in one only "
+                           "if you trust every text in it.")
         # Built when clicked (a callable): a 100k-item Parquet file is not rebuilt on every
         # rerun. The format is bound now: a lambda reading `fmt` when clicked got whatever a
         # later loop of this script had left in it (every format downloaded as CSV).

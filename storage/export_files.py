@@ -1,4 +1,4 @@
-"""Export a run's final labels: CSV (safe to open in a spreadsheet), JSONL, Parquet.
+"""Export a run's final labels: CSV (safe to open in a spreadsheet, or exact), JSONL, Parquet.
 
 One row per item: item_id, final_label, needs_decision (why the final decision cannot be acted
 on, by the final-decision rule of `storage.decisions`: no consensus, a split without its
@@ -35,10 +35,18 @@ Lists stay lists where the format has them (JSONL, Parquet: `children` is a list
 `override_history` a list of records). A CSV cell holds text: a list of names reads
 "A; B", a list of records (the history) is JSON text.
 
-Every CSV Jurybox writes goes through `csv_bytes`: a cell with a comma, a quote, CR or LF, or
-one a spreadsheet would run as a formula (= + - @ tab CR first), is quoted; the formula starters
-get a leading single quote, at the start of the cell and after each line break inside it (a
-reader that breaks lines at a bare CR would otherwise see a line `=1+1`).
+Every CSV Jurybox writes goes through `csv_bytes`, in one of two styles (`CsvStyle`):
+
+- "spreadsheet" (the default): a text cell whose first character a spreadsheet would run as a
+  formula (= + - @ tab CR, the OWASP list) gets a leading single quote, and nothing else is
+  changed: a line inside a cell is never touched (a spreadsheet evaluates a cell, not a line of
+  it), nor is a plain number ("-0.5": a value, not a formula). `escaped_cells` counts the
+  cells it prefixes, so the Export page can say so.
+- "exact": RFC 4180 and nothing more; reading it back (`pandas.read_csv(..., dtype=str,
+  keep_default_na=False)`) gives the texts byte for byte.
+
+In both, a cell with a comma, a quote, CR or LF is quoted (quotes doubled), so a bare CR stays
+inside its cell and its row.
 
 No API key can appear: the rows come from items, labels, reasons, notes and numbers, never from
 raw requests (keys are scrubbed from reasons when calls are stored).
@@ -79,11 +87,15 @@ EXPORT_SCHEMA_VERSION = 4
 FORMATS = ("csv", "jsonl", "parquet")
 ExportFormat = Literal["csv", "jsonl", "parquet"]
 
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+# How a CSV is written: "spreadsheet" prefixes a cell a spreadsheet would run as a formula with
+# a single quote; "exact" writes every cell as the data says (RFC 4180 quoting only).
+CsvStyle = Literal["spreadsheet", "exact"]
+CSV_STYLES: tuple[CsvStyle, ...] = ("spreadsheet", "exact")
+# A spreadsheet runs a cell whose FIRST character is one of these as a formula (OWASP, CSV
+# injection). Only the first: a spreadsheet evaluates a cell, not each line inside it.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-# A formula starter right after a line break inside a cell: a reader that splits lines at a
-# bare CR (or LF) starts a line there.
-_FORMULA_AFTER_BREAK = re.compile(r"(?<=[\r\n])(?=[=+\-@\t])")
+# A plain number ("-0.5", "+3", "1e-3") is a value, not a formula: left as it is.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 # A CSV cell holding one of these must be quoted to stay one cell of one row.
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 HISTORY_COLUMN = "override_history"
@@ -128,46 +140,82 @@ class ExportOptions:
     # fills it in): a rubric's rescored marks and a score's band give final_label and
     # final_score, as on every page.
     rule: DecisionRule | None = None
+    # The CSV's style: "spreadsheet" (a cell a spreadsheet would run as a formula gets a leading
+    # single quote) or "exact" (every cell as the data says). JSONL and Parquet are always exact.
+    csv_style: CsvStyle = "spreadsheet"
+
+
+def _runs_as_formula(text: str) -> bool:
+    return text.startswith(_FORMULA_START) and _NUMBER.fullmatch(text) is None
 
 
 def escape_cell(value: Any) -> Any:
-    """Prefix a text cell that a spreadsheet would treat as a formula with a single quote, and
-    each line inside it that starts like a formula (after a CR or LF) too."""
-    if not isinstance(value, str):
-        return value
-    if value.startswith(_FORMULA_START):
-        value = "'" + value
-    return _FORMULA_AFTER_BREAK.sub("'", value)
+    """A text cell whose first character a spreadsheet would run as a formula, with a single
+    quote in front; any other value as it is (lines inside the text are left alone, and so is
+    a plain number such as "-0.5")."""
+    if isinstance(value, str) and _runs_as_formula(value):
+        return "'" + value
+    return value
 
 
 def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def csv_cell(value: Any) -> str:
-    """One CSV cell, quoted and neutralised by the rules above. A list of names reads "A; B";
-    a list of records or a mapping is JSON text."""
+def _cell_text(value: Any) -> str:
+    """A value as the text of one CSV cell: "" when missing, a list of names as "A; B", a list
+    of records or a mapping as JSON text."""
     if _is_missing(value):
         return ""
     if isinstance(value, (list, tuple)) and not any(isinstance(v, (list, dict)) for v in value):
-        text = LIST_SEPARATOR.join("" if _is_missing(v) else str(v) for v in value)
-    elif isinstance(value, (list, tuple, dict)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value.item() if hasattr(value, "item") else value)  # numpy scalars
-    if text.startswith(_FORMULA_START) or _NEEDS_QUOTES.search(text):
-        return '"' + str(escape_cell(text)).replace('"', '""') + '"'
+        return LIST_SEPARATOR.join("" if _is_missing(v) else str(v) for v in value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value.item() if hasattr(value, "item") else value)  # numpy scalars
+
+
+def csv_cell(value: Any, style: CsvStyle = "spreadsheet") -> str:
+    """One CSV cell of `style` (see the module docstring), quoted when it holds a comma, a
+    quote, CR or LF."""
+    text = _cell_text(value)
+    if style == "spreadsheet":
+        text = escape_cell(text)
+    if _NEEDS_QUOTES.search(text):
+        return '"' + text.replace('"', '""') + '"'
     return text
 
 
-def csv_bytes(frame: pd.DataFrame) -> bytes:
+def escaped_cells(frame: pd.DataFrame) -> int:
+    """How many cells of `frame` (its header included) a "spreadsheet" CSV prefixes with a
+    single quote: the count of texts that differ from the data in that file."""
+    header = sum(_runs_as_formula(str(name)) for name in frame.columns)
+    body = 0
+    for n in range(frame.shape[1]):
+        column = frame.iloc[:, n]
+        if column.dtype.kind in "biufcmM":  # numbers, booleans and times never start a formula
+            continue
+        if isinstance(column.dtype, pd.StringDtype):  # text only: vectorised, same rule
+            starts = column.str.startswith(_FORMULA_START, na=False)
+            body += int((starts & ~column.str.fullmatch(_NUMBER.pattern, na=False)).sum())
+            continue
+        body += sum(_runs_as_formula(_cell_text(v)) for v in column.tolist())
+    return int(header + body)
+
+
+def csv_bytes(frame: pd.DataFrame, style: CsvStyle = "spreadsheet") -> bytes:
     """A frame as CSV (UTF-8, LF between rows, header first), every cell through `csv_cell`.
 
     Why not `DataFrame.to_csv`: Python's csv writer quotes only the characters of its line
     terminator, so a bare CR inside a cell went out unquoted and split the row in two.
+
+    Raises:
+        StorageError: an unknown style.
     """
-    header = ",".join(csv_cell(str(name)) for name in frame.columns)
-    cells = [[csv_cell(v) for v in frame.iloc[:, n].tolist()] for n in range(frame.shape[1])]
+    if style not in CSV_STYLES:
+        raise StorageError(f"Unknown CSV style {style!r}; choose one of {', '.join(CSV_STYLES)}.")
+    header = ",".join(csv_cell(str(name), style) for name in frame.columns)
+    cells = [[csv_cell(v, style) for v in frame.iloc[:, n].tolist()]
+             for n in range(frame.shape[1])]
     lines = [header, *(",".join(row) for row in zip(*cells, strict=True))]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
@@ -412,9 +460,10 @@ def _arrow_table(frame: pd.DataFrame) -> Any:
     return table
 
 
-def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes], head: str | None = None) -> None:
+def _write(frame: pd.DataFrame, fmt: str, sink: IO[bytes], head: str | None = None,
+           csv_style: CsvStyle = "spreadsheet") -> None:
     if fmt == "csv":
-        sink.write(csv_bytes(frame))
+        sink.write(csv_bytes(frame, csv_style))
     elif fmt == "jsonl":
         columns = list(frame.columns)
         for values in frame.itertuples(index=False, name=None):
@@ -445,22 +494,26 @@ def export_run(
     Args:
         db: this thread's connection.
         run_id: the run.
-        fmt: "csv" (cells starting with = + - @ tab or CR get a leading single quote), "jsonl"
-            or "parquet" (schema metadata `jurybox_export_version`, and `jurybox_chain_head`:
+        fmt: "csv" (by `options.csv_style`: "spreadsheet", the default, puts a single quote
+            before a cell whose first character is = + - @ tab or CR; "exact" changes nothing),
+            "jsonl" or "parquet" (schema metadata `jurybox_export_version`, and `jurybox_chain_head`:
             the head of the run's verifiable record when exported, `storage.record_chain`).
         out: a path, or a binary file object (e.g. `io.BytesIO` for a download button).
-        options: extra columns for curation (see `ExportOptions`).
+        options: extra columns for curation and the CSV's style (see `ExportOptions`).
 
     Returns:
         The number of rows written.
 
     Raises:
-        StorageError: unknown format.
+        StorageError: unknown format or CSV style.
         NotFoundError: no such run.
     """
     fmt = fmt.lower().lstrip(".")
     if fmt not in FORMATS:
         raise StorageError(f"Unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}.")
+    style = (options or ExportOptions()).csv_style
+    if style not in CSV_STYLES:  # before the export is built, not after
+        raise StorageError(f"Unknown CSV style {style!r}; choose one of {', '.join(CSV_STYLES)}.")
     frame = export_frame(db, run_id, options)
     sealed = chain_head(db, run_id)
     head = sealed[1] if sealed else None
@@ -468,9 +521,9 @@ def export_run(
         path = pathlib.Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as sink:
-            _write(frame, fmt, sink, head)
+            _write(frame, fmt, sink, head, style)
     else:
-        _write(frame, fmt, out, head)
+        _write(frame, fmt, out, head, style)
     return len(frame)
 
 
@@ -483,9 +536,9 @@ def export_bytes(
     return buffer.getvalue()
 
 
-def rows_csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+def rows_csv_bytes(rows: list[dict[str, Any]], style: CsvStyle = "spreadsheet") -> bytes:
     """Rows (dicts with the same keys) as CSV with the export's rules (`csv_cell`)."""
-    return csv_bytes(pd.DataFrame(rows))
+    return csv_bytes(pd.DataFrame(rows), style)
 
 
 def override_history_bytes(db: sqlite_utils.Database, run_id: int) -> bytes:

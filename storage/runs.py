@@ -46,7 +46,8 @@ def create_run(
         dataset_id: the dataset (`save_dataset`).
         panel_hash: the panel version (`save_panel`); the run keeps pointing at that exact YAML.
         critics: the critic names, in panel order (they become the review table's columns).
-        simulated: True when every critic is on the simulated vendor (the UI labels it).
+        simulated: True when a critic calls the simulated vendor (`judging.panel.vendors.
+            PanelSources.calls_simulator`; the UI labels the run).
         name: an optional label for lists.
 
     Returns:

@@ -219,3 +219,47 @@ def test_the_run_page_opens_with_the_panel_a_link_names(
     at = open_page("run", query={RUN_PANEL_PARAM: panel_hash(older)})
     no_exception(at)
     assert at.selectbox(key="new_run_panel").value == panel_hash(older)
+
+
+def test_a_swap_run_shows_each_percentage_in_one_format_and_both_gold_figures(
+    app_db: pathlib.Path,
+) -> None:
+    """The pairwise demo (three critics, both orders, gold labels): the position-bias table and
+    the against-gold table give every percentage as one format, and the two gold figures are
+    the report's."""
+    import json
+
+    from judging.demo import pairwise_dataset_path, pairwise_panel_path
+    from judging.panel.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.run_report import run_pairwise
+    from storage.dataset_store import save_dataset
+    from storage.importing import read_dataset
+
+    db = open_db(app_db)
+    dataset = save_dataset(db, read_dataset(pairwise_dataset_path(), id_column="id",
+                                            gold_column="gold"), name="pairwise demo")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(pairwise_panel_path()))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(120)
+    report = run_pairwise(db, run_id)
+    assert report is not None and report.vs_gold
+
+    at = open_page("agreement", query={"run": str(run_id)})
+    no_exception(at)
+    bias = next(d for d in at.dataframe if "to the first shown both times" in d.value.columns)
+    gold = next(d for d in at.dataframe if "right in both orders" in d.value.columns)
+    for table, columns in ((bias, ["changed"]), (gold, [
+            "right in both orders", "mean of the two orders' accuracies", "right with A first",
+            "right when swapped"])):
+        config = json.loads(table.proto.columns)
+        assert {c: config[c]["type_config"]["format"] for c in columns} == {
+            c: "%.1f%%" for c in columns}
+    shown = gold.value.set_index("critic")
+    for row in report.vs_gold:
+        assert shown.loc[row.critic, "right in both orders"] == pytest.approx(100 * row.both_rate)
+        assert shown.loc[row.critic, "mean of the two orders' accuracies"] == pytest.approx(
+            100 * row.mean_rate)
+    rates = bias.value.set_index("critic")["changed"]
+    assert {c: rates[c] for c in rates.index} == pytest.approx(
+        {b.critic: 100 * b.rate for b in report.bias})
+    assert any("its two answers combined" in str(c.value) for c in at.caption)

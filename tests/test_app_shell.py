@@ -259,6 +259,95 @@ def test_simulated_notice_names_only_the_simulated_critics(app_db: pathlib.Path)
     assert notice is not None and notice.startswith("Critic critic_0 is simulated")
 
 
+CHECK = {"name": "no_card", "kind": "rule",
+         "rule": {"check": "no-regex", "field": "text", "pattern": r"\d{4}-\d{4}"}}
+SIM_MODEL = {"name": "model", "model": "sim-careful", "prompt_template": "Judge {text}"}
+REAL_MODEL = {"name": "gpt", "vendor": "openai", "model": "gpt-4o-mini",
+              "prompt_template": "Judge {text}"}
+
+
+def _checks_panel(*critics: dict[str, object]) -> object:
+    from judging.panel.panel_files import panel_from_dict
+
+    return panel_from_dict({"name": "checks", "scale": {"kind": "yesno"},
+                            "critics": list(critics)})
+
+
+def test_what_answers_each_critic_comes_from_the_panel() -> None:
+    from judging.panel.vendors import PanelSources
+
+    sources = PanelSources.of(_checks_panel(CHECK, SIM_MODEL, REAL_MODEL).critics)
+    assert (sources.checks, sources.simulated, sources.vendors) == (
+        ("no_card",), ("model",), {"openai": ("gpt",)})
+    assert PanelSources.of(_checks_panel(CHECK).critics) == PanelSources(checks=("no_card",))
+
+
+@pytest.mark.parametrize(("critics", "simulated"), [
+    ((CHECK,), False), ((CHECK, SIM_MODEL), True), ((SIM_MODEL, REAL_MODEL), True),
+    ((REAL_MODEL,), False)])
+def test_a_run_is_simulated_when_a_critic_calls_the_simulator(
+    app_db: pathlib.Path, critics: tuple[dict[str, object], ...], simulated: bool
+) -> None:
+    from judging.runs.jobs import prepare_run
+    from storage.dataset_store import save_dataset
+    from storage.runs import get_run
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(2), name="mine").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=_checks_panel(*critics))
+    assert get_run(db, run_id)["simulated"] is simulated
+
+
+def test_a_run_of_checks_is_called_checks_and_its_gold_figures_are_not_chance(
+    app_db: pathlib.Path,
+) -> None:
+    """A rule critic keeps the default `vendor`; it never calls the simulator, so no page calls
+    its run simulated or its agreement with the gold labels chance."""
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.dataset_store import save_dataset
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(6), name="mine").id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=_checks_panel(CHECK))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    for page in ("home", "review", "agreement", "export"):
+        at = open_page(page, query={"run": str(run_id)})
+        no_exception(at)
+        warnings = [shown(w.value) for w in at.warning]
+        assert not any("simulated" in w or "chance" in w for w in warnings), (page, warnings)
+        if page != "home":
+            captions = [shown(c.value) for c in at.caption]
+            assert any(c.startswith("Judged by **rule/python checks**, which call no model "
+                                    "(no_card). No call left this machine") for c in captions), (
+                page, captions)
+
+
+def test_a_mixed_panel_says_each_source_and_calls_only_the_simulated_critic_chance(
+    app_db: pathlib.Path,
+) -> None:
+    from judging.runs.jobs import prepare_run
+    from pages.ui.simulated import simulated_notice, what_ran
+    from storage.dataset_store import save_dataset
+    from storage.runs import get_run
+    from tests.fixtures_storage import make_parsed
+
+    db = open_db(app_db)
+    dataset_id = save_dataset(db, make_parsed(2), name="mine").id
+    run = get_run(db, prepare_run(db, dataset_id=dataset_id,
+                                  panel=_checks_panel(CHECK, SIM_MODEL, REAL_MODEL)))
+    assert shown(what_ran(db, run) or "") == (
+        "Judged by the **simulated** vendor (model); **rule/python checks**, which call no "
+        "model (no_card); **OpenAI** (gpt).")
+    notice = simulated_notice(db, run)
+    assert notice is not None and notice.startswith("Critic model is simulated")
+    checks_and_sim = get_run(db, prepare_run(db, dataset_id=dataset_id,
+                                             panel=_checks_panel(CHECK, SIM_MODEL)))
+    notice = simulated_notice(db, checks_and_sim)
+    assert notice is not None and notice.startswith("Critic model is simulated")
+
+
 # -- Export for curation (issue 14 item 10) ----------------------------------------------------
 
 
@@ -277,6 +366,45 @@ def test_export_options_add_the_curation_columns(demo_db: tuple[pathlib.Path, in
             "override_history"} <= set(columns)
     labels = [b.label for b in at.download_button]
     assert "Download the override history (JSONL)" in labels
+
+
+def _escaped_said(at: AppTest) -> int | None:
+    """The count of escaped cells the Export page states (0 for "No cell starts ..."), or None
+    when it states none."""
+    for caption in (shown(c.value) for c in at.caption):
+        if caption.startswith("No cell starts with"):
+            return 0
+        said = re.match(r"This CSV puts a single quote before ([\d,]+) cells? ", caption)
+        if said:
+            return int(said.group(1).replace(",", ""))
+    return None
+
+
+def test_the_export_page_says_how_many_cells_a_spreadsheet_csv_changes(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    from judging.runs.stored_run import export_options
+    from storage.export_files import escaped_cells, export_frame
+    from storage.overrides import add_override
+
+    path, run_id = demo_db
+    at = open_page("export", query={"run": str(run_id)})
+    no_exception(at)
+    before = _escaped_said(at)
+    db = open_db(path)
+    assert before == escaped_cells(export_frame(db, run_id, export_options(db, run_id)))
+    # One note a spreadsheet would run, one whose second line starts with "-": one more cell.
+    add_override(db, run_id, "TX-0001", "KEEP", "=1+1 is two", "ann")
+    add_override(db, run_id, "TX-0002", "KEEP", "fine:\n- one\n- two", "ann")
+    at.run()
+    assert _escaped_said(at) == before + 1
+    at.radio(key="export_csv_style").set_value("exact").run()
+    no_exception(at)
+    assert _escaped_said(at) is None
+    assert any(shown(c.value).startswith("Every cell as the data says (RFC 4180)")
+               for c in at.caption)
+    at.radio(key="export_format").set_value("jsonl").run()
+    assert not [r for r in at.radio if r.key == "export_csv_style"]
 
 
 def test_agreement_and_review_say_simulated_critics_do_not_read_the_users_items(

@@ -39,9 +39,11 @@ def run(db):
 
 @pytest.mark.parametrize(
     ("value", "escaped"),
-    [("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
-     ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain", "plain"), ("a=b", "a=b"), (3.5, 3.5),
-     (None, None)],
+    [("=1+1", "'=1+1"), ("+1 agreed", "'+1 agreed"), ("-1+1|cmd", "'-1+1|cmd"),
+     ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain", "plain"),
+     ("a=b", "a=b"), (3.5, 3.5), (None, None),
+     # A plain number is a value, not a formula; a line inside a cell is not its start.
+     ("-1", "-1"), ("+2.5e-3", "+2.5e-3"), ("a\n=1+1", "a\n=1+1"), ("a\r-b", "a\r-b")],
 )
 def test_escape_cell(value, escaped):
     assert escape_cell(value) == escaped

@@ -9,7 +9,12 @@ import pathlib
 import numpy as np
 import pytest
 
-from judging.analysis.pairwise_stats import bradley_terry, position_bias, win_rates
+from judging.analysis.pairwise_stats import (
+    bradley_terry,
+    order_accuracy,
+    position_bias,
+    win_rates,
+)
 from judging.demo import demo_gold, pairwise_dataset_path, pairwise_panel_path
 from judging.engine.chains import both_orders
 from judging.errors import ConfigError
@@ -17,6 +22,7 @@ from judging.panel.critics import Critic
 from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
+from judging.runs.cli import main as cli_main
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.run_report import run_pairwise
 from judging.simulator.sim_server import Profile
@@ -167,12 +173,14 @@ def test_the_panel_refuses_a_comparison_it_cannot_make(pairwise, message):
 # -- end to end -----------------------------------------------------------------------------
 
 
-def test_a_position_biased_critic_is_caught_and_a_fair_one_is_not(tmp_path, simulator_factory):
+def test_a_position_biased_critic_is_caught_and_a_fair_one_is_not(tmp_path, simulator_factory,
+                                                                   capsys):
     data = tmp_path / "pairs.csv"
-    rows = [("p1", "excellent answer", "poor answer"), ("p2", "poor reply", "excellent reply"),
-            ("p3", "fine answer", "fine answer too")]
-    data.write_text("id,question,answer_a,answer_b\n" + "".join(
-        f"{i},q?,{a},{b}\n" for i, a, b in rows), encoding="utf-8")
+    rows = [("p1", "excellent answer", "poor answer", "A"),
+            ("p2", "poor reply", "excellent reply", "B"),
+            ("p3", "fine answer", "fine answer too", "TIE")]
+    data.write_text("id,question,answer_a,answer_b,gold\n" + "".join(
+        f"{i},q?,{a},{b},{g}\n" for i, a, b, g in rows), encoding="utf-8")
     server = simulator_factory(
         profiles={"fair": Profile(accuracy=1.0), "swayed": Profile(accuracy=1.0,
                                                                    position_bias=1.0)},
@@ -186,7 +194,8 @@ def test_a_position_biased_critic_is_caught_and_a_fair_one_is_not(tmp_path, simu
                      "prompt_template": prompt} for n in ("fair", "swayed")]})
     db_path = tmp_path / "p.db"
     db = open_db(db_path)
-    dataset = save_dataset(db, read_dataset(data, id_column="id"), name="pairs")
+    dataset = save_dataset(db, read_dataset(data, id_column="id", gold_column="gold"),
+                           name="pairs")
     run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
     assert JobRegistry().start_run(str(db_path), run_id, concurrency=4).wait(60)
     assert server.stats()["total"] == 2 * 2 * 3  # two critics, two orders, three items
@@ -200,9 +209,25 @@ def test_a_position_biased_critic_is_caught_and_a_fair_one_is_not(tmp_path, simu
                          " AND item_id = 'p1' AND swapped", [run_id]).fetchone()[0]
     assert swapped.index("poor answer") < swapped.index("excellent answer")  # B shown first
 
-    bias = {b.critic: b for b in run_pairwise(db, run_id).bias}
+    report = run_pairwise(db, run_id)
+    bias = {b.critic: b for b in report.bias}
     assert (bias["fair"].rate, bias["swayed"].rate, bias["swayed"].to_first) == (0.0, 1.0, 3)
     assert order_answers(db, run_id)["swayed"]["p1"] == [("A", "A")]
+
+    # Against gold A, B, TIE. Fair: right in both orders on all three. Swayed says A both
+    # times: p1 right only with A first, p2 only when swapped (A there is B here), p3 never:
+    # right in both orders 0 of 3, the two orders' accuracies 1/3 and 1/3, their mean 1/3.
+    gold = {g.critic: g for g in report.vs_gold}
+    assert (gold["fair"].pairs, gold["fair"].both_rate, gold["fair"].mean_rate) == (3, 1.0, 1.0)
+    assert (gold["swayed"].both, gold["swayed"].first, gold["swayed"].swapped) == (0, 1, 1)
+    assert (gold["swayed"].both_rate, gold["swayed"].mean_rate) == (0.0, pytest.approx(1 / 3))
+    assert cli_main(["stats", str(run_id), "--resamples", "10", "--db", str(db_path)]) == 0
+    out = capsys.readouterr().out
+    assert "right in both orders" in out and "mean of the two orders" in out
+    rows = {line.split()[0]: line.split()[1:] for line in
+            out.split("Against the gold labels, asked in both orders:")[1].splitlines()[2:4]}
+    assert rows == {"fair": ["100.0%", "100.0%", "3"], "swayed": ["0.0%", "33.3%", "3"]}
+    assert "    swayed           100.0% of 3 pairs" in out  # position bias, in the same format
 
 
 def test_the_pairwise_demo_ranks_its_systems_by_their_hidden_quality(tmp_path):
@@ -222,3 +247,18 @@ def test_the_pairwise_demo_ranks_its_systems_by_their_hidden_quality(tmp_path):
     assert bias["biased"] > bias["careful"]  # the demo's sim-biased reads the first answer
     assert pathlib.Path(pairwise_dataset_path()).read_text(encoding="utf-8").count("\n") == 61
     assert len([v for v in demo_gold().values() if v.replace(".", "").isdigit()]) >= 60
+
+
+def test_each_critic_against_gold_in_both_orders_by_hand():
+    # i1 gold A: said A, then B on the swapped pair (A read back): right in both.
+    # i2 gold B: said A both times (B, then A read back): right only when swapped.
+    # i3 gold TIE: TIE, then B (A read back): right only with A first.
+    # i4 no gold; i5 gold A answered in one order only: both left out.
+    answers = {"c": {"i1": [("A", "B")], "i2": [("A", "A")], "i3": [("TIE", "B")],
+                     "i4": [("A", "B")], "i5": [("A", None)]}}
+    gold = {"i1": "A", "i2": "B", "i3": "TIE", "i5": "A"}
+    (row,) = order_accuracy(answers, gold, CONFIG)
+    assert (row.pairs, row.both, row.first, row.swapped) == (3, 1, 2, 2)
+    assert row.both_rate == pytest.approx(1 / 3)
+    assert row.mean_rate == pytest.approx(4 / 6)  # (2/3 + 2/3) / 2
+    assert order_accuracy(answers, {}, CONFIG) == []

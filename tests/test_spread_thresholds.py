@@ -168,3 +168,87 @@ def test_recommendation_and_flag_are_stored_and_shown(db) -> None:
     line = consensus_line(item_detail(db, run_id, ids[0]))
     assert line.startswith("consensus uphold")
     assert "the critics disagree" in line
+
+
+# Per-critic agreement with the consensus follows the same rule as the vote's `agreement`.
+# Hand-computed, max_spread 0.2, the consensus the mean (scores of j0, j1, j2):
+#   i1  0.5  0.6  0.7   mean 0.6     all three within 0.2
+#   i2  0.1  0.5  0.9   mean 0.5     j1 only (the others 0.4 away)
+#   i3  0.3  0.3  0.45  mean 0.35    all three
+#   i4  0.9  0.2  0.8   mean 0.6333  j2 only (0.1667; j0 0.2667, j1 0.4333)
+# j0 backs 2 of 4, j1 3 of 4, j2 3 of 4. Compared for equality: j1 once (i2), the others never.
+BACKING_SCORES = {"i1": (0.5, 0.6, 0.7), "i2": (0.1, 0.5, 0.9), "i3": (0.3, 0.3, 0.45),
+                  "i4": (0.9, 0.2, 0.8)}
+BACKING = {"j0": 0.5, "j1": 0.75, "j2": 0.75}
+
+
+def _score_panel(voting: VotingConfig) -> object:
+    from judging.panel.critics import Critic
+    from judging.panel.panel_model import Panel
+
+    return Panel(name="scores", scale=ZERO_TO_ONE, voting=voting, critics=[
+        Critic(name=f"j{n}", model="sim-careful", prompt_template="Score {text}")
+        for n in range(3)])
+
+
+def test_per_critic_agreement_with_a_score_consensus_follows_max_spread(db, capsys) -> None:
+    from judging.panel.panel_files import dump_panel
+    from judging.runs.cli import main as cli_main
+    from judging.runs.run_report import run_agreement_report
+    from storage.calls import write_verdicts
+
+    config = VotingConfig(strategy="mean", max_spread=0.2)
+    parsed = make_parsed(4, salt="backing")
+    ids = [item.id for item in parsed.items]
+    dataset_id = save_dataset(db, parsed, name="d").id
+    save_panel(db, panel_hash="backing", name="scores",
+               yaml_text=dump_panel(_score_panel(config)))
+    run_id = create_run(db, dataset_id=dataset_id, panel_hash="backing",
+                        critics=["j0", "j1", "j2"])
+    panel_verdicts = []
+    for item_id, scores in zip(ids, BACKING_SCORES.values(), strict=True):
+        verdicts = [Verdict(critic=f"j{n}", item_id=item_id, score=s)
+                    for n, s in enumerate(scores)]
+        write_verdicts(db, run_id, verdicts)
+        panel_verdicts.append(PanelVerdict(item_id=item_id, verdicts=verdicts, strategy="mean",
+                                           outcome=vote(verdicts, {}, config, ZERO_TO_ONE)))
+    write_consensus(db, run_id, panel_verdicts)
+    # The vote's own agreement per item, from the same rule: 3, 1, 3 and 1 of 3 back it.
+    assert [round(pv.outcome.agreement * 3) for pv in panel_verdicts] == [3, 1, 3, 1]
+
+    report = run_agreement_report(db, run_id, resamples=10)
+    assert {c: p.value for c, p in report.vs_consensus.items()} == BACKING
+    assert {c: p.n for c, p in report.vs_consensus.items()} == {"j0": 4, "j1": 4, "j2": 4}
+    # `jurybox stats` prints the same report.
+    assert cli_main(["stats", str(run_id), "--resamples", "10", "--db", db_path_of(db)]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()
+             if line.strip().startswith(("j0 ", "j1 ", "j2 "))}
+    assert lines["j0"].split()[1] == "0.500" and lines["j1"].split()[1] == "0.750"
+
+
+def db_path_of(db) -> str:
+    return db.execute("PRAGMA database_list").fetchone()[2]
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    # Without max_spread: in the consensus's band (uphold from 0.7, borderline from 0.4).
+    #   i1 mean 0.6 borderline: 0.5, 0.6 borderline; 0.7 uphold -> j0, j1
+    #   i2 mean 0.5 borderline: 0.5 -> j1;  i3 mean 0.35 escalate: 0.3, 0.3 -> j0, j1
+    #   i4 mean 0.6333 borderline: none (0.9, 0.8 uphold; 0.2 escalate)
+    (VotingConfig(strategy="mean", thresholds={"uphold": 0.7, "borderline": 0.4}),
+     {"j0": 0.5, "j1": 0.75, "j2": 0.0}),
+    # Without either: equal to the consensus (i1 j1 0.6, i2 j1 0.5).
+    (VotingConfig(strategy="mean"), {"j0": 0.0, "j1": 0.5, "j2": 0.0}),
+])
+def test_per_critic_agreement_without_max_spread_follows_the_bands_else_equality(
+        config: VotingConfig, expected: dict[str, float]) -> None:
+    from judging.analysis.agreement_report import agreement_report
+
+    ratings = [(item, f"j{n}", s) for item, scores in BACKING_SCORES.items()
+               for n, s in enumerate(scores)]
+    consensus = {item: vote([Verdict(critic=f"j{n}", item_id=item, score=s)
+                             for n, s in enumerate(scores)], {}, config, ZERO_TO_ONE).consensus
+                 for item, scores in BACKING_SCORES.items()}
+    report = agreement_report(ratings, scale=ZERO_TO_ONE, consensus=consensus, voting=config,
+                              resamples=10)
+    assert {c: p.value for c, p in report.vs_consensus.items()} == expected

@@ -322,3 +322,29 @@ def test_an_imported_run_compares_with_a_run_of_a_jurybox_panel_on_its_items(tmp
     assert result.common == 10 and result.only_a == result.only_b == 0
     assert result.vs_gold is not None
     assert result.changes  # the imported critics were replaced by model critics, said in words
+
+
+# -- every page on an imported run -------------------------------------------------------------
+
+PAGES = ["home", "datasets", "panel", "run", "review", "agreement", "team", "compare", "export"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_on_an_imported_run_and_none_calls_it_simulated(app_db, page):
+    from tests.test_app_smoke import all_text, no_exception, open_page
+
+    vset = VerdictSet(
+        source="judges.csv", format="table-wide",
+        items=[Item(id=f"i{n}", fields={"text": f"t{n}"}, gold="yes" if n % 2 else "no")
+               for n in range(12)],
+        verdicts=[ImportedVerdict(item_id=f"i{n}", judge=judge,
+                                  label="yes" if (n + k) % 3 else "no", reasoning=f"why {n}")
+                  for n in range(12) for k, judge in enumerate(["gpt", "claude", "gemini"])])
+    made = import_verdicts(app_db, vset, ImportChoices(name="imported"))
+    at = open_page(page, query={"run": str(made.run_id)})
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    text = all_text(at)
+    assert "is simulated" not in text and "is chance" not in text
+    if page in ("run", "review", "agreement", "export"):  # the banner says what judged it
+        assert re.search(r"verdicts \W*imported\W* from judges", text), text

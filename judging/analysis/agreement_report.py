@@ -7,7 +7,7 @@ SQL or Streamlit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -41,6 +41,8 @@ from judging.agreement.alpha import (
 )
 from judging.scales import Scale
 from judging.voting.dawid_skene import DawidSkeneResult, dawid_skene
+from judging.voting.strategies import backs_consensus
+from judging.voting.voting_config import VotingConfig
 
 FAILED_COLUMN = "(failed)"
 _LABEL_LEVELS = ("nominal", "ordinal")
@@ -278,6 +280,7 @@ def agreement_report(
     confidence: float = 0.95,
     tolerance: float = 0.0,
     fit_dawid_skene: bool = True,
+    voting: VotingConfig | None = None,
 ) -> AgreementReport:
     """Compute every agreement figure of a run.
 
@@ -294,6 +297,10 @@ def agreement_report(
         resamples, seed, confidence: bootstrap settings for alpha's interval.
         tolerance: for numeric levels, a rating within this distance of a reference agrees.
         fit_dawid_skene: fit Dawid-Skene (label levels only).
+        voting: the panel's voting. On a score scale a critic agrees with the consensus when
+            it backs it by the vote's rule (`judging.voting.strategies.backs_consensus`:
+            within `max_spread`, else in its band, else equal), as the vote's `agreement`
+            counts it. Without it (or on labels): equal, or within `tolerance`.
 
     Returns:
         An AgreementReport.
@@ -305,6 +312,7 @@ def agreement_report(
         ratings_table(ratings, critics), level=level, order=order, scale=scale,
         consensus=consensus, overrides=overrides, gold=gold, resamples=resamples, seed=seed,
         confidence=confidence, tolerance=tolerance, fit_dawid_skene=fit_dawid_skene,
+        voting=voting,
     )
 
 
@@ -322,6 +330,7 @@ def table_agreement_report(
     confidence: float = 0.95,
     tolerance: float = 0.0,
     fit_dawid_skene: bool = True,
+    voting: VotingConfig | None = None,
 ) -> AgreementReport:
     """`agreement_report` over ratings already laid out as items x critics (the index holds
     the item ids, a column each critic, None for a missing rating), as `ratings_table` lays
@@ -354,11 +363,14 @@ def table_agreement_report(
         matrix=matrix,
     )
 
-    for attr, reference in (("vs_consensus", consensus), ("vs_gold", gold)):
-        if reference:
-            getattr(report, attr).update(
-                _vs_reference(matrix, items, reference, tolerance, confidence)
-            )
+    if consensus:
+        numeric = matrix.level in ("interval", "ratio")
+        backs = ((lambda said, ref: backs_consensus(said, ref, voting))
+                 if numeric and voting is not None else None)
+        report.vs_consensus.update(
+            _vs_reference(matrix, items, consensus, tolerance, confidence, backs))
+    if gold:
+        report.vs_gold.update(_vs_reference(matrix, items, gold, tolerance, confidence))
 
     if matrix.level in _LABEL_LEVELS:
         label_matrix = matrix if matrix.level == "nominal" else _as_nominal(matrix)
@@ -440,11 +452,13 @@ def _vs_reference(
     reference: Mapping[Any, Any],
     tolerance: float,
     confidence: float,
+    backs: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Proportion]:
-    """Each critic against one reference, compared on the encoded codes (vectorised)."""
+    """Each critic against one reference, compared on the encoded codes (vectorised); on a
+    score scale by `backs` (scores, reference scores -> which agree) when given."""
     ref = _reference_array(items, reference)
     has_ref = ~np.asarray(pd.isna(ref), dtype=bool)
-    numeric = matrix.level in ("interval", "ratio") and tolerance > 0
+    numeric = matrix.level in ("interval", "ratio") and (tolerance > 0 or backs is not None)
     if numeric:
         ref_values = pd.to_numeric(pd.Series(ref), errors="coerce").to_numpy(dtype=np.float64)
     else:
@@ -459,7 +473,8 @@ def _vs_reference(
         both = rated & has_ref
         if numeric:
             said = matrix.values[np.maximum(codes, 0)]
-            agree = both & (np.abs(said - ref_values) <= tolerance)
+            agree = both & (backs(said, ref_values) if backs is not None
+                            else np.abs(said - ref_values) <= tolerance)
         else:
             agree = both & (codes == ref_codes)
         out[name] = proportion(

@@ -11,12 +11,16 @@ critic's position bias. Pure functions over plain data (`judging.runs.run_report
 - Position bias: the share of a critic's answered pairs (both orders answered) whose answer
   changed when the responses were swapped, and how many of those changes went to whichever
   response was shown first.
+- Against the gold labels, order by order (a swap run): over the pairs a critic answered in
+  both orders, how often it was right in both (its verdict, the pair read in both orders) and
+  the mean of the two orders' accuracies (the figure LLM-as-a-judge papers report: each order
+  scored on its own, then averaged).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -64,6 +68,28 @@ class PositionBias:
     @property
     def rate(self) -> float | None:
         return self.changed / self.pairs if self.pairs else None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderAccuracy:
+    """One critic against the gold labels in the two orders, over the pairs (items x samples
+    with a gold label) it answered in both."""
+
+    critic: str
+    pairs: int
+    both: int  # right in both orders
+    first: int  # right with the responses as given (A first)
+    swapped: int  # right with them swapped (the answer read back in the first order)
+
+    @property
+    def both_rate(self) -> float | None:
+        """The share of pairs right in both orders."""
+        return self.both / self.pairs if self.pairs else None
+
+    @property
+    def mean_rate(self) -> float | None:
+        """The mean of the two orders' accuracies."""
+        return (self.first + self.swapped) / (2 * self.pairs) if self.pairs else None
 
 
 def _tally(outcomes: Sequence[Outcome], config: PairwiseConfig) -> dict[str, list[int]]:
@@ -172,14 +198,43 @@ def position_bias(answers: Mapping[str, Mapping[str, Sequence[tuple[str | None, 
     return rows
 
 
+def order_accuracy(answers: Mapping[str, Mapping[str, Sequence[tuple[str | None, str | None]]]],
+                   gold: Mapping[str, str], config: PairwiseConfig) -> list[OrderAccuracy]:
+    """Each critic against the gold labels in each order, from its answers per item in both
+    orders (as `position_bias` reads them); items without a gold label, and pairs not
+    answered in both orders, are left out. Empty without gold labels."""
+    if not gold:
+        return []
+    rows = []
+    for critic in sorted(answers):
+        pairs = both = first = swapped = 0
+        for item_id, item_pairs in answers[critic].items():
+            truth = gold.get(item_id)
+            if truth is None:
+                continue
+            for forward, backward in item_pairs:
+                if forward is None or backward is None:
+                    continue
+                pairs += 1
+                right_first = forward == truth
+                right_swapped = config.flip(backward) == truth
+                first += right_first
+                swapped += right_swapped
+                both += right_first and right_swapped
+        rows.append(OrderAccuracy(critic, pairs, both, first, swapped))
+    return rows
+
+
 @dataclass(frozen=True, slots=True)
 class PairwiseReport:
-    """A pairwise run's results: per system, Bradley-Terry strengths, per critic's bias."""
+    """A pairwise run's results: per system, Bradley-Terry strengths, per critic's bias and,
+    on a swap run with gold labels, each critic's accuracy order by order."""
 
     comparisons: int  # decided comparisons counted (an abstained item is left out)
     systems: list[SystemResult]
     strengths: Strengths
     bias: list[PositionBias]
+    vs_gold: list[OrderAccuracy] = field(default_factory=list)
 
     def to_text(self) -> str:
         """The plain-text summary `jurybox stats` prints for a pairwise run."""
@@ -199,7 +254,18 @@ class PairwiseReport:
         if self.bias:
             lines.append("  Position bias (answers that changed when A and B were swapped):")
             for b in self.bias:
-                rate = "n/a" if b.rate is None else f"{b.rate:.0%}"
-                lines.append(f"    {b.critic:<16} {rate:>5} of {b.pairs} pairs; "
+                lines.append(f"    {b.critic:<16} {_percent(b.rate):>6} of {b.pairs} pairs; "
                              f"{b.to_first} went to the first shown both times")
+        if self.vs_gold:
+            lines.append("  Against the gold labels, asked in both orders:")
+            lines.append(f"    {'critic':<16} {'right in both orders':>20} "
+                         f"{'mean of the two orders':>22} {'pairs':>6}")
+            for g in self.vs_gold:
+                lines.append(f"    {g.critic:<16} {_percent(g.both_rate):>20} "
+                             f"{_percent(g.mean_rate):>22} {g.pairs:>6}")
         return "\n".join(lines)
+
+
+def _percent(rate: float | None) -> str:
+    """A share as the pairwise figures print it: one decimal, "n/a" when undefined."""
+    return "n/a" if rate is None else f"{rate:.1%}"

@@ -32,8 +32,10 @@ from judging.agreement import (
 from judging.analysis.agreement_report import AgreementReport
 from judging.voting.dawid_skene import DawidSkeneResult
 
-FORMAT = 1
-"""The layout's version, stored with the bytes: a reader refuses another."""
+FORMAT = 2
+"""The layout's version, stored with the bytes: a reader refuses another (and the report is
+computed again). 2: a score panel's per-critic agreement with the consensus follows the vote's
+rule (`judging.voting.strategies.backs_consensus`), so reports kept under 1 are stale."""
 
 _CLASSES: dict[str, type] = {cls.__name__: cls for cls in (
     AgreementReport, AlphaResult, BootstrapResult, KappaMatrix, Proportion, RatingMatrix,

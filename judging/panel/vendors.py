@@ -8,11 +8,13 @@ sent by `judging.engine.calls`; replies are read by `judging.engine.parsing`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from judging.errors import CriticCallError
 from judging.panel.critics import Critic
+from judging.verdicts import PLUGIN_KINDS
 
 KeyLookup = Callable[[str], "str | None"]
 
@@ -215,6 +217,66 @@ def get_preset(vendor: str) -> VendorPreset:
         raise CriticCallError(
             f"unknown vendor {vendor!r}; use one of: {known} (or 'custom' with a base_url)"
         ) from None
+
+
+# What answers a critic: a rule or python check (it calls nothing), the built-in simulator, or
+# a vendor's model.
+CriticSource = Literal["check", "imported", "simulated", "vendor"]
+
+
+def critic_source(critic: Critic) -> CriticSource:
+    """What answers `critic`. A rule or python critic is a check, and an imported critic replays
+    verdicts given elsewhere, whatever their `vendor` says (the field keeps its default,
+    "simulated", and is never used): they call no model."""
+    if critic.kind == "imported":
+        return "imported"
+    if critic.kind in PLUGIN_KINDS:
+        return "check"
+    preset = PRESETS.get(critic.vendor)
+    return "simulated" if preset is not None and preset.simulated else "vendor"
+
+
+@dataclass(frozen=True, slots=True)
+class PanelSources:
+    """Which critics of a panel are answered by what (`critic_source`), names in panel order.
+
+    Attributes:
+        simulated: critics that call the built-in simulator (it does not read the items of
+            data it was not built for: its agreement with gold labels there is chance).
+        checks: rule and python critics (they call nothing).
+        imported: critics replaying verdicts given outside Jurybox (they call nothing).
+        vendors: vendor preset name -> its critics (a real model answers them).
+    """
+
+    simulated: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    imported: tuple[str, ...] = ()
+    vendors: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, critics: Iterable[Critic]) -> PanelSources:
+        """The sources of `critics` (a panel's `critics`)."""
+        by_source: dict[str, list[str]] = {"simulated": [], "check": [], "imported": []}
+        vendors: dict[str, list[str]] = {}
+        for critic in critics:
+            source = critic_source(critic)
+            if source == "vendor":
+                vendors.setdefault(critic.vendor, []).append(critic.name)
+            else:
+                by_source[source].append(critic.name)
+        return cls(simulated=tuple(by_source["simulated"]), checks=tuple(by_source["check"]),
+                   imported=tuple(by_source["imported"]),
+                   vendors={vendor: tuple(names) for vendor, names in vendors.items()})
+
+    @property
+    def calls_simulator(self) -> bool:
+        """A critic calls the simulator: the run is simulated (`storage.runs.create_run`)."""
+        return bool(self.simulated)
+
+    @property
+    def calls_vendor(self) -> bool:
+        """A critic calls a real vendor (money may be spent, data leaves the machine)."""
+        return bool(self.vendors)
 
 
 def key_variable(critic: Critic) -> str | None:

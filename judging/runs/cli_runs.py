@@ -53,6 +53,7 @@ from storage.consensus import (
 from storage.dataset_store import save_dataset
 from storage.db import DatabaseFault, NotFoundError, default_db_path, open_db
 from storage.export_files import (
+    CSV_STYLES,
     ExportOptions,
     export_run,
     iter_verdicts_with_steps,
@@ -372,13 +373,18 @@ def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "export", help="export a run's final labels (CSV, JSONL, Parquet)",
         description="Export final labels (latest override, else consensus) with the consensus, "
-        "agreement, one label and confidence column per critic, and the override note. CSV "
-        "cells that a spreadsheet would run as formulas are escaped.",
+        "agreement, one label and confidence column per critic, and the override note. A CSV "
+        "is spreadsheet-safe by default (a cell whose first character a spreadsheet would run "
+        "as a formula gets a leading single quote); --csv exact writes every cell as it is.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
     p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None,
                    help="output format (default: from the --out extension, else csv)")
     p.add_argument("--out", type=pathlib.Path, required=True, help="the file to write")
+    p.add_argument("--csv", choices=CSV_STYLES, default="spreadsheet", dest="csv_style",
+                   help="a CSV's style: spreadsheet (default: a cell starting with = + - @, tab "
+                        "or CR gets a leading single quote) or exact (RFC 4180, nothing "
+                        "changed; read it back with pandas and get the texts byte for byte)")
     # For curation, as the Export page's "also include" boxes (the same ExportOptions).
     p.add_argument("--fields", action="store_true",
                    help="add the item's fields, one `field: <name>` column each")
@@ -522,11 +528,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     db = open_cli_db(args, read_only=True)
     try:
         options = export_options(db, args.run, ExportOptions(
-            fields=args.fields, reasoning=args.reasoning, history=args.history))
+            fields=args.fields, reasoning=args.reasoning, history=args.history,
+            csv_style=args.csv_style))
         rows = export_run(db, args.run, fmt, args.out, options)
     finally:
         db.close()
-    print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt})")
+    style = f", {args.csv_style}" if fmt == "csv" else ""
+    print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt}{style})")
     return EXIT_OK
 
 

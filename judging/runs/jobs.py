@@ -32,7 +32,7 @@ from judging.engine.budget import BudgetCap
 from judging.errors import ConfigError, JobConflict, JuryboxError
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
-from judging.panel.vendors import get_preset
+from judging.panel.vendors import PanelSources, get_preset
 from judging.run_status import STORED_STATUSES, RunStatus
 from judging.runs.job import Job, JobKind, KeyLookup
 from judging.runs.worker import Worker
@@ -329,15 +329,13 @@ def prepare_run(
         critic.check_fields(list(dataset["fields"]))
     version = panel_hash(panel)
     save_panel(db, panel_hash=version, name=panel.name, yaml_text=dump_panel(panel))
-    # Rule and python critics call no vendor: the run is simulated when its model critics are.
-    models = [c for c in panel.critics if c.kind not in PLUGIN_KINDS]
-    simulated = bool(models) and all(_is_simulated(get_preset, c.vendor) for c in models)
     run_id = create_run(
         db,
         dataset_id=dataset_id,
         panel_hash=version,
         critics=[c.name for c in panel.critics],
-        simulated=simulated,
+        # Simulated when a critic calls the simulator (a rule or python check calls nothing).
+        simulated=PanelSources.of(panel.critics).calls_simulator,
         name=name,
     )
     if budget is not None:

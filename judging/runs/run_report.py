@@ -18,7 +18,13 @@ from judging.analysis.expected_stats import (
     expected_score_alpha,
     probability_calibration,
 )
-from judging.analysis.pairwise_stats import PairwiseReport, bradley_terry, position_bias, win_rates
+from judging.analysis.pairwise_stats import (
+    PairwiseReport,
+    bradley_terry,
+    order_accuracy,
+    position_bias,
+    win_rates,
+)
 from judging.analysis.rubric_stats import RubricReport, rubric_report
 from judging.analysis.stability import CriticStability, stability
 from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, shown_field, verbosity_probe
@@ -90,6 +96,7 @@ def run_agreement_report(
         gold=gold,
         resamples=resamples,
         seed=seed,
+        voting=panel.voting,  # a score panel's critics back its consensus by its own rule
     )
 
 
@@ -162,8 +169,8 @@ def run_expected_scores(db: Any, run_id: int) -> ExpectedScoreReport | None:
 def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0
                  ) -> PairwiseReport | None:
     """The results of a pairwise run (`judging.analysis.pairwise_stats`) from its final labels (a
-    reviewer's override, else the consensus) and each critic's answers in both orders; None
-    when the run's panel does not compare pairs.
+    reviewer's override, else the consensus) and each critic's answers in both orders (with
+    the gold labels, each order's accuracy); None when the run's panel does not compare pairs.
 
     Raises:
         storage.db.NotFoundError: no run has this id.
@@ -179,11 +186,13 @@ def run_pairwise(db: Any, run_id: int, *, resamples: int = 1000, seed: int = 0
         for item_id, label in zip(final["item_id"], final["final_label"], strict=True)
         if isinstance(label, str)  # an abstained item has no result to count
     ]
+    answers = order_answers(db, run_id)
     return PairwiseReport(
         comparisons=len(outcomes),
         systems=win_rates(outcomes, config, resamples=resamples, seed=seed),
         strengths=bradley_terry(outcomes, config),
-        bias=position_bias(order_answers(db, run_id), config),
+        bias=position_bias(answers, config),
+        vs_gold=order_accuracy(answers, gold_labels(db, run_id), config) if config.swap else [],
     )
 
 

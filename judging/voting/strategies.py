@@ -81,6 +81,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from judging.errors import ConfigError, ParseError
 from judging.scales import Scale
 from judging.verdicts import Verdict, VoteOutcome
@@ -584,6 +586,27 @@ def band(score: float, thresholds: dict[str, float]) -> str | None:
     return ESCALATE if thresholds else None
 
 
+def backs_consensus(scores: np.ndarray, consensus: np.ndarray | float,
+                    config: VotingConfig) -> np.ndarray:
+    """Which of `scores` back the score panel's `consensus` (element by element): within
+    `max_spread` of it; without `max_spread`, in the same band of `thresholds`; without
+    either, equal to it. The one rule a vote's `agreement` and the report's per-critic
+    agreement with the consensus both follow (a NaN backs nothing)."""
+    scores = np.asarray(scores, dtype=np.float64)
+    consensus = np.asarray(consensus, dtype=np.float64)
+    if config.max_spread is not None:
+        return np.abs(scores - consensus) <= config.max_spread + 1e-9
+    if config.thresholds:
+        # The band's place among the lower bounds (as `band`: the highest not above the
+        # score; -1, escalate, below every one).
+        lowers = np.sort(np.fromiter(config.thresholds.values(), dtype=np.float64)) - 1e-12
+        known = ~np.isnan(scores) & ~np.isnan(consensus)
+        same = (np.searchsorted(lowers, scores, side="right")
+                == np.searchsorted(lowers, consensus, side="right"))
+        return known & same
+    return np.abs(scores - consensus) <= 1e-9
+
+
 def _below_every_band(score: float, thresholds: dict[str, float]) -> bool:
     return bool(thresholds) and all(score < lower - 1e-12 for lower in thresholds.values())
 
@@ -806,20 +829,17 @@ def _score_outcome(
         # The spread decides agreement, whatever band the mean falls in: .71 and .99 with
         # max_spread .05 are both "uphold" but do not agree.
         split = width is not None and width > max_spread + 1e-9
-        backing = (sum(1 for s in scores if abs(s - float(consensus)) <= max_spread + 1e-9)
-                   if consensus is not None else 0)
         if split and width is not None and consensus is not None:  # (an abstention says why)
             said = f" (the recommendation, {recommendation}, is the aggregate's band)" \
                 if recommendation is not None else ""
             notes.append(f"scores spread {width:g} apart, more than max_spread "
                          f"{max_spread:g}: the critics disagree{said}")
     elif thresholds:
-        backing = sum(1 for b in bands if recommendation is not None and b == recommendation)
         split = len(set(bands)) > 1
     else:
-        backing = (sum(1 for s in scores if abs(s - float(consensus)) <= 1e-9)
-                   if consensus is not None else 0)
         split = width is not None and width > 1e-9
+    backing = (int(backs_consensus(np.asarray(scores), float(consensus), config).sum())
+               if consensus is not None else 0)
     agreement = backing / total if consensus is not None and total else None
     return VoteOutcome(
         consensus=consensus,

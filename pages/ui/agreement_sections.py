@@ -18,9 +18,10 @@ from judging.analysis.agreement_report import AgreementReport
 from judging.panel.panel_model import Panel
 from judging.voting.strategies import tie_rule_text
 from pages.ui import charts
+from pages.ui.agreement_tables import SWAP_VERDICT
 from pages.ui.review_filter_bar import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
-from pages.ui.simulated import simulated_notice
+from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db
 from pages.ui.text_format import plain
 from storage.overrides import blind_labels
@@ -44,10 +45,12 @@ def pick_run_with_verdicts() -> dict[str, Any]:
 
 
 def simulated_lines(run: dict[str, Any]) -> str | None:
-    """Say when the figures come from simulated critics; return the notice shown next to the
-    figures against the user's gold labels (None when there is none)."""
-    if run["simulated"]:
-        st.caption("Figures of this run come from **simulated** critics.")
+    """Say what judged the run (the simulator, checks, vendors); return the notice shown next
+    to the figures against the user's gold labels when simulated critics judged data they
+    cannot read (None when there is none)."""
+    ran = what_ran(db(), run)
+    if ran:
+        st.caption(ran)
     notice = simulated_notice(db(), run)  # next to the figures against the user's gold labels
     if notice:
         st.warning(plain(notice), icon=":material/smart_toy:")
@@ -122,13 +125,18 @@ def alpha_histograms(report: AgreementReport) -> None:
                     f"{plain(report.bootstrap.reason or 'alpha is undefined')}.")
 
 
-def per_critic_section(run: dict[str, Any], report: AgreementReport, notice: str | None) -> None:
+def per_critic_section(run: dict[str, Any], report: AgreementReport, notice: str | None,
+                       *, swap: bool = False) -> None:
     """Each critic's agreement (bars and table), what the humans are compared by, leave-one-out
-    alpha and Dawid-Skene accuracy."""
+    alpha and Dawid-Skene accuracy. `swap`: a pairwise run that asks both orders (what its
+    agreement with the gold labels measures is said)."""
     st.subheader("Per critic")
     if notice:
         st.caption("Agreement with gold and with humans below: " + plain(notice.split(":", 1)[0])
                    + ".")
+    if swap and report.vs_gold:
+        st.caption("Each critic was asked both orders; its verdict is its two answers combined: "
+                   + SWAP_VERDICT + " Both figures are under Pairwise below.")
     chart = charts.critic_agreement_bars(report)
     if chart is not None:
         st.altair_chart(chart, width="stretch")

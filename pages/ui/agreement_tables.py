@@ -59,6 +59,24 @@ def rubric_section(run: dict[str, Any], rubric: RubricReport | None) -> None:
         st.altair_chart(heatmap)
 
 
+# Every percentage of the pairwise tables in one format: a figure times 100 with one decimal
+# (Streamlit's "percent" format drops trailing zeros: 29% beside 20.41%).
+_PERCENT_FORMAT = "%.1f%%"
+PERCENT_COLUMNS = {name: st.column_config.NumberColumn(format=_PERCENT_FORMAT) for name in (
+    "changed", "right in both orders", "mean of the two orders' accuracies",
+    "right with A first", "right when swapped")}
+
+
+def _percent(rate: float | None) -> float | None:
+    """A share as the pairwise tables show it (times 100, see `PERCENT_COLUMNS`)."""
+    return None if rate is None else 100 * rate
+
+
+# What a critic's verdict is on a swap run, and so what its agreement with gold measures.
+SWAP_VERDICT = ("an answer that changed with the order counts as a tie (or is flagged and left "
+                "out), so it is near right in both orders, not the mean of the two orders.")
+
+
 def pairwise_section(pairwise: PairwiseReport | None) -> None:
     """Wins, ties and losses per system with Bradley-Terry strengths, then position bias."""
     if pairwise is None:
@@ -83,14 +101,29 @@ def pairwise_section(pairwise: PairwiseReport | None) -> None:
     if pairwise.bias:
         st.markdown("**Position bias**: answers that changed when A and B were swapped")
         st.dataframe(
-            [{"critic": b.critic, "changed": b.rate, "pairs": b.pairs,
+            [{"critic": b.critic, "changed": _percent(b.rate), "pairs": b.pairs,
               "to the first shown both times": b.to_first} for b in pairwise.bias],
             hide_index=True, column_config={
-                "critic": st.column_config.TextColumn(),
-                "changed": st.column_config.NumberColumn(format="percent")})
+                "critic": st.column_config.TextColumn(), **PERCENT_COLUMNS})
         st.caption("Each critic was asked twice per item, the second time with the responses "
                    "swapped. A critic swayed by the order says A both times: its answer "
                    "changes with the position, not the content.")
+    if pairwise.vs_gold:
+        st.markdown("**Against the gold labels, asked in both orders**")
+        st.dataframe(
+            [{"critic": g.critic, "right in both orders": _percent(g.both_rate),
+              "mean of the two orders' accuracies": _percent(g.mean_rate),
+              "right with A first": _percent(g.first / g.pairs if g.pairs else None),
+              "right when swapped": _percent(g.swapped / g.pairs if g.pairs else None),
+              "pairs": g.pairs} for g in pairwise.vs_gold],
+            hide_index=True, column_config={
+                "critic": st.column_config.TextColumn(), **PERCENT_COLUMNS})
+        st.caption("Over the pairs each critic answered in both orders. Right in both orders: "
+                   "both of its answers match the gold label. The mean of the two orders' "
+                   "accuracies scores each order on its own, then averages them: the figure "
+                   "LLM-as-a-judge papers report. The agreement with the gold labels under "
+                   f"Per critic scores each critic's verdict, its two answers combined: "
+                   f"{SWAP_VERDICT}")
 
 
 def stability_section(run: dict[str, Any], report: AgreementReport,

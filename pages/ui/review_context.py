@@ -19,7 +19,7 @@ from judging.run_status import RunStatus
 from pages.ui import review_filter_bar as fb
 from pages.ui import review_keys as keys
 from pages.ui.run_picker import pick_run
-from pages.ui.simulated import simulated_notice
+from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db, db_path
 from pages.ui.team_view import Visitor, reviewer_field, visitor
 from pages.ui.text_format import plain
@@ -91,15 +91,16 @@ class ReviewRun:
 
 def open_review() -> ReviewRun:
     """The run picked (the page stops without one), and what to know before reviewing it: that
-    it is simulated, that it is still running."""
+    what judged it, that it is still running."""
     person = visitor()
     run = pick_run()
     if run is None:
         st.stop()
     run_id = int(run["id"])
     panel = fb.run_panel(get_run(db(), run_id)["panel_yaml"])
-    if run["simulated"]:
-        st.caption("Verdicts of this run come from the **simulated** vendor.")
+    ran = what_ran(db(), run)
+    if ran:
+        st.caption(ran)
     notice = simulated_notice(db(), run)
     if notice:
         st.warning(plain(notice), icon=":material/smart_toy:")

@@ -29,6 +29,7 @@ from pages.ui.progress import (
 )
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.runs_table import working_runs_table
+from pages.ui.simulated import what_ran
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from storage.calls import adjusted_parameters, call_counts
 from storage.runs import get_run, list_runs
@@ -94,14 +95,13 @@ def is_live(run: dict[str, Any]) -> bool:
 
 
 def progress_section(run: dict[str, Any], live: bool) -> None:
-    """Whether the run is simulated, its one status line (live, followed or stored), and its
+    """What judged the run, its one status line (live, followed or stored), and its
     error or stop reason."""
     run_id = int(run["id"])
     status = RunStatus(run["status"])
-    if run["simulated"]:
-        st.caption("All critics of this run are on the **simulated** vendor: no call left this "
-                   "machine and no money was spent (any cost shown uses the panel's example "
-                   "prices).")
+    ran = what_ran(db(), run)
+    if ran:
+        st.caption(ran)
     if live:
         live_progress(run_id)
     elif status is RunStatus.RUNNING:

@@ -1,4 +1,9 @@
-"""Saying plainly when simulated critics judged data they cannot read."""
+"""Saying plainly what judged a run (the simulator, rule or python checks, a vendor), and when
+simulated critics judged data they cannot read.
+
+Both come from the run's panel snapshot, critic by critic (`judging.panel.vendors.PanelSources`):
+a rule or python critic is a check even though its `vendor` field keeps the default.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,11 @@ import sqlite_utils
 from judging.demo import demo_gold
 from judging.errors import JuryboxError
 from judging.panel.panel_files import load_panel
-from judging.panel.vendors import PRESETS
+from judging.panel.vendors import PRESETS, PanelSources
 from pages.ui.demo import demo_file_hashes
+from pages.ui.text_format import plain
 from storage.dataset_store import get_dataset, load_items
+from storage.imported import imported_judges
 from storage.runs import get_run
 
 # Items of a dataset looked at to tell whether the simulator knows them (a few dozen rows; a
@@ -45,13 +52,54 @@ def simulator_knows(database: sqlite_utils.Database, dataset_id: int) -> bool:
     )
 
 
-def simulated_critics(panel_yaml: str) -> list[str]:
-    """Names of the panel's critics that run on the simulated vendor."""
+def panel_sources(panel_yaml: str) -> PanelSources | None:
+    """What answers each critic of a panel snapshot; None when the snapshot no longer loads (an
+    old one the model cannot read: say nothing rather than fail)."""
     try:
-        panel = load_panel(panel_yaml)
-    except JuryboxError:  # an old snapshot the model no longer reads: say nothing rather than fail
-        return []
-    return [c.name for c in panel.critics if c.vendor in PRESETS and PRESETS[c.vendor].simulated]
+        return PanelSources.of(load_panel(panel_yaml).critics)
+    except JuryboxError:
+        return None
+
+
+def simulated_critics(panel_yaml: str) -> list[str]:
+    """Names of the panel's critics that call the simulated vendor (not its rule or python
+    checks, which call nothing)."""
+    sources = panel_sources(panel_yaml)
+    return list(sources.simulated) if sources else []
+
+
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(plain(name) for name in names)
+
+
+def what_ran(database: sqlite_utils.Database, run: Mapping[str, Any]) -> str | None:
+    """One Markdown line saying what judged the run, each source with its critics: the
+    **simulated** vendor, **rule/python checks** (they call no model), a vendor by name. None
+    when the run's panel snapshot no longer loads."""
+    panel_yaml = run.get("panel_yaml") or get_run(database, int(run["id"]))["panel_yaml"]
+    sources = panel_sources(panel_yaml)
+    if sources is None:
+        return None
+    parts = []
+    if sources.simulated:
+        parts.append(f"the **simulated** vendor ({_names(sources.simulated)})")
+    if sources.checks:
+        parts.append(f"**rule/python checks**, which call no model ({_names(sources.checks)})")
+    if sources.imported:
+        origins = sorted({j.source for j in imported_judges(database, int(run["dataset_id"]))})
+        where = f" from {_names(tuple(origins))}" if origins else ""
+        parts.append(f"verdicts **imported**{where}, given outside Jurybox "
+                     f"({_names(sources.imported)})")
+    for vendor, names in sources.vendors.items():
+        title = PRESETS[vendor].title if vendor in PRESETS else vendor
+        parts.append(f"**{plain(title)}** ({_names(names)})")
+    line = "Judged by " + "; ".join(parts) + "."
+    if not sources.calls_vendor and sources.imported and not (sources.simulated or sources.checks):
+        line += " Jurybox sent nothing: what the judges cost was paid where they ran."
+    elif not sources.calls_vendor:
+        prices = " (any cost shown uses the panel's example prices)" if sources.simulated else ""
+        line += f" No call left this machine and no money was spent{prices}."
+    return line
 
 
 def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) -> str | None:

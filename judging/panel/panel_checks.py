@@ -23,6 +23,7 @@ from judging.panel.request_rules import rules_for
 from judging.panel.rubric import MARK_SCALE, RubricConfig
 from judging.panel.vendors import PRESETS
 from judging.scales import Scale
+from judging.verdicts import PLUGIN_KINDS
 from judging.voting.pooling import label_values
 from judging.voting.strategies import (
     DATASET_STRATEGIES,
@@ -394,6 +395,8 @@ def _check_pairwise(panel: Panel) -> None:
         raise ConfigError("pairwise.inconsistent: 'tie' needs a tie_label; use 'flag' for a "
                           "forced choice")
     for index, critic in enumerate(panel.critics):
+        if critic.kind in PLUGIN_KINDS:  # no prompt: a python function gets every field
+            continue
         used = critic.placeholders
         if pairwise.first_field not in used or pairwise.second_field not in used:
             raise ConfigError(

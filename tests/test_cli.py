@@ -4,6 +4,7 @@ clear errors for bad input."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -220,6 +221,23 @@ def test_simulator_command_serves_until_terminated() -> None:
         proc.terminate()
         proc.wait(timeout=10)
     assert proc.returncode == 0
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: pathlib.Path) -> None:
+    """`jurybox runs | head`: the reader has gone; like a Unix tool, the command stops with
+    exit 141 (128 + SIGPIPE) and no message (it said "error: Broken pipe")."""
+    from storage.db import open_db
+
+    open_db(tmp_path / "pipe.db").close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "judging.runs.cli", "runs", "--db", str(tmp_path / "pipe.db")],
+            cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
 
 
 def test_simulator_command_refuses_a_busy_port(

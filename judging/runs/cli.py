@@ -24,6 +24,7 @@ problem prints one sentence and exits 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import signal
 import sys
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1  # the run finished but could not be written, or was interrupted
 EXIT_USAGE = 2  # bad arguments, configuration or data: fix the input and run again
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: what a shell reports for `yes | head`
 
 # -- subcommands -------------------------------------------------------------------------------
 
@@ -220,7 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         0 on success, 1 when a run could not finish, 2 for bad arguments, configuration or data
-        (with one sentence on stderr saying what to fix).
+        (with one sentence on stderr saying what to fix), 141 without a word when whoever
+        read the output stopped reading (`jurybox runs | head`).
     """
     parser = build_parser()
     try:
@@ -228,7 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:  # argparse already printed its usage message
         return int(exit_.code or 0)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that has gone shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # `jurybox runs | head`: the reader stopped reading. Like a Unix tool killed by
+        # SIGPIPE: no message, 128 + SIGPIPE, and nothing more written to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         _error(f"no such file: {exc.filename or exc}. Check the path and run again.")
         return EXIT_USAGE

@@ -24,6 +24,7 @@ problem prints one sentence and exits 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import pathlib
 import signal
@@ -226,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         read the output stopped reading (`jurybox runs | head`).
     """
     parser = build_parser()
+    _said_once()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse already printed its usage message
@@ -254,6 +256,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+
+
+def _said_once() -> None:
+    """Keep the call layer's log of refused parameters off the terminal: without a handler,
+    Python's last-resort one printed each on stderr as it happened, and the command says each
+    again where the user reads it (the run's closing note, the check's line per critic)."""
+    quiet = logging.getLogger("judging.engine.calls.call_runner")
+    if not any(isinstance(handler, logging.NullHandler) for handler in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
 
 
 def _error(sentence: str) -> None:

@@ -156,13 +156,24 @@ def read_for_cli(
         raise
 
 
-def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
-    """The first `limit` items as a dataset of their own (its own content hash)."""
-    if limit is None or limit >= len(parsed.items):
-        return parsed
+def _first(parsed: ParsedDataset, limit: int | None, name: str | None
+           ) -> tuple[ParsedDataset, str | None]:
+    """The first `limit` items as a dataset of their own (its own content hash), and its name.
+
+    A dataset of its own, not a run over part of the full one: a run judges every item of its
+    dataset, and every figure of it (agreement, the audit, the export) is about those items.
+    Named "NAME (first N of M)" so the Datasets page and the Run page tell it from the whole
+    file, which may be imported too.
+    """
+    total = len(parsed.items)
+    if limit is None or limit >= total:
+        return parsed, name
     digest = hashlib.sha256(f"{parsed.content_hash}:first:{limit}".encode()).hexdigest()
-    return dataclasses.replace(parsed, items=parsed.items[:limit], content_hash=digest,
-                               n_rows=limit)
+    print(f"Judging the first {limit:,} of {total:,} items (--limit), stored as a dataset of "
+          "their own.", flush=True)
+    return (dataclasses.replace(parsed, items=parsed.items[:limit], content_hash=digest,
+                                n_rows=limit),
+            f"{name or parsed.filename} (first {limit:,} of {total:,})")
 
 
 # -- judge / demo through the database ---------------------------------------------------------
@@ -178,7 +189,7 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
         the critic), 1 when it failed otherwise, 130 when cancelled by Ctrl-C.
     """
 
-    parsed = _first(parsed, getattr(args, "limit", None))
+    parsed, dataset_name = _first(parsed, getattr(args, "limit", None), dataset_name)
     if not len(parsed.items):
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.

@@ -13,9 +13,10 @@ import httpx
 import pytest
 import yaml
 
+from judging.engine.ledger import Ledger
 from judging.panel.panel_model import Panel
 from judging.runs.cli import main
-from judging.runs.summary import format_summary, summarize
+from judging.runs.summary import format_summary, summarize, summarize_counts
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile, SimulatorServer
 from judging.simulator.sim_vendor import shared_simulator
@@ -201,6 +202,27 @@ def test_summary_counts_no_consensus_and_unknown_cost() -> None:
     assert "no consensus 1" in text
     assert "Cost:           at least $0.5000 (1 call without a price) (critics without a price: q)" in text
     assert "Gold agreement: consensus matches gold on 1 of 2 items (50%)" in text
+
+
+@pytest.mark.parametrize(("thresholds", "line"), [
+    ({}, "Consensus:      0-0.2 1, 0.2-0.4 0, 0.4-0.6 2, 0.6-0.8 1, 0.8-1 2 (items per score band)"),
+    ({"uphold": 0.7, "borderline": 0.4},
+     "Consensus:      escalate 1, borderline 2, uphold 3 (items per score band)"),
+])
+def test_the_summary_of_a_score_panel_counts_bands_not_every_score(
+        thresholds: dict[str, float], line: str) -> None:
+    """Six items, six different scores: the summary counts them per band (the panel's
+    thresholds, else five equal parts of the scale), never one entry per distinct score."""
+    panel = Panel(
+        scale=Scale(kind="score", min=0, max=1),
+        voting={"strategy": "mean", "thresholds": thresholds},
+        critics=[{"name": "p", "model": "m", "prompt_template": "{x}"}],
+    )
+    scores = [0.05, 0.41, 0.5, 0.7, 0.83, 1.0]
+    decisions = [(score, None, 1, 0) for score in scores]
+    text = format_summary(summarize_counts(panel, decisions, [], [], Ledger(), 1.0))
+    assert line in text.splitlines(), text
+    assert "0.41" not in text
 
 
 def test_simulator_command_serves_until_terminated() -> None:

@@ -78,6 +78,20 @@ class PairwiseConfig(StrictModel):
             return self.a_label
         return label
 
+    def missing_field(self, fields: Sequence[str]) -> str | None:
+        """A sentence naming the first field these settings name that the items do not have,
+        and the fields they do have; None when every one is there (or pairwise is off)."""
+        if not self.active:
+            return None
+        named = (("first_field", self.first_field), ("second_field", self.second_field),
+                 ("first_system", self.first_system), ("second_system", self.second_system))
+        for setting, name in named:
+            if name is not None and name not in fields:
+                return (f"pairwise.{setting}: the items have no column {name!r}; name the "
+                        f"column that holds {_WHAT[setting]}. Columns available: "
+                        f"{', '.join(sorted(fields)) or '(none)'}.")
+        return None
+
     def systems(self, fields: dict[str, object]) -> tuple[str, str]:
         """The names of the systems behind response A and response B of an item."""
         assert self.first_field is not None and self.second_field is not None
@@ -86,6 +100,11 @@ class PairwiseConfig(StrictModel):
         return (str(first) if first is not None else self.first_field,
                 str(second) if second is not None else self.second_field)
 
+
+# What each field setting of `PairwiseConfig` holds (for `missing_field`'s sentence).
+_WHAT = {"first_field": "response A", "second_field": "response B",
+         "first_system": "the system behind response A",
+         "second_system": "the system behind response B"}
 
 # The fields of a comparison made by `compared_in_pairs`: what a pairwise panel names.
 PAIR_FIELDS = ("system_a", "response_a", "system_b", "response_b")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
 from judging.engine.calls import CallRunner
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
+from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_files import load_panel
 from judging.runs.cli_app import add_app
 from judging.runs.cli_compare import add_compare
@@ -338,8 +339,8 @@ def _cmd_simulator(args: argparse.Namespace) -> int:
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
-    panel = load_panel_file(args.panel)
     parsed = read_for_cli(args.data, id_column=args.id_column, gold_column=args.gold_column)
+    panel = load_panel_file(args.panel, fields=parsed.fields)
     return run_stored(panel, parsed, args)
 
 
@@ -354,8 +355,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_stored(panel, parsed, args, dataset_name="Demo: taxonomy candidates")
 
 
-def load_panel_file(path: pathlib.Path) -> Panel:
+def load_panel_file(path: pathlib.Path, *, fields: Sequence[str] | None = None) -> Panel:
     """Load and validate a panel YAML file.
+
+    Args:
+        fields: the fields of the data it will judge, when known: a pairwise setting naming
+            none of them is then said first, naming the fields there are (a panel refused
+            for it would otherwise only say that its prompt does not show that field).
 
     Raises:
         ConfigError: the file is missing, not YAML, or not a valid panel (the message names
@@ -366,12 +372,31 @@ def load_panel_file(path: pathlib.Path) -> Panel:
 
     try:
         return load_panel(path)
+    except ConfigError as exc:
+        missing = _pairwise_missing(path, fields) if fields is not None else None
+        if missing is not None:
+            raise ConfigError(f"panel file {str(path)!r}: {missing}") from exc
+        raise
     except JuryboxError:
         raise
     except (ValueError, TypeError) as exc:  # e.g. pydantic's ValidationError
         first = str(exc).strip().splitlines()
         raise ConfigError(f"panel file {str(path)!r} is not a valid panel: "
                           f"{' '.join(first[:3])}") from None
+
+
+def _pairwise_missing(path: pathlib.Path, fields: Sequence[str]) -> str | None:
+    """`PairwiseConfig.missing_field` of a panel file's pairwise settings as written (the
+    panel as a whole may not validate), or None when they cannot be read or name no such
+    field."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        settings = PairwiseConfig.model_validate(data.get("pairwise") or {})
+    except Exception:  # noqa: BLE001 - the panel's own error is the one to show then
+        return None
+    return settings.missing_field(list(fields))
 
 
 # -- check -------------------------------------------------------------------------------------

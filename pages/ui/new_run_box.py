@@ -118,8 +118,7 @@ def _new_run_form() -> None:
             return
         refuse_python_critics(panel)  # listed (a CLI user saved it), never run here
         dataset = by_id[dataset_id]
-        for critic in panel.critics:
-            critic.check_fields(list(dataset["fields"]))
+        panel.check_fields(list(dataset["fields"]))
         _estimate(estimate_run(panel, load_items(db(), dataset_id, limit=20),
                                dataset["n_items"]))
         working = _twin_runs(panel, dataset_id)

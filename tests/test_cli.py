@@ -311,3 +311,10 @@ def test_demo_content_is_consistent() -> None:
     assert len(panel.critics) >= 3 and panel.voting.strategy == "plurality"
     assert {c.model for c in panel.critics} <= set(demo_profiles())
     panel.check_fields([k for k in rows[0] if k not in ("id", "gold")])
+
+
+def test_the_progress_bar_counts_verdicts_as_the_run_page_does() -> None:
+    from judging.engine.panel_runner import RunProgress
+    from judging.runs.summary import ProgressBar
+
+    assert "0/4 verdicts" in ProgressBar.render(RunProgress(total=4, items_total=2))

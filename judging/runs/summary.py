@@ -57,7 +57,8 @@ class ProgressBar:
 
     @classmethod
     def render(cls, p: RunProgress | JobProgress) -> str:
-        """One line: bar, items, calls, failures, calls not sent (cancelled), elapsed time."""
+        """One line: bar, items, verdicts (item x critic, the unit the Run page counts too),
+        failures, verdicts not sent (cancelled), elapsed time."""
         filled = int(p.fraction * cls.WIDTH)
         bar = "#" * filled + "." * (cls.WIDTH - filled)
         failed = f", {p.failed} failed" if p.failed else ""
@@ -65,7 +66,7 @@ class ProgressBar:
         not_sent = f", {p.cancelled} not sent" if p.cancelled else ""
         return (
             f"[{bar}] {p.fraction:4.0%}  {p.items_done}/{p.items_total} items, "
-            f"{p.done}/{p.total} calls{failed}{not_sent}  {p.elapsed_s:5.1f} s"
+            f"{p.done}/{p.total} verdicts{failed}{not_sent}  {p.elapsed_s:5.1f} s"
         )
 
     def close(self) -> None:

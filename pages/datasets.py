@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from judging.runs.pairs import pairs_dataset
+from judging.runs.pairs import pairs_dataset, pairs_note
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.shell import ensure_app_shell
@@ -114,10 +114,17 @@ if upload is not None:
                 )
                 responses = st.multiselect(
                     "Compare these response columns in pairs (optional)", columns,
-                    help="For a pairwise panel, when each row holds several systems' responses, "
-                         "one column each: every pair of them becomes one comparison item, with "
-                         "system_a, response_a, system_b and response_b (which goes first is "
-                         "drawn at random).")
+                    help="For a pairwise panel, when each row holds several systems' "
+                         "responses, one column each: every pair of them becomes one "
+                         "comparison item, with system_a, response_a, system_b and response_b. "
+                         "Which response is A is drawn at random with seed 0 unless the order "
+                         "is kept below; a gold label naming the winning column becomes A or "
+                         "B in each comparison.")
+                keep_order = st.checkbox(
+                    "Keep the column order in each pair (no draw)",
+                    help="The column picked first of each pair is always A. Without this, "
+                         "which is A is drawn at random (seed 0), so the first position "
+                         "carries no hint.")
                 submitted = st.form_submit_button("Import", type="primary")
             if submitted:
                 with user_errors(f"{upload.name} was not imported"):
@@ -127,12 +134,15 @@ if upload is not None:
                             gold_column=gold_column, fields=fields or None,
                         )
                         if responses:
-                            parsed = pairs_dataset(parsed, responses)
+                            parsed = pairs_dataset(parsed, responses, keep_order=keep_order)
                         saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
                     kind = "comparisons" if responses else "items"
                     message = (f"Imported {len(parsed.items):,} {kind} as dataset #{saved.id}."
                                if saved.created else
                                f"This file's content was already imported as dataset #{saved.id}.")
+                    if responses:
+                        message += " " + pairs_note(responses, seed=0, keep_order=keep_order,
+                                                    gold_column=parsed.gold_column)
                     st.session_state[IMPORTED] = (message, None)
                     st.session_state[UPLOADS] = generation + 1
                     st.rerun()

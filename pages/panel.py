@@ -19,6 +19,7 @@ from pages.ui.judge import STAND_IN, judge_one, request_preview
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.text_format import plain
+from storage.column_guess import prompt_columns
 from storage.dataset_store import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
@@ -33,8 +34,10 @@ def local_time(stamp: str) -> str:
 ensure_app_shell()
 st.title("Panel")
 datasets = list_datasets(db())
-# A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once.
-newest_fields = list(datasets[0]["fields"]) if datasets else None
+# A fresh panel's prompt is built over the newest dataset's fields, so it fits it at once;
+# not its gold or gold-like fields, which would show the critic the answer.
+newest_fields = (prompt_columns(datasets[0]["fields"], datasets[0]["gold_column"])
+                 if datasets else None)
 draft = drafts.get_draft(newest_fields)
 stored_at = drafts.restored_at()
 if stored_at:  # a reload or a typed URL ended the session that was editing it
@@ -117,7 +120,7 @@ preset = add_col.selectbox("Add a critic from a vendor preset", list(PRESETS),
                            index=list(PRESETS).index("simulated"),
                            format_func=lambda v: PRESETS[v].title, key="add_preset")
 if button_col.button("Add critic", icon=":material/add:", key="add_critic"):
-    added = drafts.add_critic(draft, preset, list(datasets[0]["fields"]) if datasets else None)
+    added = drafts.add_critic(draft, preset, newest_fields)
     st.session_state[editors.open_editor_key(draft, added)] = True  # the new one opens
     st.rerun()
 

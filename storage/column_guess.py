@@ -81,6 +81,26 @@ def guess_id_column(columns: Sequence[str], sample: Mapping[str, Sequence[Any]])
     return None
 
 
+# Names that say "the answer key", not "what to judge": gold, label(s), truth (ground_truth),
+# true_*, quality (the pairwise demo's quality_a), reference, expected, as whole words of the name.
+_GOLD_LIKE = re.compile(
+    r"(?:^|[_\- ])(?:gold|labels?|truth|quality|reference|expected)(?:[_\- ]|$)|^true[_\- ]",
+    re.IGNORECASE)
+
+
+def is_gold_like(column: str) -> bool:
+    """Whether a column's name says it holds a known answer (see `_GOLD_LIKE`)."""
+    return bool(_GOLD_LIKE.search(column.strip()))
+
+
+def prompt_columns(fields: Sequence[str], gold_column: str | None) -> list[str]:
+    """The fields a starting prompt shows: all but the gold column and gold-like ones, whose
+    values would hand a critic the answer. All of them when every field looks gold-like (a
+    prompt must show something; the user edits it)."""
+    shown = [f for f in fields if f != gold_column and not is_gold_like(f)]
+    return shown or [f for f in fields if f != gold_column] or list(fields)
+
+
 class ColumnGuess(TypedDict):
     """The guessed id and gold columns (None: ids are generated / no gold label)."""
 

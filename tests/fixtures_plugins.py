@@ -54,3 +54,15 @@ def off_scale(item: dict[str, Any], reference: Any) -> str:
 
 
 NOT_A_FUNCTION = 42
+
+
+def verdict_column(item: dict[str, Any], reference: Any) -> str:
+    """A label of the scale as stored with the item: a benchmark's own decisions brought in
+    (the `verdict` field; on a pairwise panel A, B or TIE, in the item's stored order)."""
+    _count("verdict_column")
+    return str(item["verdict"])
+
+
+def passes(item: dict[str, Any], reference: Any) -> bool:
+    """Passed, always: a bool, which needs pass / fail labels on a label scale."""
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import re
 
 import pytest
 
@@ -106,3 +107,37 @@ def test_the_run_page_shows_it_on_the_critics_row(
         assert "max_completion_tokens" in cells["gateway"] and cells["plain"] == ""
     finally:
         _clear_streamlit_caches()
+
+
+def test_the_cli_says_each_adjusted_parameter_once_whole_and_apart(
+        tmp_path: pathlib.Path, simulator_factory: SimulatorFactory) -> None:
+    """`jurybox judge`, in its own process (so its own stderr, not pytest's log capture): each
+    refused parameter is said once (not in the live log and again in the closing note), the
+    notes are separate sentences, and the vendor's words are not cut mid-word."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    server = simulator_factory()
+    panel = tmp_path / "panel.yaml"
+    panel.write_text(yaml.safe_dump(_panel(server.base_url).model_dump(
+        mode="json", exclude_defaults=True)), encoding="utf-8")
+    data = tmp_path / "data.csv"
+    data.write_text("id,text\n" + "".join(f"r{i},thing {i}\n" for i in range(N_ITEMS)),
+                    encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "judging.runs.cli", "judge", "--data", str(data), "--panel",
+         str(panel), "--quiet", "--db", str(tmp_path / "cli.db")],
+        cwd=pathlib.Path(__file__).resolve().parents[1], capture_output=True, text=True,
+        timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("refused 'max_tokens'") == 1, said
+    assert said.count("refused 'temperature'") == 1, said
+    note = next(line for line in said.splitlines() if "refused 'max_tokens'" in line)
+    # One sentence per parameter, each ending where its words end.
+    assert ".) gpt-5.2 refused" not in note and ") gpt-5.2 refused" not in note
+    assert "invalid_request_error" in note or "…)" in note
+    for cut in re.findall(r"(\S+)…\)", note):
+        assert cut in note.replace("…", " "), cut

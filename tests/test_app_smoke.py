@@ -414,7 +414,7 @@ def test_run_page_estimates_then_starts_a_run_of_a_saved_panel(
     at = open_page("run")
     no_exception(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Calls"] == "1,200"  # 300 items x 4 critics
+    assert metrics["Verdicts"] == "1,200"  # 300 items x 4 critics
     assert metrics["Cost (est.)"].startswith("$"), "every demo critic has a price"
     assert int(metrics["Input tokens (est.)"].replace(",", "")) > 300 * 4 * 50
     at.button(key="start_run").click().run()
@@ -425,6 +425,37 @@ def test_run_page_estimates_then_starts_a_run_of_a_saved_panel(
     assert job is not None
     job.cancel()
     assert job.wait(60)
+
+
+def test_run_page_counts_a_swap_run_in_verdicts_in_the_estimate_and_the_progress(
+    app_db: pathlib.Path,
+) -> None:
+    """A pairwise panel asking both orders: the estimate said 360 calls and the progress line
+    "x / 180": both now count verdicts and say so, the calls beside them."""
+    from judging.demo import pairwise_dataset_path, pairwise_panel_path
+    from judging.panel.panel_files import dump_panel, load_panel, panel_hash
+    from pages.ui.progress import progress_text
+    from pages.ui.state import registry
+    from storage.dataset_store import save_dataset
+    from storage.importing import read_dataset
+    from storage.panels import save_panel
+
+    db = open_db(app_db)
+    save_dataset(db, read_dataset(pairwise_dataset_path(), id_column="id", gold_column="gold"),
+                 name="pairs")
+    panel = load_panel(pairwise_panel_path())  # 60 comparisons x 3 critics, swap: true
+    version = panel_hash(panel)
+    save_panel(db, panel_hash=version, name=panel.name, yaml_text=dump_panel(panel))
+    at = open_page("run")
+    at.selectbox(key="new_run_panel").set_value(version).run()
+    no_exception(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Verdicts"] == "180"
+    assert any("180 verdicts (360 calls, both orders)" in c.value for c in at.caption)
+    at.button(key="start_run").click().run()
+    job = registry().get(int(at.query_params["run"]))
+    assert job is not None and job.wait(120)
+    assert "180 / 180 verdicts" in progress_text(job.progress())
 
 
 def test_run_page_shows_an_unknown_price_as_unknown_never_zero(
@@ -445,7 +476,7 @@ def test_run_page_shows_an_unknown_price_as_unknown_never_zero(
     at.selectbox(key="new_run_panel").set_value(version).run()
     no_exception(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Calls"] == "300"
+    assert metrics["Verdicts"] == "300"
     assert metrics["Cost (est.)"] == "unknown"
     assert any("gpt" in c.value and "no price" in c.value for c in at.caption)
     rows = at.dataframe[0].value

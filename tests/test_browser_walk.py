@@ -72,9 +72,9 @@ def _walk_demo(page: Any, app: dict[str, Any]) -> int:
     assert re.search(rf"run={run_id}\b", page.url)  # still that run, not an older one
     expect(page.get_by_role("button", name="Cancel")).to_have_count(0)  # finished: no Cancel
     # One line for the run, the stored one (the job's last progress is not drawn beside it).
-    expect(main.get_by_text("1,200 / 1,200 calls stored")).to_be_visible()
-    # (The live line reads "done · N / M calls"; the runs table says "done · simulated".)
-    expect(main.get_by_text(re.compile(r"^done · [\d,]+ / [\d,]+ calls"))).to_have_count(0)
+    expect(main.get_by_text("1,200 / 1,200 verdicts stored")).to_be_visible()
+    # (The live line reads "done · N / M verdicts"; the runs table says "done · simulated".)
+    expect(main.get_by_text(re.compile(r"^done · [\d,]+ / [\d,]+ verdicts"))).to_have_count(0)
     expect(main).not_to_contain_text(re.compile(r"(^|[^\d,])0 / 1,200"))  # "0 / 1,200 stored"
     run = get_run(open_db(app["db"]), run_id)
     assert run["status"] == "done" and run["ok_calls"] + run["failed_calls"] == 1200
@@ -229,7 +229,7 @@ def _walk_new_run(page: Any, app: dict[str, Any]) -> int:
     expect(main.get_by_role("combobox", name="Dataset")).to_have_value("#2 reviews (24 items)")
     expect(main.get_by_role("combobox", name="Panel")).to_have_value(re.compile(r"^my panel · "))
     # The estimate is of this dataset and this panel: 24 items x 3 critics.
-    expect(main.get_by_test_id("stMetric").filter(has_text="Calls")).to_contain_text("72")
+    expect(main.get_by_test_id("stMetric").filter(has_text="Verdicts")).to_contain_text("72")
     settled(page)
     before = {int(r["id"]) for r in list_runs(open_db(app["db"]))}
     main.get_by_role("button", name="Start the run").click()

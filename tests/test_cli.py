@@ -4,6 +4,7 @@ clear errors for bad input."""
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -12,9 +13,10 @@ import httpx
 import pytest
 import yaml
 
+from judging.engine.ledger import Ledger
 from judging.panel.panel_model import Panel
 from judging.runs.cli import main
-from judging.runs.summary import format_summary, summarize
+from judging.runs.summary import format_summary, summarize, summarize_counts
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile, SimulatorServer
 from judging.simulator.sim_vendor import shared_simulator
@@ -202,6 +204,27 @@ def test_summary_counts_no_consensus_and_unknown_cost() -> None:
     assert "Gold agreement: consensus matches gold on 1 of 2 items (50%)" in text
 
 
+@pytest.mark.parametrize(("thresholds", "line"), [
+    ({}, "Consensus:      0-0.2 1, 0.2-0.4 0, 0.4-0.6 2, 0.6-0.8 1, 0.8-1 2 (items per score band)"),
+    ({"uphold": 0.7, "borderline": 0.4},
+     "Consensus:      escalate 1, borderline 2, uphold 3 (items per score band)"),
+])
+def test_the_summary_of_a_score_panel_counts_bands_not_every_score(
+        thresholds: dict[str, float], line: str) -> None:
+    """Six items, six different scores: the summary counts them per band (the panel's
+    thresholds, else five equal parts of the scale), never one entry per distinct score."""
+    panel = Panel(
+        scale=Scale(kind="score", min=0, max=1),
+        voting={"strategy": "mean", "thresholds": thresholds},
+        critics=[{"name": "p", "model": "m", "prompt_template": "{x}"}],
+    )
+    scores = [0.05, 0.41, 0.5, 0.7, 0.83, 1.0]
+    decisions = [(score, None, 1, 0) for score in scores]
+    text = format_summary(summarize_counts(panel, decisions, [], [], Ledger(), 1.0))
+    assert line in text.splitlines(), text
+    assert "0.41" not in text
+
+
 def test_simulator_command_serves_until_terminated() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "judging.runs.cli", "simulator", "--port", "0", "--latency-ms", "1",
@@ -220,6 +243,23 @@ def test_simulator_command_serves_until_terminated() -> None:
         proc.terminate()
         proc.wait(timeout=10)
     assert proc.returncode == 0
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: pathlib.Path) -> None:
+    """`jurybox runs | head`: the reader has gone; like a Unix tool, the command stops with
+    exit 141 (128 + SIGPIPE) and no message (it said "error: Broken pipe")."""
+    from storage.db import open_db
+
+    open_db(tmp_path / "pipe.db").close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "judging.runs.cli", "runs", "--db", str(tmp_path / "pipe.db")],
+            cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
 
 
 def test_simulator_command_refuses_a_busy_port(
@@ -271,3 +311,10 @@ def test_demo_content_is_consistent() -> None:
     assert len(panel.critics) >= 3 and panel.voting.strategy == "plurality"
     assert {c.model for c in panel.critics} <= set(demo_profiles())
     panel.check_fields([k for k in rows[0] if k not in ("id", "gold")])
+
+
+def test_the_progress_bar_counts_verdicts_as_the_run_page_does() -> None:
+    from judging.engine.panel_runner import RunProgress
+    from judging.runs.summary import ProgressBar
+
+    assert "0/4 verdicts" in ProgressBar.render(RunProgress(total=4, items_total=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.column_guess import guess_id_column
+from storage.column_guess import guess_id_column, is_gold_like
 
 
 def _table(**columns: list[object]) -> tuple[list[str], dict[str, list[object]]]:
@@ -44,3 +44,12 @@ def test_paid_is_not_an_id_by_its_name() -> None:
     # "paid" ends in "id" but not as a word of its own; its amounts look like ids by value only.
     sample = {"paid": ["10", "12"], "order_id": ["o1", "o2"]}
     assert guess_id_column(["paid", "order_id"], sample) == "order_id"
+
+
+@pytest.mark.parametrize(("column", "gold_like"), [
+    ("gold", True), ("quality_a", True), ("true_score", True), ("ground_truth", True),
+    ("human_label", True), ("reference_answer", True), ("expected", True),
+    ("answer_a", False), ("question", False), ("goldfish", False), ("labeler_id", False),
+])
+def test_gold_like_names_are_told_from_data(column: str, gold_like: bool) -> None:
+    assert is_gold_like(column) is gold_like

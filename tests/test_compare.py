@@ -276,8 +276,8 @@ def test_the_demo_and_its_second_version_compare_from_the_command_line(
     capsys.readouterr()
     assert main(["compare", "1", "2", "--db", db_path]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Run #2 against run #1 over dataset #1 'Demo: taxonomy candidates': "
-                          "40 items decided by both.")
+    assert out.startswith("Run #2 against run #1 over dataset #1 'Demo: taxonomy candidates "
+                          "(first 40 of 300)': 40 items decided by both.")
     assert "run #2: Taxonomy curation (demo, version 2)" in out
     assert "critic 'lenient' removed; critic 'second' added (simulated, sim-biased)." in out
     assert "Accuracy against gold labels:\n  run #1 " in out

@@ -170,6 +170,44 @@ def test_the_panel_refuses_a_comparison_it_cannot_make(pairwise, message):
                     "critics": [{"name": "c", "model": "m", "prompt_template": "{a} vs {b}"}]})
 
 
+def test_a_pairwise_field_that_is_no_column_is_named_with_the_columns(tmp_path, capsys):
+    """`first_field: output1` on data without that column: the answer names the column and the
+    columns there are (it said "use {output1} and {output2} in its prompt"), from the panel
+    file on the command line, and from a built panel checked against the data."""
+    from judging.runs.cli import main
+
+    data = tmp_path / "pairs.csv"
+    data.write_text("id,question,response_a,response_b\np1,q?,one,two\n", encoding="utf-8")
+    panel = tmp_path / "panel.yaml"
+    panel.write_text(
+        "name: p\nscale: {kind: nominal, labels: [A, B, TIE]}\n"
+        "pairwise: {first_field: output1, second_field: output2}\n"
+        "critics:\n  - {name: c, model: sim-careful, prompt_template: '{question} A: "
+        "{response_a} B: {response_b}'}\n", encoding="utf-8")
+    assert main(["judge", "--data", str(data), "--panel", str(panel), "--quiet",
+                 "--db", str(tmp_path / "p.db")]) == 2
+    said = capsys.readouterr().err
+    assert ("pairwise.first_field: the items have no column 'output1'; name the column that "
+            "holds response A. Columns available: question, response_a, response_b.") in said
+    assert "use {output1}" not in said
+
+    built = Panel.model_validate({
+        "name": "p", "scale": {"kind": "nominal", "labels": ["A", "B", "TIE"]},
+        "pairwise": {"first_field": "output1", "second_field": "output2"},
+        "critics": [{"name": "c", "model": "m", "prompt_template": "{output1} vs {output2}"}]})
+    with pytest.raises(ConfigError, match=r"pairwise.first_field: the items have no column "
+                                          r"'output1'.*Columns available: question, response_a"):
+        built.check_fields(["question", "response_a", "response_b"])
+    with pytest.raises(ConfigError, match=r"pairwise.first_field is 'output1' and "
+                                          r"pairwise.second_field is 'output2', neither of which "
+                                          r"the prompt shows \(it shows \{question\}"):
+        Panel.model_validate({
+            "name": "p", "scale": {"kind": "nominal", "labels": ["A", "B", "TIE"]},
+            "pairwise": {"first_field": "output1", "second_field": "output2"},
+            "critics": [{"name": "c", "model": "m",
+                         "prompt_template": "{question} {response_a} {response_b}"}]})
+
+
 # -- end to end -----------------------------------------------------------------------------
 
 

@@ -217,6 +217,24 @@ def test_a_fresh_page_fits_the_dataset_and_add_critic_keeps_the_prompt(demo_db) 
     assert [c["name"] for c in draft["critics"]] == ["critic-1", "critic-2"]
 
 
+def test_a_fresh_prompt_leaves_out_the_gold_and_gold_like_columns(app_db: pathlib.Path) -> None:
+    """On the pairwise demo's data the starting prompt showed quality_a and quality_b, the
+    true quality of each answer: it shows the responses, never the answer key."""
+    from judging.demo import pairwise_dataset_path
+    from storage.dataset_store import save_dataset
+    from storage.importing import read_dataset
+
+    save_dataset(open_db(app_db), read_dataset(pairwise_dataset_path(), id_column="id",
+                                               gold_column="gold"), name="pairs")
+    at = open_page("panel")
+    no_exception(at)
+    prompt = at.session_state[DRAFT_KEY]["critics"][0]["prompt_template"]
+    for shown in ("question", "system_a", "answer_a", "system_b", "answer_b"):
+        assert f"{{{shown}}}" in prompt
+    for hidden in ("quality_a", "quality_b", "gold"):
+        assert hidden not in prompt, prompt
+
+
 def test_duplicate_critic(app_db: pathlib.Path) -> None:
     at = open_page("panel")
     at.button(key="load_panel").click().run()

@@ -140,3 +140,96 @@ def test_checking_a_panel_says_a_rule_is_free_and_a_refused_function_why() -> No
     assert rule.ok and "OK (no in " in rule.sentence and "a rule check: free" in rule.sentence
     assert not probe.ok and WEB_REFUSAL.rstrip(".") in probe.sentence
     assert "tests.plugin_probe" not in sys.modules
+
+
+def test_a_function_that_returns_labels_needs_no_pass_or_fail_label() -> None:
+    """On a nominal scale a function returning the scale's labels is built and judges without
+    pass_label / fail_label; one returning a bool there fails its calls with a sentence."""
+    items = [{"id": "a", "verdict": "KEEP"}, {"id": "b", "verdict": "REJECT"}]
+    panel = _panel({"name": "stored", "function": "tests.fixtures_plugins:verdict_column"},
+                   {"name": "bool", "function": "tests.fixtures_plugins:passes"},
+                   scale={"kind": "nominal", "labels": ["KEEP", "REJECT"]})
+    with CallRunner() as runner:
+        result = run_panel(panel, items, runner=runner)
+    got = {(v.item_id, v.critic): v for pv in result.verdicts for v in pv.verdicts}
+    assert [got[(i, "stored")].label for i in "ab"] == ["KEEP", "REJECT"]
+    assert got[("a", "bool")].failure is FailureKind.PARSE_FAIL
+    assert ("returned True, a pass or a fail, but the critic has no pass_label and fail_label "
+            "for it on the nominal scale: set them, or return a label of the scale (KEEP, "
+            "REJECT)") in (got[("a", "bool")].message or "")
+    with pytest.raises(ConfigError, match=r"critics\[0\]\.fail_label: a python critic"):
+        _panel({"name": "half", "function": "tests.fixtures_plugins:passes",
+                "pass_label": "KEEP"}, scale={"kind": "nominal", "labels": ["KEEP", "REJECT"]})
+
+
+PAIRWISE = {"kind": "nominal", "labels": ["A", "B", "TIE"]}
+PAIRS = [{"id": "p1", "q": "?", "x": "long answer", "y": "short", "verdict": "A"},
+         {"id": "p2", "q": "?", "x": "short", "y": "long answer", "verdict": "B"},
+         {"id": "p3", "q": "?", "x": "same", "y": "same", "verdict": "TIE"}]
+
+
+def _pairwise_panel(swap: bool) -> Panel:
+    return panel_from_dict({
+        "scale": PAIRWISE, "voting": {"strategy": "plurality"},
+        "pairwise": {"first_field": "x", "second_field": "y", "swap": swap},
+        "critics": [{"name": "benchmark", "kind": "python",
+                     "function": "tests.fixtures_plugins:verdict_column"}]})
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_a_python_critic_brings_a_pairwise_benchmarks_stored_decisions(swap: bool) -> None:
+    """On a pairwise panel the function gets the item with both responses and returns the
+    pairwise label in the item's stored order; with swap it is asked once all the same (not
+    read back flipped into ties)."""
+    with CallRunner() as runner:
+        result = run_panel(_pairwise_panel(swap), PAIRS, runner=runner)
+    assert [pv.consensus for pv in result.verdicts] == ["A", "B", "TIE"]
+    for pv in result.verdicts:
+        (verdict,) = pv.verdicts
+        assert verdict.failure is None and len(verdict.calls) == 1
+    assert result.progress.ledger.rule_evaluations == 3
+
+
+def test_python_critics_on_a_rubric_panel_and_rules_on_a_pairwise_one_are_refused() -> None:
+    rubric = {"criteria": [{"id": "ok", "text": "It is fine."}]}
+    with pytest.raises(ConfigError, match=r"critics\[0\]\.kind: python critics give one label "
+                                          "or score per item, not a mark per criterion"):
+        panel_from_dict({"scale": {"kind": "score", "min": 0, "max": 1}, "rubric": rubric,
+                         "critics": [{"name": "f", "kind": "python",
+                                      "function": "tests.fixtures_plugins:graded"}]})
+    with pytest.raises(ConfigError, match=r"critics\[0\]\.kind: a rule passes or fails one text"):
+        panel_from_dict({"scale": PAIRWISE, "pairwise": {"first_field": "x", "second_field": "y"},
+                         "critics": [{"name": "r", "kind": "rule", "pass_label": "A",
+                                      "fail_label": "B",
+                                      "rule": {"check": "length", "field": "x", "max": 5}}]})
+
+
+def test_a_stored_pairwise_run_of_stored_decisions_ranks_the_systems(tmp_path) -> None:
+    """Through the background job and the database, as `jurybox judge` runs it: the
+    benchmark's decisions become the run's, and the pairwise report ranks its systems."""
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.run_report import run_pairwise
+    from storage.dataset_store import save_dataset
+    from storage.db import open_db
+    from storage.importing import read_dataset
+
+    data = tmp_path / "benchmark.csv"
+    data.write_text("id,q,sys_x,x,sys_y,y,verdict\n"
+                    "p1,?,atlas,long,comet,short,A\n"
+                    "p2,?,comet,short,atlas,long,B\n"
+                    "p3,?,atlas,long,breeze,mid,A\n", encoding="utf-8")
+    panel = panel_from_dict({
+        "scale": PAIRWISE, "voting": {"strategy": "plurality"},
+        "pairwise": {"first_field": "x", "second_field": "y", "first_system": "sys_x",
+                     "second_system": "sys_y"},
+        "critics": [{"name": "benchmark", "kind": "python",
+                     "function": "tests.fixtures_plugins:verdict_column"}]})
+    db = open_db(tmp_path / "b.db")
+    dataset = save_dataset(db, read_dataset(data, id_column="id"), name="benchmark")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
+    job = JobRegistry().start_run(str(tmp_path / "b.db"), run_id)
+    assert job.wait(60) and job.progress().status == "done"
+    report = run_pairwise(db, run_id)
+    assert report is not None
+    assert {r.system: (r.wins, r.losses) for r in report.systems} == {
+        "atlas": (3, 0), "comet": (0, 2), "breeze": (0, 1)}

@@ -72,7 +72,7 @@ def test_cancel_counts_calls_never_sent_as_not_sent_and_shows_no_time_left(
     assert final.done == stored == sum(c.done for c in final.per_critic.values())
     text = progress_text(final)
     assert "failed" not in text and f"{final.cancelled:,} not sent" in text
-    assert f"{stored:,} / 360 calls" in text
+    assert f"{stored:,} / 360 verdicts" in text
     assert " left" not in text
     ledger = get_run(db, run_id)["ledger"]
     assert (ledger["calls"], ledger["failed"], ledger["cancelled"]) == (stored, 0, final.cancelled)
@@ -80,10 +80,10 @@ def test_cancel_counts_calls_never_sent_as_not_sent_and_shows_no_time_left(
 
 
 def _figures(line: str) -> dict[str, int]:
-    """"N calls sent", "N from cache", "N / M calls" of a status line."""
+    """"N calls sent", "N from cache", "N / M verdicts" of a status line."""
     out = {}
     for name, pattern in (("sent", r"([\d,]+) calls sent"), ("cache", r"([\d,]+) from cache"),
-                          ("done", r"([\d,]+) / [\d,]+ calls")):
+                          ("done", r"([\d,]+) / [\d,]+ verdicts")):
         found = re.search(pattern, line)
         out[name] = int(found.group(1).replace(",", "")) if found else 0
     return out

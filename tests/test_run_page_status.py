@@ -22,8 +22,8 @@ from tests.fixtures_storage import make_parsed, tiny_panel
 from tests.test_app_shell import SIMULATED_SAYS
 from tests.test_app_smoke import all_text, no_exception, open_page
 
-# "... 120 / 360 calls ..." in a status line: the run's figure of calls done or stored.
-CALLS_LINE = re.compile(r"[\d,]+ / [\d,]+ calls")
+# "... 120 / 360 verdicts ..." in a status line: the run's figure of calls done or stored.
+CALLS_LINE = re.compile(r"[\d,]+ / [\d,]+ verdicts")
 
 
 def _status_lines(at: Any) -> list[str]:
@@ -106,7 +106,7 @@ def test_after_cancel_and_resume_the_page_shows_one_line_that_agrees(
     at = open_page("run", query={"run": str(run_id)})
     no_exception(at)
     (line,) = _status_lines(at)  # one line for the run, not its last job's beside it
-    assert f"Run #{run_id} · done" in line and "180 / 180 calls stored" in line
+    assert f"Run #{run_id} · done" in line and "180 / 180 verdicts stored" in line
     run = get_run(open_db(app_db), run_id)
     sent = re.search(r"([\d,]+) calls sent", line)
     assert sent and int(sent.group(1).replace(",", "")) == sim.stats()["total"]
@@ -272,14 +272,14 @@ def test_in_the_browser_a_run_of_another_process_is_followed_until_it_ends(
             main = app_page.get_by_test_id("stMain")
             line = main.get_by_test_id("stText").filter(has_text=f"Run #{run_id} · running")
             expect(line).to_be_visible()
-            first = re.search(r"([\d,]+) / 600 calls stored", line.inner_text())
+            first = re.search(r"([\d,]+) / 600 verdicts stored", line.inner_text())
             assert first is not None
             # The stored figures move on the page by themselves (drawn once, they froze).
             app_page.wait_for_function(
                 """([prefix, before]) => {
                     const el = [...document.querySelectorAll('[data-testid="stText"]')]
                         .find(e => e.innerText.startsWith(prefix));
-                    const m = el && el.innerText.match(/([\\d,]+) \\/ 600 calls stored/);
+                    const m = el && el.innerText.match(/([\\d,]+) \\/ 600 verdicts stored/);
                     return m && parseInt(m[1].replace(/,/g, '')) > before;
                 }""",
                 arg=[f"Run #{run_id} · running", int(first.group(1).replace(",", ""))],

@@ -59,6 +59,20 @@ def test_judge_writes_a_run_to_the_database(tmp_path, simulator, capsys):
     assert "cli panel" in listing and "done" in listing
 
 
+def test_a_limited_run_stores_its_items_under_a_name_of_their_own(tmp_path, simulator, capsys):
+    """`--limit N` judges the first N rows, kept as a dataset named for what it is (it was
+    stored under the full file's name, two datasets told apart by nothing but their size)."""
+    data, panel = _judge_files(tmp_path, simulator.base_url)
+    db_path = tmp_path / "runs.db"
+    for limit in (["--limit", "5"], []):
+        assert main(["judge", "--data", str(data), "--panel", str(panel), "--db", str(db_path),
+                     "--quiet", *limit]) == 0
+    assert "Judging the first 5 of 20 items" in capsys.readouterr().out
+    names = {row[0]: row[1] for row in open_db(db_path).execute(
+        "SELECT name, n_items FROM datasets")}
+    assert names == {"d.csv (first 5 of 20)": 5, "d.csv": 20}
+
+
 def test_demo_uses_JURYBOX_DB_by_default(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("JURYBOX_DB", str(tmp_path / "env.db"))
     assert main(["demo", "--limit", "6", "--quiet"]) == 0

@@ -24,6 +24,7 @@ from openai.types.chat import completion_create_params
 from pydantic import TypeAdapter
 
 from judging.engine.anthropic_messages import ANTHROPIC_VERSION
+from judging.engine.batches.clients import AnthropicBatches
 from judging.engine.calls import CallRunner, RetryPolicy
 from judging.engine.calls.gate import CriticGate
 from judging.engine.calls.prepare import prepare_call
@@ -167,6 +168,32 @@ def test_the_runner_sends_what_the_sdk_sends_over_real_http(local_vendor, monkey
                         max_retries=0).messages.create(**json.loads(seen.body))
     assert json.loads(capture.requests[0].content) == json.loads(seen.body)
     assert verdict.raw_request is not None and KEY not in json.dumps(verdict.raw_request)
+
+
+def test_live_calls_and_batches_send_the_anthropic_version_the_sdk_sends(
+        local_vendor, monkeypatch) -> None:
+    """One `anthropic-version` for a live call and for a Message Batches request, over real
+    HTTP, and it is the value the official SDK sends on both (batches sent 2023-06-01 while
+    live calls sent the SDK's)."""
+    monkeypatch.setenv(KEY_VAR, KEY)
+    live = local_vendor(lambda seen: Reply(200, json.dumps(anthropic_message()).encode()))
+    critic = _critic("anthropic", "claude-sonnet-4-6", base_url=live.base_url,
+                     api_key_env=KEY_VAR)
+    with CallRunner(retry=RetryPolicy(time_scale=0)) as runner:
+        assert runner.call(critic, ITEM, SCALE).ok
+    batch = local_vendor(lambda seen: Reply(200, json.dumps({"id": "msgbatch_1"}).encode()))
+    client = AnthropicBatches(batch.base_url, KEY)
+    try:
+        client.cancel("msgbatch_1")
+    finally:
+        client.close()
+    sent = [{name.lower(): value for name, value in server.seen[0].headers.items()}
+            ["anthropic-version"] for server in (live, batch)]
+    capture = _Capture({"id": "msgbatch_1", "type": "message_batch"}, httpx2)
+    sdk = anthropic.Anthropic(base_url="http://127.0.0.1:9", api_key=KEY,
+                              http_client=capture.client(), max_retries=0)
+    sdk.messages.batches.cancel("msgbatch_1")
+    assert sent == [capture.requests[0].headers["anthropic-version"]] * 2
 
 
 def _serve(case: Case, local_vendor: Any) -> Any:

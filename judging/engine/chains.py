@@ -109,7 +109,7 @@ def judge_with(
         critics: the panel's critics by name (a debate's debaters are among them).
         first_sample: the number of this critic's first sample (see `sample_offsets`).
         pairwise: the panel's pairwise settings: with `swap`, the critic is asked again with
-            the two responses swapped (`judging.panel.pairwise`).
+            the two responses swapped (`judging.panel.pairwise`); a python critic is not.
         rubric: the panel's rubric: the critic marks every criterion, in one call or one call
             per criterion (`judging.panel.rubric`).
 
@@ -117,7 +117,9 @@ def judge_with(
     """
     if rubric is not None and rubric.active:
         return _graded(critic, item, send, rubric, first_sample)
-    if pairwise is not None and pairwise.active and pairwise.swap:
+    # A python critic is asked once, in the stored order: a function has no position bias to
+    # measure, and one reading a stored decision would answer the swapped pair as the stored one.
+    if pairwise is not None and pairwise.active and pairwise.swap and critic.kind != "python":
         forward = _asked(critic, item, scale, send, critics, first_sample)
         backward = _asked(critic, pairwise.swapped(item), scale, send, critics, first_sample)
         return both_orders(pairwise, critic, item, forward, backward)

@@ -68,6 +68,10 @@ class RunEstimate:
         note: one sentence on how far to trust the figures.
         unpriced: names of the critics whose price is unknown.
         upper_bound: True for a cascade (later tiers only see items earlier tiers leave open).
+        verdicts: item x critic verdicts, the unit a run's progress counts; `calls` differs
+            where a critic sends several per verdict (both orders of a pair, a chain, samples)
+            or none (a rule or python critic).
+        both_orders: a pairwise panel asking each critic both orders (`swap`).
     """
 
     calls: int
@@ -78,6 +82,14 @@ class RunEstimate:
     note: str
     unpriced: list[str]
     upper_bound: bool
+    verdicts: int = 0
+    both_orders: bool = False
+
+    def counted(self) -> str:
+        """The run's size in the unit its progress counts, with the calls behind it:
+        "2,095 verdicts (4,190 calls, both orders)"."""
+        why = ", both orders" if self.both_orders else ""
+        return f"{self.verdicts:,} verdicts ({self.calls:,} calls{why})"
 
     @property
     def known_cost_usd(self) -> float:
@@ -167,6 +179,8 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         note=note,
         unpriced=unpriced,
         upper_bound=upper_bound,
+        verdicts=n_items * len(panel.critics),
+        both_orders=panel.pairwise.active and panel.pairwise.swap,
     )
 
 

@@ -11,7 +11,10 @@ any call's, so a resumed run does not run them again.
 A check passes or fails; the verdict is then the critic's pass or fail value on the scale:
 `pass_label` / `fail_label` on a label scale (a yes/no scale defaults to yes / no), the top and
 bottom of a score scale. A python critic may return a label or score of its own instead
-(`judging.panel.python_critics`); its verdict counts as failed only when it is the fail value.
+(`judging.panel.python_critics`), and then needs no pass or fail label; its verdict counts as
+failed only when it is the fail value. On a pairwise panel it returns the pairwise label (A, B
+or the tie) of the item in its stored order, once: `judging.engine.chains` does not ask it the
+swapped order.
 
 An imported critic replays the verdicts one judge gave outside Jurybox (a column of a table,
 an Inspect scorer, a Label Studio model version): its verdict on an item is the one the run's
@@ -191,7 +194,12 @@ def judge_plugin(critic: Critic, item: Item, scale: Scale, *, python_critics: bo
             passed, failed = pass_fail_values(critic, scale)
             value = passed if value else failed
         normalized = scale.normalize(value)
-    except (ConfigError, ParseError) as error:
+    except ConfigError:  # a bool, on a label scale without pass / fail labels
+        return _failed(verdict, FailureKind.PARSE_FAIL, (
+            f"{critic.function} returned {value!r}, a pass or a fail, but the critic has no "
+            f"pass_label and fail_label for it on the {scale.kind} scale: set them, or return "
+            f"a label of the scale ({', '.join(scale.labels)})"), started)
+    except ParseError as error:
         return _failed(verdict, FailureKind.PARSE_FAIL, f"{critic.function or critic.name} "
                        f"returned {error}", started)
     if isinstance(normalized, float):

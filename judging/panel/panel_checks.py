@@ -23,6 +23,7 @@ from judging.panel.request_rules import rules_for
 from judging.panel.rubric import MARK_SCALE, RubricConfig
 from judging.panel.vendors import PRESETS
 from judging.scales import Scale
+from judging.verdicts import PLUGIN_KINDS
 from judging.voting.pooling import label_values
 from judging.voting.strategies import (
     DATASET_STRATEGIES,
@@ -395,13 +396,24 @@ def _check_pairwise(panel: Panel) -> None:
         raise ConfigError("pairwise.inconsistent: 'tie' needs a tie_label; use 'flag' for a "
                           "forced choice")
     for index, critic in enumerate(panel.critics):
-        if critic.kind == "imported":  # replays a judge's verdicts: it shows no prompt
+        # No prompt: a python function gets every field; an imported critic replays verdicts.
+        if critic.kind in PLUGIN_KINDS:
             continue
         used = critic.placeholders
-        if pairwise.first_field not in used or pairwise.second_field not in used:
+        unseen = [(setting, name) for setting, name in (
+            ("first_field", pairwise.first_field), ("second_field", pairwise.second_field))
+            if name not in used]
+        if unseen:
+            # Either side may be wrong: the prompt, or a pairwise field naming no column.
+            said = " and ".join(f"pairwise.{setting} is {name!r}" for setting, name in unseen)
+            shown = ", ".join(f"{{{name}}}" for name in used) or "no field"
+            which = "which the prompt does not show" if len(unseen) == 1 else (
+                "neither of which the prompt shows")
             raise ConfigError(
-                f"critics[{index}].prompt_template: a pairwise critic must show both responses; "
-                f"use {{{pairwise.first_field}}} and {{{pairwise.second_field}}} in its prompt")
+                f"critics[{index}].prompt_template: a pairwise critic must show both responses: "
+                f"{said}, {which} (it shows {shown}). Set pairwise.first_field and "
+                "second_field to the columns holding responses A and B, or show those fields "
+                "in the prompt.")
 
 
 def _check_rubric(panel: Panel) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import ConfigDict, Field, model_validator
 
+from judging.errors import ConfigError
 from judging.known_fields import StrictModel
 from judging.panel.cascade import CascadeConfig
 from judging.panel.critics import Critic
@@ -121,11 +122,17 @@ class Panel(StrictModel):
         return vote(verdicts, weights, config, self.scale)
 
     def check_fields(self, fields: list[str]) -> None:
-        """Check every critic's prompt placeholders against the dataset's fields.
+        """Check the pairwise settings' field names, then every critic's prompt placeholders,
+        against the dataset's fields.
 
         Raises:
+            ConfigError: a pairwise setting names a field the items do not have (the sentence
+                names it and the fields that exist).
             PlaceholderError: a critic uses a placeholder that is not a field; the message
                 names the critic, the placeholder and the fields that exist.
         """
+        missing = self.pairwise.missing_field(fields)
+        if missing is not None:
+            raise ConfigError(missing)
         for critic in self.critics:
             critic.check_fields(fields)

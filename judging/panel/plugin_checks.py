@@ -72,9 +72,15 @@ def check_plugin_critics(panel: Panel) -> None:
         if critic.mode == "batch":
             raise ConfigError(f"{where}.mode: a {kind} critic runs here, at once and free; "
                               "use mode: live")
-        if panel.rubric.active or panel.pairwise.active:
-            raise ConfigError(f"{where}.kind: {kind} critics judge label and score panels; a "
-                              "rubric or pairwise panel needs critics that call a model")
+        if panel.rubric.active:
+            raise ConfigError(f"{where}.kind: {kind} critics give one label or score per item, "
+                              "not a mark per criterion; a rubric panel needs critics that "
+                              "call a model")
+        if panel.pairwise.active and kind == "rule":
+            raise ConfigError(f"{where}.kind: a rule passes or fails one text and cannot say "
+                              "which of two responses is better; on a pairwise panel use a "
+                              "python critic that returns the pairwise label, or a critic that "
+                              "calls a model")
 
 
 def _check_labels(panel: Panel, index: int) -> None:
@@ -89,7 +95,13 @@ def _check_labels(panel: Panel, index: int) -> None:
                                   f"{scale.max:g} and a failed one {scale.min:g}; remove "
                                   f"{field}")
         return
-    if scale.kind != "yesno" and (critic.pass_label is None or critic.fail_label is None):
+    # A rule always passes or fails; a python function may return a label of the scale
+    # instead, and then needs no pass / fail labels (one that returns a bool without them
+    # fails that call with a sentence: `judging.engine.plugin_critics`).
+    needs_both = critic.kind == "rule" or (critic.pass_label is None) != (
+        critic.fail_label is None)
+    if scale.kind != "yesno" and needs_both and (critic.pass_label is None
+                                                 or critic.fail_label is None):
         missing = "pass_label" if critic.pass_label is None else "fail_label"
         raise ConfigError(f"{where}.{missing}: a {critic.kind} critic on a {scale.kind} scale "
                           "needs the labels a passed and a failed check give; choose from "

@@ -24,6 +24,8 @@ problem prints one sentence and exits 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import pathlib
 import signal
 import sys
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_profiles
 from judging.engine.calls import CallRunner
 from judging.errors import ConfigError, DatabaseFault, DataError, JuryboxError
+from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_files import load_panel
 from judging.runs.cli_app import add_app
 from judging.runs.cli_compare import add_compare
@@ -77,6 +80,7 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1  # the run finished but could not be written, or was interrupted
 EXIT_USAGE = 2  # bad arguments, configuration or data: fix the input and run again
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: what a shell reports for `yes | head`
 
 # -- subcommands -------------------------------------------------------------------------------
 
@@ -223,15 +227,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         0 on success, 1 when a run could not finish, 2 for bad arguments, configuration or data
-        (with one sentence on stderr saying what to fix).
+        (with one sentence on stderr saying what to fix), 141 without a word when whoever
+        read the output stopped reading (`jurybox runs | head`).
     """
     parser = build_parser()
+    _said_once()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse already printed its usage message
         return int(exit_.code or 0)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a reader that has gone shows here, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # `jurybox runs | head`: the reader stopped reading. Like a Unix tool killed by
+        # SIGPIPE: no message, 128 + SIGPIPE, and nothing more written to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except FileNotFoundError as exc:
         _error(f"no such file: {exc.filename or exc}. Check the path and run again.")
         return EXIT_USAGE
@@ -247,6 +260,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+
+
+def _said_once() -> None:
+    """Keep the call layer's log of refused parameters off the terminal: without a handler,
+    Python's last-resort one printed each on stderr as it happened, and the command says each
+    again where the user reads it (the run's closing note, the check's line per critic)."""
+    quiet = logging.getLogger("judging.engine.calls.call_runner")
+    if not any(isinstance(handler, logging.NullHandler) for handler in quiet.handlers):
+        quiet.addHandler(logging.NullHandler())
 
 
 def _error(sentence: str) -> None:
@@ -320,8 +342,8 @@ def _cmd_simulator(args: argparse.Namespace) -> int:
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
-    panel = load_panel_file(args.panel)
     parsed = read_for_cli(args.data, id_column=args.id_column, gold_column=args.gold_column)
+    panel = load_panel_file(args.panel, fields=parsed.fields)
     return run_stored(panel, parsed, args)
 
 
@@ -336,8 +358,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_stored(panel, parsed, args, dataset_name="Demo: taxonomy candidates")
 
 
-def load_panel_file(path: pathlib.Path) -> Panel:
+def load_panel_file(path: pathlib.Path, *, fields: Sequence[str] | None = None) -> Panel:
     """Load and validate a panel YAML file.
+
+    Args:
+        fields: the fields of the data it will judge, when known: a pairwise setting naming
+            none of them is then said first, naming the fields there are (a panel refused
+            for it would otherwise only say that its prompt does not show that field).
 
     Raises:
         ConfigError: the file is missing, not YAML, or not a valid panel (the message names
@@ -348,12 +375,31 @@ def load_panel_file(path: pathlib.Path) -> Panel:
 
     try:
         return load_panel(path)
+    except ConfigError as exc:
+        missing = _pairwise_missing(path, fields) if fields is not None else None
+        if missing is not None:
+            raise ConfigError(f"panel file {str(path)!r}: {missing}") from exc
+        raise
     except JuryboxError:
         raise
     except (ValueError, TypeError) as exc:  # e.g. pydantic's ValidationError
         first = str(exc).strip().splitlines()
         raise ConfigError(f"panel file {str(path)!r} is not a valid panel: "
                           f"{' '.join(first[:3])}") from None
+
+
+def _pairwise_missing(path: pathlib.Path, fields: Sequence[str]) -> str | None:
+    """`PairwiseConfig.missing_field` of a panel file's pairwise settings as written (the
+    panel as a whole may not validate), or None when they cannot be read or name no such
+    field."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        settings = PairwiseConfig.model_validate(data.get("pairwise") or {})
+    except Exception:  # noqa: BLE001 - the panel's own error is the one to show then
+        return None
+    return settings.missing_field(list(fields))
 
 
 # -- check -------------------------------------------------------------------------------------

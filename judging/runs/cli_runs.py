@@ -32,7 +32,7 @@ from judging.errors import ConfigError, DataError
 from judging.panel.panel_files import load_panel
 from judging.run_status import RunStatus
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from judging.runs.pairs import pairs_dataset
+from judging.runs.pairs import pairs_dataset, pairs_note
 from judging.runs.run_report import (
     run_agreement_report,
     run_pairwise,
@@ -126,6 +126,7 @@ def read_for_cli(
 
     Args:
         id_column: the id column; "" numbers the rows (row-000001, ...) instead of guessing.
+        gold_column: the gold column; "" reads no gold labels instead of guessing.
 
     Raises:
         DataError: the file is missing or cannot be used (the message says what to fix).
@@ -145,7 +146,7 @@ def read_for_cli(
               "--id-column '' to number the rows).", flush=True)
     try:
         # Streamed: validated a record at a time, and saved as it is read again (never a list).
-        return read_dataset(path, id_column=id_column or None, gold_column=gold_column,
+        return read_dataset(path, id_column=id_column or None, gold_column=gold_column or None,
                             stream=True)
     except DataError as exc:
         # Empty or repeated ids in the guessed column (the message names it): say how to pick.
@@ -156,13 +157,24 @@ def read_for_cli(
         raise
 
 
-def _first(parsed: ParsedDataset, limit: int | None) -> ParsedDataset:
-    """The first `limit` items as a dataset of their own (its own content hash)."""
-    if limit is None or limit >= len(parsed.items):
-        return parsed
+def _first(parsed: ParsedDataset, limit: int | None, name: str | None
+           ) -> tuple[ParsedDataset, str | None]:
+    """The first `limit` items as a dataset of their own (its own content hash), and its name.
+
+    A dataset of its own, not a run over part of the full one: a run judges every item of its
+    dataset, and every figure of it (agreement, the audit, the export) is about those items.
+    Named "NAME (first N of M)" so the Datasets page and the Run page tell it from the whole
+    file, which may be imported too.
+    """
+    total = len(parsed.items)
+    if limit is None or limit >= total:
+        return parsed, name
     digest = hashlib.sha256(f"{parsed.content_hash}:first:{limit}".encode()).hexdigest()
-    return dataclasses.replace(parsed, items=parsed.items[:limit], content_hash=digest,
-                               n_rows=limit)
+    print(f"Judging the first {limit:,} of {total:,} items (--limit), stored as a dataset of "
+          "their own.", flush=True)
+    return (dataclasses.replace(parsed, items=parsed.items[:limit], content_hash=digest,
+                                n_rows=limit),
+            f"{name or parsed.filename} (first {limit:,} of {total:,})")
 
 
 # -- judge / demo through the database ---------------------------------------------------------
@@ -178,7 +190,7 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
         the critic), 1 when it failed otherwise, 130 when cancelled by Ctrl-C.
     """
 
-    parsed = _first(parsed, getattr(args, "limit", None))
+    parsed, dataset_name = _first(parsed, getattr(args, "limit", None), dataset_name)
     if not len(parsed.items):
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
@@ -451,14 +463,22 @@ def add_pairs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "pairs", help="turn a dataset with one response column per system into comparisons",
         description="For a pairwise panel: every pair of the response columns of every item "
         "becomes one comparison (system_a, response_a, system_b, response_b; which goes first "
-        "is drawn at random with the seed), written as CSV with the item's other columns.",
+        "is drawn at random with the seed, or kept with --keep-order), written as CSV with the "
+        "item's other columns and its gold label read in the comparison's order (a gold naming "
+        "the winning column becomes A or B).",
     )
     p.add_argument("--data", type=pathlib.Path, required=True, help="the dataset file")
     p.add_argument("--responses", required=True, metavar="COL,COL,...",
                    help="the response columns to compare, one per system (at least two)")
     p.add_argument("--out", type=pathlib.Path, required=True, help="the CSV file to write")
     p.add_argument("--id-column", default=None, help="the item id column (default: guessed)")
-    p.add_argument("--seed", type=int, default=0, help="which response goes first (default 0)")
+    p.add_argument("--gold-column", default=None,
+                   help="the gold column: the winning column's name, or a tie label (default: "
+                   "guessed, e.g. 'gold'); written as the comparisons' 'gold' column")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the seed of the draw of which response goes first (default 0)")
+    p.add_argument("--keep-order", action="store_true",
+                   help="no draw: the column listed first in --responses is always A")
     p.set_defaults(func=cmd_pairs)
 
 
@@ -578,18 +598,26 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_pairs(args: argparse.Namespace) -> int:
 
-    parsed = read_for_cli(args.data, id_column=args.id_column)
     responses = [name.strip() for name in args.responses.split(",") if name.strip()]
+    gold_column = args.gold_column
+    if gold_column is None and guess_file_columns(args.data)["gold"] in responses:
+        gold_column = ""  # a response column is no gold column, whatever its name
+    parsed = read_for_cli(args.data, id_column=args.id_column, gold_column=gold_column)
     unknown = [name for name in responses if name not in parsed.columns]
     if unknown:
         raise DataError(f"{args.data.name} has no column {unknown[0]!r}; its columns: "
                         f"{', '.join(parsed.columns)}")
-    pairs = pairs_dataset(parsed, responses, seed=args.seed)
-    rows = [{"id": item.id, **item.fields} for item in pairs.items]
+    pairs = pairs_dataset(parsed, responses, seed=args.seed, keep_order=args.keep_order)
+    gold = "gold" if "gold" not in pairs.fields else "pair_gold"
+    rows = [{"id": item.id, **item.fields,
+             **({gold: item.gold} if pairs.gold_column else {})} for item in pairs.items]
     args.out.write_bytes(rows_csv_bytes(rows))
     print(f"Wrote {len(rows):,} comparisons of {', '.join(responses)} to {args.out}: give a "
           "pairwise panel first_field response_a, second_field response_b, first_system "
           "system_a and second_system system_b.")
+    print(pairs_note(responses, seed=args.seed, keep_order=args.keep_order,
+                     gold_column=pairs.gold_column)
+          + (f" It is the {gold!r} column of {args.out}." if pairs.gold_column else ""))
     return EXIT_OK
 
 

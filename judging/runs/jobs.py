@@ -318,6 +318,7 @@ def prepare_run(
 
     Raises:
         PlaceholderError: a critic's prompt uses a field the dataset does not have.
+        ConfigError: a pairwise setting names a field the dataset does not have.
         NotFoundError: no such dataset.
         ConfigError: the panel holds something that looks like an API key, or a dollar cap
             cannot count its critics (`check_budget`).
@@ -325,8 +326,7 @@ def prepare_run(
     if budget is not None:
         check_budget(panel, budget)
     dataset = get_dataset(db, dataset_id)
-    for critic in panel.critics:
-        critic.check_fields(list(dataset["fields"]))
+    panel.check_fields(list(dataset["fields"]))
     version = panel_hash(panel)
     save_panel(db, panel_hash=version, name=panel.name, yaml_text=dump_panel(panel))
     run_id = create_run(

@@ -20,6 +20,7 @@ from judging.errors import JuryboxError
 from judging.panel.panel_model import Panel
 from judging.runs.job import JobProgress
 from judging.verdicts import Item, PanelVerdict
+from judging.voting.strategies import ESCALATE, band
 
 
 class ProgressBar:
@@ -56,7 +57,8 @@ class ProgressBar:
 
     @classmethod
     def render(cls, p: RunProgress | JobProgress) -> str:
-        """One line: bar, items, calls, failures, calls not sent (cancelled), elapsed time."""
+        """One line: bar, items, verdicts (item x critic, the unit the Run page counts too),
+        failures, verdicts not sent (cancelled), elapsed time."""
         filled = int(p.fraction * cls.WIDTH)
         bar = "#" * filled + "." * (cls.WIDTH - filled)
         failed = f", {p.failed} failed" if p.failed else ""
@@ -64,7 +66,7 @@ class ProgressBar:
         not_sent = f", {p.cancelled} not sent" if p.cancelled else ""
         return (
             f"[{bar}] {p.fraction:4.0%}  {p.items_done}/{p.items_total} items, "
-            f"{p.done}/{p.total} calls{failed}{not_sent}  {p.elapsed_s:5.1f} s"
+            f"{p.done}/{p.total} verdicts{failed}{not_sent}  {p.elapsed_s:5.1f} s"
         )
 
     def close(self) -> None:
@@ -104,6 +106,9 @@ class RunSummary:
     gold_items: int
     gold_correct: int
     simulated: bool
+    # A score or rubric panel's consensus is counted by band, shown in this order (every band,
+    # empty ones too); empty for a label panel, whose labels are shown by count.
+    bands: list[str] = field(default_factory=list)
 
 
 def _gold_fits(panel: Panel, labels: Iterable[str]) -> bool:
@@ -173,6 +178,7 @@ def summarize_counts(
         ledger: what the run sent and paid.
     """
     compare = _gold_fits(panel, gold_labels)
+    bands = score_bands(panel)
     critics = {c.name: CriticSummary(c.name) for c in panel.critics}
     consensus: Counter[str] = Counter()
     no_consensus = disagreements = gold_correct = gold_items = items = 0
@@ -183,6 +189,8 @@ def summarize_counts(
         items += n
         if value is None:
             no_consensus += n
+        elif bands and isinstance(value, (int, float)):
+            consensus[_band_of(panel, float(value), bands)] += n
         else:
             consensus[_fmt_value(value)] += n
         disagreements += disagreeing
@@ -220,11 +228,43 @@ def summarize_counts(
         gold_items=gold_items,
         gold_correct=gold_correct,
         simulated=simulated,
+        bands=bands,
     )
 
 
 def _fmt_value(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# Without thresholds, a score scale's range is shown in this many equal bands.
+SCORE_BANDS = 5
+
+
+def score_bands(panel: Panel) -> list[str]:
+    """The bands a score or rubric panel's consensus is counted in, lowest first: its
+    `voting.thresholds` (with `escalate` below them all), else `SCORE_BANDS` equal parts of the
+    scale ("0-0.2", ..., "0.8-1"). Empty for a label scale."""
+    scale = panel.scale
+    if not scale.is_numeric:
+        return []
+    thresholds = dict(panel.voting.thresholds)
+    if thresholds:
+        return [ESCALATE, *sorted(thresholds, key=lambda name: thresholds[name])]
+    assert scale.min is not None and scale.max is not None
+    edges = [scale.min + (scale.max - scale.min) * k / SCORE_BANDS for k in range(SCORE_BANDS + 1)]
+    return [f"{low:.3g}-{high:.3g}" for low, high in zip(edges, edges[1:])]
+
+
+def _band_of(panel: Panel, score: float, bands: list[str]) -> str:
+    """The band of `score` among `score_bands(panel)` (the top one includes the maximum)."""
+    thresholds = dict(panel.voting.thresholds)
+    if thresholds:
+        return band(score, thresholds) or ESCALATE
+    scale = panel.scale
+    assert scale.min is not None and scale.max is not None
+    share = (score - scale.min) / (scale.max - scale.min)
+    # share x bands, not share / width: 0.6 / 0.2 is 2.9999..., which would put 0.6 a band low.
+    return bands[min(max(int(share * SCORE_BANDS + 1e-9), 0), SCORE_BANDS - 1)]
 
 
 def _same(value: Any, truth: str) -> bool:
@@ -248,11 +288,16 @@ def format_summary(s: RunSummary) -> str:
         f"Panel {s.panel!r} ({s.strategy} voting){sim}: {s.items} items, "
         f"{len(s.critics)} critics, {s.seconds:.1f} s",
     ]
-    order = sorted(s.consensus.items(), key=lambda kv: (-kv[1], kv[0]))
+    if s.bands:  # a score's bands in their order, an empty band included (escalate only if used)
+        order = [(name, s.consensus.get(name, 0)) for name in s.bands
+                 if name != ESCALATE or s.consensus.get(name)]
+    else:
+        order = sorted(s.consensus.items(), key=lambda kv: (-kv[1], kv[0]))
     parts = [f"{label} {n}" for label, n in order]
     if s.no_consensus:
         parts.append(f"no consensus {s.no_consensus}")
-    lines.append("Consensus:      " + (", ".join(parts) or "none"))
+    lines.append("Consensus:      " + (", ".join(parts) or "none")
+                 + (" (items per score band)" if s.bands else ""))
     lines.append(f"Disagreements:  {s.disagreements} of {s.items} items "
                  f"({_pct(s.disagreements, s.items)})")
     if s.gold_items:

@@ -258,8 +258,10 @@ class Worker:
                 silent, n_critics=n_critics, stopped_elsewhere=[
                     f"{name}: {reason}" for name, reason in stops
                     if name not in silent or reason not in silent[name][1]])
-        adjusted = "; ".join(f"{name}: {' '.join(notes)}"
-                             for name, notes in result.adjusted_critics.items())
+        # One note per parameter, each a clause of its own ("; "), never run together.
+        adjusted = "; ".join(f"{name}: {note}"
+                             for name, notes in result.adjusted_critics.items()
+                             for note in notes)
         notes = [text for text in (
             f"Critics stopped during the run: {stopped}" if stopped else "",
             f"Parameters the vendors refused, dropped or renamed for the run: {adjusted}"

@@ -118,8 +118,7 @@ def _new_run_form() -> None:
             return
         refuse_python_critics(panel)  # listed (a CLI user saved it), never run here
         dataset = by_id[dataset_id]
-        for critic in panel.critics:
-            critic.check_fields(list(dataset["fields"]))
+        panel.check_fields(list(dataset["fields"]))
         _estimate(estimate_run(panel, load_items(db(), dataset_id, limit=20),
                                dataset["n_items"]))
         working = _twin_runs(panel, dataset_id)
@@ -139,12 +138,14 @@ def _new_run_form() -> None:
 def _estimate(estimate: RunEstimate) -> None:
     """The run's calls, tokens and cost as estimated, in total and per critic."""
     cols = st.columns(4)
-    cols[0].metric("Calls", f"{estimate.calls:,}")
+    # Verdicts, the unit the run's progress line counts; the calls behind them beside it.
+    cols[0].metric("Verdicts", f"{estimate.verdicts:,}",
+                   help="One per item and critic, as the progress line counts them.")
     cols[1].metric("Input tokens (est.)", f"{estimate.tokens_in:,}")
     cols[2].metric("Output tokens (est.)", f"{estimate.tokens_out:,}")
     cols[3].metric("Cost (est.)", "unknown" if estimate.cost_usd is None
                    else format_usd(estimate.cost_usd))
-    st.caption(estimate.note)
+    st.caption(f"{estimate.counted()}. {estimate.note}")
     st.dataframe(
         [{"critic": r.critic, "calls": r.calls, "input tokens": r.tokens_in,
           "output tokens": r.tokens_out,

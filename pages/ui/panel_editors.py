@@ -110,12 +110,15 @@ CRITIC_TEXTS: dict[str, tuple[str, str | None]] = {
     "kind": ("How it judges", "single: one call. reason-then-judge: reasons first, then "
              "decides. self-verify: decides, then checks its own verdict. debate: two critics "
              "argue, then this one decides. rule: a check of a field (no model, free). "
-             "python: a function of yours (CLI and library only: the web app never runs it)."),
+             "python: a function of yours (CLI and library only: the web app never runs it). "
+             "imported: replays a judge's verdicts imported on Datasets (no model, free)."),
     "rule": ("Rule", "rule: what it checks, e.g. {check: no-regex, field: answer, pattern: "
              "'\\d{16}'}. Checks: regex, no-regex, json-schema, length, keywords, range, "
              "exact."),
     "function": ("Python function", "python: module:function to call, e.g. mypkg.checks:no_pii "
                  "(run by the CLI and the library only)."),
+    "judge": ("Imported judge", "imported: whose verdicts it replays, as named in the file "
+              "imported with the dataset (empty: the critic's name)."),
     "pass_label": ("Label when the check passes", "rule / python: the label a passed check "
                    "gives (a yes/no scale: yes)."),
     "fail_label": ("Label when the check fails", "rule / python: the label a failed check gives "

@@ -20,8 +20,12 @@ def _duration(seconds: float | None) -> str:
 
 
 def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
-    """"running · 420 / 1,200 calls · 12 failed · 35.2 calls/s · 22s left · 400 calls sent (410
-    HTTP attempts) · 20 from cache (not paid) · 9,000 + 800 tokens · $0.0123" (plain text).
+    """"running · 420 / 1,200 verdicts · 12 failed · 35.2 verdicts/s · 22s left · 400 calls sent
+    (410 HTTP attempts) · 20 from cache (not paid) · 9,000 + 800 tokens · $0.0123" (plain text).
+
+    The unit is the verdict, an item x critic, as in the Run page's estimate: a critic asked
+    twice per item (a pairwise swap, a chain, samples) makes one verdict of several calls, and
+    the calls it sent are the ledger's "calls sent".
 
     Calls done, failed and not sent, the pace and the time left are the job's live figures;
     what was sent, read from the cache and paid is the run's ledger (`run_ledger`, the stored
@@ -30,7 +34,7 @@ def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
     stopped are "not sent", never "failed"; once cancelling there is no time left to show.
     """
     status = "cancelling: the calls in flight finish" if p.status is RunStatus.CANCELLING else p.status
-    parts = [status, f"{p.done:,} / {p.total:,} calls"]
+    parts = [status, f"{p.done:,} / {p.total:,} verdicts"]
     if p.failed:
         parts.append(f"{p.failed:,} failed")
     if p.cancelled:
@@ -38,7 +42,7 @@ def progress_text(p: JobProgress, run_ledger: Ledger | None = None) -> str:
     if p.calls_saved:
         parts.append(f"{p.calls_saved:,} saved by the cascade")
     if p.status is RunStatus.RUNNING:
-        parts.append(f"{p.calls_per_s:.1f} calls/s")
+        parts.append(f"{p.calls_per_s:.1f} verdicts/s")
         parts.append(f"{_duration(p.eta_s)} left")
     elif p.finished:
         parts.append(f"took {_duration(p.elapsed_s)}")
@@ -83,7 +87,7 @@ def critic_rows(p: JobProgress) -> list[dict[str, Any]]:
             "failed": c.failed,
             "of": int(share),
             "progress": f"{(c.done / share * 100) if share else 100:.0f}%",
-            "calls/s": round(rate, 1),
+            "verdicts/s": round(rate, 1),
             "time left": time_left,
         })
         if any_adjusted:
@@ -136,7 +140,7 @@ def batch_rows(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run_summary_line(run: dict[str, Any]) -> str:
-    """The stored state of a run in one line: status, calls stored, what was sent and paid.
+    """The stored state of a run in one line: status, verdicts stored, what was sent and paid.
 
     Everything about money comes from the run's ledger: cache hits are never counted as paid.
     """
@@ -145,7 +149,7 @@ def run_summary_line(run: dict[str, Any]) -> str:
     parts = [
         f"Run #{run['id']} · {status_text(run)}",
         f"{run['n_items']:,} items × {len(run['critics'])} critics",
-        f"{done:,} / {run['total_calls']:,} calls stored",
+        f"{done:,} / {run['total_calls']:,} verdicts stored",
     ]
     if run["failed_calls"]:
         parts.append(f"{run['failed_calls']:,} failed")

@@ -29,7 +29,7 @@ def runs_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "panel": run["panel_name"],
             "status": status_text(run) + (" · simulated" if run["simulated"] else ""),
             "items": run["n_items"],
-            "calls stored": f"{done:,} / {total:,}",
+            "verdicts stored": f"{done:,} / {total:,}",
             "failed": run["failed_calls"],
             "cost": Ledger.from_mapping(run["ledger"]).cost_text(),
             "created": (run["created_at"] or "")[:19].replace("T", " "),

@@ -15,11 +15,12 @@ from typing import Any, Protocol
 
 import httpx
 
+# One API version for live calls and batches: the one the official SDK pins.
+from judging.engine.anthropic_messages import ANTHROPIC_VERSION
 from judging.engine.batches.lines import CHAT_ENDPOINT, BatchApi, Chunk
 from judging.engine.calls.scrub import Scrubber
 from judging.errors import JuryboxError
 
-ANTHROPIC_VERSION = "2023-06-01"
 _TIMEOUT = httpx.Timeout(300.0, connect=30.0)  # an upload may be a few hundred megabytes
 
 

@@ -51,10 +51,25 @@ def adjusted_body(body: dict[str, Any], changes: dict[str, str | None]) -> dict[
     return out
 
 
+# The vendor's words kept in a note: enough to recognise the refusal, short enough for a card.
+_SAID_CHARS = 200
+
+
 def adjustment_note(model: str, name: str, replacement: str | None, reason: str) -> str:
     """The sentence the run log and the critic's card show."""
+    said = _shortened(reason, _SAID_CHARS)
     if replacement is not None:
         return (f"{model} refused {name!r}, so it is sent as {replacement!r} for the rest of the "
-                f"run (the vendor said: {reason[:200]})")
+                f"run (the vendor said: {said})")
     return (f"{model} refused {name!r}, so it is not sent for the rest of the run (the vendor "
-            f"said: {reason[:200]})")
+            f"said: {said})")
+
+
+def _shortened(text: str, limit: int) -> str:
+    """`text` whole if it fits, else cut after its last whole word within `limit` with "…"
+    (a word cut in half reads as a different word: "invalid_requ")."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit + 1].rsplit(" ", 1)[0] if " " in text[:limit + 1] else text[:limit]
+    return cut.rstrip(" ;,") + "…"

@@ -13,7 +13,7 @@ import pytest
 
 from judging.errors import DataError
 from judging.panel.pairwise import PairwiseConfig
-from judging.runs.verdict_import import ImportChoices, import_verdicts, imported_panel
+from judging.runs.verdict_import import ImportChoices, import_verdicts, imported_panel, only_judges
 from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictSet
 from storage.calls import order_answers
 from storage.dataset_store import save_dataset
@@ -348,3 +348,65 @@ def test_every_page_opens_on_an_imported_run_and_none_calls_it_simulated(app_db,
     assert "is simulated" not in text and "is chance" not in text
     if page in ("run", "review", "agreement", "export"):  # the banner says what judged it
         assert re.search(r"verdicts \W*imported\W* from judges", text), text
+
+
+# -- decisions flow back ------------------------------------------------------------------------
+
+
+def test_an_inspect_log_round_trips_through_a_run_and_inspect_applies_the_decisions(
+        tmp_path, inspect_logs, inspect_home):
+    """A log written by inspect_ai becomes a run (each scorer a critic, epochs as repeats); a
+    reviewer overrides one sample; the decisions written back are applied by Inspect's own
+    `precomputed_scores`, the reviewer's where there is one, else the panel's consensus."""
+    from inspect_ai import score
+    from inspect_ai.log import read_eval_log
+    from inspect_ai.scorer import precomputed_scores
+
+    from judging.runs.verdict_import import decisions_back
+    from storage.overrides import add_override
+    from storage.readers.eval_logs import read_inspect_log
+
+    vset = read_inspect_log(inspect_logs["eval"])
+    judges = [j for j in vset.judges if all(
+        v.label is not None for v in vset.verdicts if v.judge == j)]
+    vset = only_judges(vset, judges)  # the graders of labels (C/I); match() gives them too
+    db_path = tmp_path / "j.db"
+    made = import_verdicts(db_path, vset, ImportChoices(name="inspect", people="none"))
+    assert made.status == "done"
+    db = open_db(db_path)
+    try:
+        samples = dict(db.execute("SELECT critic, max(sample) FROM call_steps WHERE run_id = ?"
+                                  " GROUP BY critic", [made.run_id]).fetchall())
+        assert set(samples.values()) == {1}  # two epochs: each critic's two repeats
+        item = vset.items[0].id
+        add_override(db, made.run_id, item, "I", "wrong on reflection", "ana")
+        data, count = decisions_back(db, made.run_id, "inspect-scores")
+    finally:
+        db.close()
+    path = inspect_home / "back.jsonl"
+    path.write_bytes(data)
+    log = score(read_eval_log(str(inspect_logs["eval"])), precomputed_scores(str(path)),
+                action="overwrite", display="none")
+    applied = {str(s.id): s.scores["precomputed_scores"] for s in log.samples}
+    assert applied[item].value == "I" and applied[item].explanation == "wrong on reflection"
+    assert applied[item].metadata["reviewer"] == "ana"
+    assert count == len({s.id for s in log.samples})
+
+
+def test_label_studio_decisions_go_back_onto_the_original_tasks(tmp_path):
+    from judging.runs.verdict_import import decisions_back
+    from storage.readers.eval_logs import read_label_studio_export
+    from tests.tool_documented import LABEL_STUDIO_EXPORT
+
+    raw = json.dumps(LABEL_STUDIO_EXPORT).encode()
+    vset = read_label_studio_export(raw, "export.json")
+    made = import_verdicts(tmp_path / "j.db", vset, ImportChoices(name="ls"))
+    db = open_db(tmp_path / "j.db")
+    try:
+        data, count = decisions_back(db, made.run_id, "label-studio", tasks=raw,
+                                     humans_only=True)
+    finally:
+        db.close()
+    back = read_label_studio_export(data, "back.json")
+    truth = {item.id: item.gold for item in back.items}
+    assert count == len([g for g in truth.values() if g is not None]) > 0

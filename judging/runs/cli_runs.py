@@ -43,6 +43,7 @@ from judging.runs.run_report import (
 from judging.runs.stored_run import export_options
 from judging.runs.summary import ProgressBar, format_summary, summarize_counts, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
+from judging.runs.verdict_import import BACK_FORMATS, decisions_back
 from judging.verdicts import PanelVerdict
 from storage.column_guess import guess_file_columns
 from storage.consensus import (
@@ -390,8 +391,19 @@ def add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "as a formula gets a leading single quote); --csv exact writes every cell as it is.",
     )
     p.add_argument("run", type=int, help="the run id (see `jurybox runs`)")
-    p.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None,
-                   help="output format (default: from the --out extension, else csv)")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet", *BACK_FORMATS), default=None,
+                   help="output format (default: from the --out extension, else csv); "
+                   "inspect-scores, label-studio and long write the final decisions back in "
+                   "the shape the tool the verdicts came from reads")
+    p.add_argument("--tasks", type=pathlib.Path, default=None,
+                   help="label-studio: the export the verdicts were read from (its tasks get "
+                   "the decisions as ground-truth annotations)")
+    p.add_argument("--control", default=None,
+                   help="label-studio: the control (from_name) the decisions go in (default: "
+                   "the export's only choices, rating or number control)")
+    p.add_argument("--humans-only", action="store_true",
+                   help="inspect-scores, label-studio, long: only the items a person decided "
+                   "(default: every decided item, the consensus where no one overrode it)")
     p.add_argument("--out", type=pathlib.Path, required=True, help="the file to write")
     p.add_argument("--csv", choices=CSV_STYLES, default="spreadsheet", dest="csv_style",
                    help="a CSV's style: spreadsheet (default: a cell starting with = + - @, tab "
@@ -545,6 +557,8 @@ def cmd_batches(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
 
     fmt = args.format or {".jsonl": "jsonl", ".parquet": "parquet"}.get(args.out.suffix.lower(), "csv")
+    if fmt in BACK_FORMATS:
+        return _export_back(args, fmt)
     db = open_cli_db(args, read_only=True)
     try:
         options = export_options(db, args.run, ExportOptions(
@@ -555,6 +569,20 @@ def cmd_export(args: argparse.Namespace) -> int:
         db.close()
     style = f", {args.csv_style}" if fmt == "csv" else ""
     print(f"Wrote {rows} rows of run {args.run} to {args.out} ({fmt}{style})")
+    return EXIT_OK
+
+
+def _export_back(args: argparse.Namespace, fmt: str) -> int:
+    """The final decisions in the shape of the tool the verdicts came from."""
+    tasks = args.tasks.read_bytes() if args.tasks is not None else None
+    db = open_cli_db(args, read_only=True)
+    try:
+        data, count = decisions_back(db, args.run, fmt, tasks=tasks, control=args.control,
+                                     humans_only=args.humans_only)
+    finally:
+        db.close()
+    args.out.write_bytes(data)
+    print(f"Wrote {count} decisions of run {args.run} to {args.out} ({fmt})")
     return EXIT_OK
 
 

@@ -22,14 +22,22 @@ from judging.panel.critics import Critic, plugin_stand_ins
 from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_model import Panel
 from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.stored_run import load_run
 from judging.scales import Scale
 from judging.verdicts import ImportedVerdict, Item, VerdictSet
 from judging.voting.voting_config import VotingConfig
 from storage.dataset_store import save_dataset
 from storage.db import open_db
-from storage.imported import save_imported_verdicts
+from storage.imported import load_imported_verdicts, save_imported_verdicts
 from storage.overrides import add_override
-from storage.runs import get_run
+from storage.readers.eval_logs import verdict_control
+from storage.runs import read_run
+from storage.tool_exports import (
+    ToolDecision,
+    inspect_scores_jsonl,
+    label_studio_tasks,
+    long_table_csv,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +260,68 @@ def import_verdicts(db_path: Any, vset: VerdictSet, choices: ImportChoices, *,
             add_override(db, run_id, note.item_id, str(panel.scale.normalize(value)),
                          note.note or f"imported from {vset.source}", note.annotator,
                          blind=True)
-        status = str(get_run(db, run_id)["status"])
+        status = str(read_run(db, run_id).status)
     finally:
         db.close()
     return ImportedRun(run_id=run_id, dataset_id=dataset_id, status=status,
                        judges=[c.name for c in panel.critics], verdicts=len(people.verdicts),
                        annotations=len(people.annotations))
 
+
+
+# -- decisions back to the tool the verdicts came from -------------------------------------------
+
+BACK_FORMATS = ("inspect-scores", "label-studio", "long")
+
+
+def tool_decisions(db: Any, run_id: int, *, humans_only: bool = False) -> list[ToolDecision]:
+    """Every decided item's final decision (a reviewer's latest, else the consensus), as the
+    tools take it; `humans_only`: only the items a person decided."""
+    frame = load_run(db, run_id).decisions(db)
+    frame = frame[frame["status"] == "decided"]
+    if humans_only:
+        frame = frame[frame["decided_by"] == "human"]
+    decisions = []
+    for row in frame.to_dict("records"):
+        score = row.get("final_score")
+        label = row.get("final_label")
+        numeric = isinstance(score, float) and score == score
+        decisions.append(ToolDecision(
+            item_id=str(row["item_id"]), label=None if numeric else str(label),
+            score=float(score) if numeric else None,
+            note=str(row.get("override_note") or "") if row.get("overridden") else "",
+            reviewer=str(row.get("reviewer") or "") if row.get("overridden") else "consensus",
+            at=row.get("overridden_at") if row.get("overridden") else None))
+    return decisions
+
+
+def decisions_back(db: Any, run_id: int, fmt: str, *, tasks: bytes | None = None,
+                   control: str | None = None, humans_only: bool = False) -> tuple[bytes, int]:
+    """The run's final decisions in a tool's own shape, and how many: Inspect's precomputed
+    scores (JSON Lines, for `inspect score` with `precomputed_scores`), Label Studio tasks with
+    each decision as a ground-truth annotation (`tasks`: the export the verdicts came from),
+    or the long table of every imported verdict and decision (CSV).
+
+    Raises:
+        DataError: an unknown format, Label Studio without its export, or a decision the tool
+            cannot hold (named by `storage.tool_exports`).
+    """
+    decisions = tool_decisions(db, run_id, humans_only=humans_only)
+    if fmt == "inspect-scores":
+        return inspect_scores_jsonl(decisions), len(decisions)
+    if fmt == "label-studio":
+        if tasks is None:
+            raise DataError("Writing back to Label Studio needs the export the verdicts were read "
+                            "from (its tasks get the decisions as annotations): give that file.")
+        parsed = json.loads(tasks)
+        if not isinstance(parsed, list):
+            raise DataError("That is not a Label Studio JSON export (a list of tasks).")
+        return label_studio_tasks(parsed, decisions,
+                                  control or verdict_control(parsed, "the export")), len(decisions)
+    if fmt == "long":
+        run = load_run(db, run_id)
+        judges = [c.judge or c.name for c in run.panel.critics if c.kind == "imported"]
+        verdicts = load_imported_verdicts(db, run.dataset_id, judges).values()
+        return long_table_csv(decisions, verdicts), len(decisions)
+    raise DataError(f"Unknown format {fmt!r} to write decisions back in; use one of "
+                    f"{', '.join(BACK_FORMATS)}.")

@@ -684,7 +684,7 @@ def read_label_studio_export(source: Source, name: str | None = None, *,
         if "id" not in task or not isinstance(task.get("data"), dict):
             raise DataError(f"{name}: task {position} has no id or no data. Export the project "
                             "as JSON from Label Studio (the export keeps both).")
-    control = control or _verdict_control(tasks, name)
+    control = control or verdict_control(tasks, name)
     judges = _Judges(name)
     items: list[Item] = []
     verdicts: list[ImportedVerdict] = []
@@ -739,7 +739,7 @@ def _results(entry: Any) -> Iterable[dict[str, Any]]:
     return [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
 
 
-def _verdict_control(tasks: list[dict[str, Any]], name: str) -> str:
+def verdict_control(tasks: list[dict[str, Any]], name: str) -> str:
     """The one choices, rating or number control the file's results use."""
     controls: dict[str, None] = {}
     for task in tasks:

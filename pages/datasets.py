@@ -10,7 +10,7 @@ from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team_view import visitor
 from pages.ui.text_format import plain
-from pages.ui.verdicts_form import holds_choice, verdicts_form
+from pages.ui.verdicts_form import holds_choice, tool_file_form, verdicts_form
 from storage.column_guess import GUESS_ROWS, guess_columns
 from storage.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
 from storage.importing import (
@@ -18,6 +18,7 @@ from storage.importing import (
     preview_dataset,
     read_dataset,
 )
+from storage.readers.eval_logs import tool_format
 
 # Rows read for the preview; the id guess checks uniqueness over them (the table shows fewer).
 # The same rows as `jurybox judge` reads to guess, so both guess the same column.
@@ -57,13 +58,30 @@ def _next_steps(message: str, run_id: int | None = None) -> None:
 st.subheader("Import a file")
 generation = st.session_state.get(UPLOADS, 0)
 upload = st.file_uploader(
-    "CSV, TSV, JSONL, JSON array, Parquet or XLSX",
-    type=list(SUPPORTED_EXTENSIONS),
+    "CSV, TSV, JSONL, JSON array, Parquet or XLSX; or judges' verdicts: an Inspect log "
+    "(.eval, .json), promptfoo results.json, a Label Studio JSON export",
+    type=[*SUPPORTED_EXTENSIONS, "eval"],
     key="dataset_upload" if generation == 0 else f"dataset_upload.{generation}",
 )
 if upload is None and IMPORTED in st.session_state:
     _next_steps(*st.session_state[IMPORTED])
-if upload is not None:
+# Only a .eval or .json file can be another tool's verdicts: a table is never parsed twice.
+tool = (tool_format(upload.getvalue(), upload.name)
+        if upload is not None and upload.name.lower().endswith((".eval", ".json")) else None)
+if upload is not None and tool is not None:
+    # Another tool's verdict file (an Inspect log, promptfoo results, a Label Studio export).
+    st.session_state.pop(IMPORTED, None)
+    made = None
+    with user_errors(f"The verdicts in {upload.name} were not imported"):
+        made = tool_file_form(upload.getvalue(), upload.file_id, upload.name, tool)
+    if made is not None:
+        st.session_state[IMPORTED] = (
+            f"Imported {made.verdicts:,} verdicts of {len(made.judges)} judges "
+            f"({', '.join(made.judges)}) as run #{made.run_id} on dataset #{made.dataset_id}: "
+            f"{made.status}.", made.run_id)
+        st.session_state[UPLOADS] = generation + 1
+        st.rerun()
+elif upload is not None:
     st.session_state.pop(IMPORTED, None)
     data = upload.getvalue()
     preview = None

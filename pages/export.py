@@ -16,6 +16,7 @@ from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db, db_path
+from pages.ui.verdicts_form import decisions_back_section
 from storage.export_files import (
     CSV_STYLES,
     FORMATS,
@@ -134,6 +135,8 @@ if run is not None:
             mime="application/x-yaml", icon=":material/description:", key="download_panel",
         )
 
+    with user_errors("The decisions could not be written back"):
+        decisions_back_section(run_id, load_panel(panel_yaml))
     if load_panel(panel_yaml).curation.active:
         st.subheader("Curated taxonomy")
         with user_errors("The curated taxonomy could not be built"):

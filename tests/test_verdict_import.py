@@ -410,3 +410,25 @@ def test_label_studio_decisions_go_back_onto_the_original_tasks(tmp_path):
     back = read_label_studio_export(data, "back.json")
     truth = {item.id: item.gold for item in back.items}
     assert count == len([g for g in truth.values() if g is not None]) > 0
+
+
+def test_the_datasets_page_imports_a_label_studio_export_and_export_writes_it_back(app_db):
+    from tests.test_app_smoke import all_text, no_exception, open_page
+    from tests.tool_documented import LABEL_STUDIO_EXPORT
+
+    raw = json.dumps(LABEL_STUDIO_EXPORT).encode()
+    at = open_page("datasets")
+    at.file_uploader(key="dataset_upload").upload("export.json", raw, "application/json").run()
+    no_exception(at)
+    assert re.search(r"Label Studio export export\W+json", all_text(at))
+    at.button(key="tool.import").click().run()
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    assert re.search(r"Imported \d+ verdicts of 2 judges .* as run #1", all_text(at))
+    at = open_page("export", query={"run": "1"})
+    no_exception(at)
+    assert at.subheader and "Decisions back to the tool" in [s.value for s in at.subheader]
+    assert at.radio(key="back_format").value == "inspect-scores"
+    at.radio(key="back_format").set_value("long").run()
+    no_exception(at)
+    assert not at.error, [e.value for e in at.error]

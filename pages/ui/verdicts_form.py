@@ -1,6 +1,7 @@
-"""The Datasets page's import of verdicts: a file whose columns are judges' verdicts (wide: a
-column per judge) or whose rows are verdicts (long: item, judge, verdict), confirmed column by
-column, then made a run (`judging.runs.verdict_import`)."""
+"""Verdicts from elsewhere on the pages: the Datasets page's import (a file whose columns are
+judges' verdicts, wide, or whose rows are verdicts, long, confirmed column by column; or another
+tool's file) made a run (`judging.runs.verdict_import`), and the Export page's decisions back
+to the tool they came from."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 import streamlit as st
 
 from judging.panel.pairwise import PairwiseConfig
-from judging.runs.verdict_import import ImportChoices, ImportedRun, import_verdicts
+from judging.panel.panel_model import Panel
+from judging.runs.verdict_import import (
+    BACK_FORMATS,
+    ImportChoices,
+    ImportedRun,
+    decisions_back,
+    import_verdicts,
+    only_judges,
+)
 from judging.verdicts import VerdictSet
 from pages.ui.state import db, db_path, registry
 from pages.ui.text_format import plain
@@ -23,6 +32,7 @@ from storage.imported import (
     verdicts_from_wide,
 )
 from storage.importing import read_dataset
+from storage.readers.eval_logs import read_tool_file
 
 HOLDS = {
     "items": "Items to judge",
@@ -145,3 +155,75 @@ def _read(data: bytes, filename: str, holds: str, mapping: WideMapping | LongMap
         return verdicts_from_wide(parsed.items, mapping, numeric=numeric, source=filename)
     rows = read_dataset(data, filename=filename)
     return verdicts_from_long(rows.items, mapping, numeric=numeric, source=filename)
+
+
+_BACK_TITLES = {"inspect-scores": "Inspect precomputed scores (JSONL)",
+                "label-studio": "Label Studio tasks with the decisions (JSON)",
+                "long": "Long table: every verdict and decision (CSV)"}
+_BACK_FILES = {"inspect-scores": ("jsonl", "application/x-ndjson"),
+               "label-studio": ("json", "application/json"), "long": ("csv", "text/csv")}
+
+
+def decisions_back_section(run_id: int, panel: Panel) -> None:
+    """For a run of imported verdicts: its final decisions in the shape the source tool reads
+    (`judging.runs.verdict_import.decisions_back`)."""
+    if not any(c.kind == "imported" for c in panel.critics):
+        return
+    st.subheader("Decisions back to the tool")
+    st.caption("The final decisions (a reviewer's latest, else the consensus) in the shape the "
+               "tool the verdicts came from reads: apply Inspect's with `inspect score LOG "
+               "--scorer precomputed_scores -S scores=FILE`, import Label Studio's into the "
+               "project.")
+    fmt = str(st.radio("Shape", BACK_FORMATS, format_func=_BACK_TITLES.__getitem__,
+                       horizontal=True, key="back_format"))
+    humans = st.checkbox("Only the items a person decided", key="back_humans")
+    tasks = None
+    if fmt == "label-studio":
+        upload = st.file_uploader("The Label Studio export the verdicts were read from",
+                                  type=["json"], key="back_tasks")
+        if upload is None:
+            st.caption("Its tasks get the decisions as ground-truth annotations.")
+            return
+        tasks = upload.getvalue()
+    data, count = decisions_back(db(), run_id, fmt, tasks=tasks, humans_only=humans)
+    ext, mime = _BACK_FILES[fmt]
+    st.download_button(f"Download {count:,} decisions", data,
+                       file_name=f"jurybox-run-{run_id}-decisions.{ext}", mime=mime,
+                       icon=":material/reply:", key="download_back", on_click="ignore")
+
+
+@st.cache_data(max_entries=2, show_spinner="Reading the file...")
+def _tool_set(_data: bytes, file_id: str, filename: str, fmt: str,
+              control: str | None) -> VerdictSet:
+    # Keyed by the upload's id, not its bytes (a log of 10,000 samples is megabytes).
+    del file_id
+    return read_tool_file(_data, filename, fmt, control=control)
+
+
+def tool_file_form(data: bytes, file_id: str, filename: str, fmt: str) -> ImportedRun | None:
+    """Another tool's file (an Inspect log, promptfoo results, a Label Studio export): what it
+    holds, the judges to import (a run has one scale), and its import: the run made, or None."""
+    control = (st.text_input("Verdict control (from_name), when the export has several",
+                             key="tool.control").strip() or None
+               if fmt == "label-studio" else None)
+    vset = _tool_set(data, file_id, filename, fmt, control)
+    st.caption(plain(f"{vset.source}: {len(vset.items):,} items, {len(vset.verdicts):,} "
+                     f"verdicts of {len(vset.judges)} judges, {len(vset.annotations):,} "
+                     "annotations by people."))
+    labels = [j for j in vset.judges if any(v.judge == j and v.label is not None
+                                            for v in vset.verdicts)]
+    default = labels or list(vset.judges)
+    judges = st.multiselect("Judges to import (labels or scores, not both)", list(vset.judges),
+                            default=default, key="tool.judges")
+    name = st.text_input("Run name", value=filename.rsplit(".", 1)[0], key="tool.name")
+    people = str(st.radio(
+        "People's labels", ["reviewers", "critics", "none"], horizontal=True, key="tool.people",
+        format_func={"reviewers": "each annotator a reviewer (blind)",
+                     "critics": "each annotator a critic", "none": "leave them out"}.get))
+    if not st.button("Import verdicts", type="primary", key="tool.import"):
+        return None
+    with st.spinner("Importing and replaying the verdicts..."):
+        return import_verdicts(str(db_path()), only_judges(vset, judges), ImportChoices(
+            name=name.strip() or filename,
+            people="critics" if people == "critics" else "none" if people == "none"
+            else "reviewers"), registry=registry())

@@ -626,3 +626,12 @@ def order_answers(
     return {critic: {item: [(p[0], p[1]) for _, p in sorted(samples.items())]
                      for item, samples in items.items()}
             for critic, items in answers.items()}
+
+
+def critic_costs(db: sqlite_utils.Database, run_id: int) -> dict[str, float | None]:
+    """Each critic's known cost per verdict in the run (USD; None when none of its calls had a
+    price): what choosing a cheaper panel saves."""
+    return {critic: None if paid is None else float(paid) / max(int(n), 1)
+            for critic, paid, n in db.execute(
+                "SELECT critic, sum(cost_usd), count(*) FROM calls WHERE run_id = ?"
+                " GROUP BY critic", [run_id])}

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from judging.analysis.panel_choice import choice_text
 from judging.analysis.stability import stability_text
 from judging.engine.budget import BudgetCap
 from judging.engine.ledger import Ledger
@@ -36,6 +37,7 @@ from judging.runs.pairs import pairs_dataset, pairs_note
 from judging.runs.run_report import (
     run_agreement_report,
     run_pairwise,
+    run_panel_choice,
     run_rubric,
     run_stability,
     run_verbosity,
@@ -609,6 +611,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         verbosity = run_verbosity(db, args.run, args.length_field)
         pairwise = run_pairwise(db, args.run, resamples=args.resamples, seed=args.seed)
         rubric = run_rubric(db, args.run)
+        choice = run_panel_choice(db, args.run, seed=args.seed)
     except NotFoundError:
         print(f"jurybox: error: there is no run with id {args.run} in {db_path_of(args)}; "
               "list the runs with `jurybox runs`.", file=sys.stderr)
@@ -620,6 +623,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(pairwise.to_text())
     if rubric is not None:
         print(rubric.to_text())
+    if choice is not None:
+        print(choice_text(choice[0], priced=choice[1]))
     print(verbosity.to_text())
     return EXIT_OK
 

@@ -25,13 +25,14 @@ from judging.analysis.pairwise_stats import (
     position_bias,
     win_rates,
 )
+from judging.analysis.panel_choice import PanelChoice, choose_panel
 from judging.analysis.rubric_stats import RubricReport, rubric_report
 from judging.analysis.stability import CriticStability, stability
 from judging.analysis.verbosity import VerbosityProbe, orders_verdicts, shown_field, verbosity_probe
 from judging.errors import DataError
 from judging.panel.panel_files import load_panel
-from judging.runs.stored_run import decision_rule
-from storage.calls import order_answers, sample_values
+from judging.runs.stored_run import decision_rule, load_run
+from storage.calls import critic_costs, order_answers, sample_values
 from storage.consensus import consensus_values, load_consensus
 from storage.criteria import critic_marks
 from storage.dataset_store import field_lengths, get_dataset, load_items, text_field_lengths
@@ -209,3 +210,28 @@ def run_rubric(db: Any, run_id: int) -> RubricReport | None:
         return None
     panel_marks = {row["item_id"]: row.get("marks") or {} for row in load_consensus(db, run_id)}
     return rubric_report(critic_marks(db, run_id), panel_marks, rubric, run["critics"])
+
+
+def run_panel_choice(db: Any, run_id: int, *, resamples: int = 500, seed: int = 0
+                     ) -> tuple[PanelChoice, bool] | None:
+    """Which of the run's critics it needs (`judging.analysis.panel_choice`), against its gold
+    labels, else the humans' blind labels; and whether the critics' costs are known. None for
+    a score panel, a single critic, or fewer than 10 items with a reference."""
+    stored = load_run(db, run_id)
+    critics = list(stored.record.critics)
+    if stored.panel.scale.is_numeric or len(critics) < 2:
+        return None
+    reference = {i: g for i, g in gold_labels(db, run_id).items() if g is not None}
+    basis = "gold labels"
+    if len(reference) < 10:
+        reference, basis = stored.human_labels(db), "human labels"
+    if len(reference) < 10:
+        return None
+    grid = ratings_grid(db, run_id, critics, numeric=False)
+    labels = {c: {str(i): (None if v is None or v != v else str(v))
+                  for i, v in zip(grid.index, grid[c], strict=True)} for c in critics}
+    known = critic_costs(db, run_id)
+    priced = all(known.get(c) for c in critics)
+    costs = {c: float(known[c] or 0.0) if priced else 1.0 for c in critics}
+    return choose_panel(labels, reference, costs, resamples=resamples, seed=seed,
+                        basis=basis), priced

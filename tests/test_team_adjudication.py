@@ -133,7 +133,8 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     add_override(db, run_id, first, "SPLIT", "", "ana", children=["Trail", "Road"])
     add_override(db, run_id, second, "MERGE", "", "ana", merge_into=classes[0])
     k = f"rv{run_id}."
-    at = open_page("review", query={"run": str(run_id)})
+    # Decided items are opened by asking for them (a link; Save hands on undecided ones).
+    at = open_page("review", query={"run": str(run_id), "item": first})
     at.text_input(key=k + "reviewer").set_value("ana").run()
     no_exception(at)
     assert at.query_params["item"] == first
@@ -143,6 +144,8 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     no_exception(at)  # saved again as it stands: nothing refused
     assert item_detail(open_db(path), run_id, first)["overrides"][-1]["children"] == \
         ["Trail", "Road"]
+    # The save opened the next undecided item (the third); Previous asks for the second.
+    at.button(key=k + "previous").click().run()
     assert at.query_params["item"] == second
     assert at.selectbox(key=f"{k}merge.{second}").value == classes[0]
 

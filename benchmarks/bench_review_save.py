@@ -28,13 +28,12 @@ import pathlib
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from benchmarks.figures import bench_line
+from benchmarks.figures import bench_line, revision_tree
 from benchmarks.pages_browser import CHROMIUM, LABELS, build_run, launch, new_tab
 
 N_ITEMS = 100_000
@@ -109,18 +108,6 @@ def measure_saves(url: str, run_id: int, order: list[str], saves: int = SAVES) -
     return times
 
 
-def _revision_tree(revision: str, into: pathlib.Path) -> pathlib.Path:
-    """The files of `revision` of this repository, extracted under `into`."""
-    archive = into / "before.tar"
-    with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(ROOT), "archive", revision], stdout=out, check=True)
-    root = into / "before"
-    root.mkdir()
-    with tarfile.open(archive) as tar:
-        tar.extractall(root, filter="data")
-    return root
-
-
 def run() -> None:
     """Seed a 100,000-item run, then time 20 saves in Chromium (and, with
     JURYBOX_BENCH_BEFORE, the same saves served by an earlier revision first)."""
@@ -141,7 +128,7 @@ def run() -> None:
         order = [str(i) for i in frame["item_id"]]
         load = [os.getloadavg()[0]]
         figures: dict[str, list[float]] = {}
-        for name, root in ((("before", _revision_tree(before, work)),) if before else ()) \
+        for name, root in ((("before", revision_tree(before, work)),) if before else ()) \
                 + (("after", ROOT),):
             db_path = work / f"{name}.db"  # a fresh copy each: nothing decided yet
             db_path.write_bytes(template.read_bytes())

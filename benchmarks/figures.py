@@ -1,9 +1,12 @@
-"""The one output format of every benchmark."""
+"""The one output format of every benchmark, and the helpers several share."""
 
 from __future__ import annotations
 
 import os
+import pathlib
 import statistics
+import subprocess
+import tarfile
 import time
 from collections.abc import Callable
 
@@ -35,3 +38,18 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+_ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def revision_tree(revision: str, into: pathlib.Path) -> pathlib.Path:
+    """The files of `revision` of this repository, extracted under `into`."""
+    archive = into / "before.tar"
+    with open(archive, "wb") as out:
+        subprocess.run(["git", "-C", str(_ROOT), "archive", revision], stdout=out, check=True)
+    root = into / "before"
+    root.mkdir()
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="data")
+    return root

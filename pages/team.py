@@ -5,7 +5,6 @@ import pandas as pd
 import streamlit as st
 
 from judging.analysis.team_review import plan_assignment, reviewer_agreement
-from judging.errors import DataError
 from pages.ui import review_evidence as ev
 from pages.ui import review_filter_bar as fb
 from pages.ui.decision_form import checked_decision, curation_fields, unactionable_hint
@@ -159,25 +158,31 @@ if open_conflicts:
               "children": ", ".join(o["children"]), "merge into": o["merge_into"],
               "note": o["note"]} for o in detail["overrides"]],
             hide_index=True, column_config={"reviewer": st.column_config.TextColumn()})
-    with st.form(k + "adjudicate"):
-        said = sorted(set(labels[item_id].values()))
-        options = list(panel.scale.labels) or said
-        label = st.radio("Decision", options, horizontal=True, index=None, format_func=plain,
-                         key=f"{k}label.{item_id}")
-        hint = unactionable_hint(panel, detail)
-        if hint:
-            st.caption(hint)
-        # Asked as Review asks: a split's new child classes, a merge's target (prefilled from
-        # the latest reviewer's decision, so their children are not lost).
-        children_text, merge_into = curation_fields(panel, int(run["dataset_id"]), detail, k,
-                                                    item_id)
-        note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=68)
-        lead = reviewer_field(k + "lead", person)
-        decided = st.form_submit_button("Adjudicate", type="primary", disabled=not may_lead)
-    if decided and may_lead:
+    said = sorted(set(labels[item_id].values()))
+    options = list(panel.scale.labels) or said
+    # Outside the form, and no button until a decision is picked: the lead decides, nothing is
+    # preselected, and a click on Adjudicate always has a decision to save (inside the form a
+    # first click with none picked saved nothing).
+    label = st.radio("Decision", options, horizontal=True, index=None, format_func=plain,
+                     key=f"{k}label.{item_id}")
+    if label is None:
+        st.caption("Pick the decision above: the reviewers' labels are in the table. "
+                   "**Adjudicate** appears once a decision is picked.")
+    else:
+        with st.form(k + "adjudicate"):
+            hint = unactionable_hint(panel, detail)
+            if hint:
+                st.caption(hint)
+            # Asked as Review asks: a split's new child classes, a merge's target (prefilled
+            # from the latest reviewer's decision, so their children are not lost).
+            children_text, merge_into = curation_fields(panel, int(run["dataset_id"]), detail,
+                                                        k, item_id)
+            note = st.text_area("Note (why)", key=f"{k}note.{item_id}", height=68)
+            lead = reviewer_field(k + "lead", person)
+            decided = st.form_submit_button("Adjudicate", type="primary",
+                                            disabled=not may_lead, key=k + "adjudicate_go")
+    if label is not None and decided and may_lead:
         with user_errors("The decision was not saved"):
-            if label is None:
-                raise DataError("Pick the decision first.")
             parts = checked_decision(panel, detail, label, children_text, merge_into)
             add_override(db(), run_id, item_id, label, note, lead, adjudication=True, **parts)
             st.session_state[k + "flash"] = f"Adjudicated {plain(item_id)}: {plain(label)}."

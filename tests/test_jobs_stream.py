@@ -217,3 +217,51 @@ def test_the_writer_counts_totals_less_often_when_counting_is_slow(
     assert all(gap >= 2.0 for gap in gaps), gaps
     run = get_run(db, run_id)
     assert run["ok_calls"] == 400 and writer.written == 400
+
+
+def test_the_writer_commits_in_short_parts_and_pauses_for_a_waiting_save(
+    db: Any, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save on Review waits for the writer's lock, looking again every 100 ms: the writer
+    commits at most `WRITE_ROWS` verdicts or decisions at a time, and before a part it leaves
+    the lock free for `YIELD_S` once it has written for `YIELD_EVERY_S` without a pause."""
+    import time
+    import types
+
+    import judging.runs.writer
+    from judging.runs.writer import WRITE_ROWS, YIELD_S, Writer
+    from judging.verdicts import PanelVerdict, Verdict, VoteOutcome
+
+    parsed = make_parsed(4 * WRITE_ROWS, salt="parts")
+    dataset_id = save_dataset(db, parsed).id
+    run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
+    events: list[tuple[str, float]] = []
+    real_verdicts, real_consensus = (judging.runs.writer.write_verdicts,
+                                     judging.runs.writer.write_consensus)
+
+    def verdicts(db: Any, run: int, batch: list[Verdict], **how: Any) -> int:
+        events.append(("verdicts", len(batch)))
+        return real_verdicts(db, run, batch, **how)
+
+    def consensus(db: Any, run: int, decided: list[PanelVerdict]) -> Any:
+        events.append(("decisions", len(decided)))
+        return real_consensus(db, run, decided)
+
+    monkeypatch.setattr(judging.runs.writer, "write_verdicts", verdicts)
+    monkeypatch.setattr(judging.runs.writer, "write_consensus", consensus)
+    monkeypatch.setattr(judging.runs.writer, "YIELD_EVERY_S", 0.0)  # a pause before each part
+    # The writer's clock only: its pauses are recorded, not slept.
+    monkeypatch.setattr(judging.runs.writer, "time", types.SimpleNamespace(
+        monotonic=time.monotonic, sleep=lambda s: events.append(("pause", s))))
+    writer = Writer(db_path, run_id, already_ok=set(), replace_success=False,
+                    batch_size=10 * len(parsed.items), flush_interval_s=60)  # all at close
+    for item in parsed.items:
+        verdict = Verdict(critic="critic_0", item_id=item.id, label="KEEP", attempts=1)
+        writer.add(verdict, item)
+        writer.decided(PanelVerdict(item.id, VoteOutcome("KEEP", 1.0, False), [verdict], "plurality"))
+    writer.close()
+    writes = [e for e in events if e[0] != "pause"]
+    assert writes == [("verdicts", WRITE_ROWS)] * 4 + [("decisions", WRITE_ROWS)] * 4
+    assert all(before == ("pause", YIELD_S) for before, e in zip(events, events[1:]) if e in writes)
+    assert db.execute("SELECT count(*) FROM consensus WHERE run_id = ?", [run_id]).fetchone()[0] \
+        == len(parsed.items)

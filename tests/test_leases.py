@@ -87,6 +87,31 @@ def test_two_reviewers_on_one_list_are_never_handed_the_same_item(
     assert bob.query_params["item"] == order[3]
 
 
+def test_a_reviewer_trailing_a_teammate_is_never_handed_what_the_teammate_decided(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    path, run_id = demo_db
+    k = f"rv{run_id}."
+    order = [str(i) for i in review_table(open_db(path), run_id, ReviewFilter(
+        disagreements_only=True), limit=6)[0]["item_id"]]
+    save = f"FormSubmitter:{k}override-Save and go to the next item"
+    ana, bob = _open_as("ana", run_id), _open_as("bob", run_id)
+    assert (ana.query_params["item"], bob.query_params["item"]) == (order[0], order[1])
+    # Ana runs ahead while Bob reads his item: she decides 0, 2 and 3.
+    for here, following in ((order[0], order[2]), (order[2], order[3]), (order[3], order[4])):
+        ana.radio(key=f"{k}label.{here}").set_value("KEEP")
+        ana.button(key=save).click().run()
+        assert ana.query_params["item"] == following
+    # Bob saves: his next item is neither one Ana decided nor the one she has open.
+    bob.radio(key=f"{k}label.{order[1]}").set_value("REJECT")
+    bob.button(key=save).click().run()
+    no_exception(bob)
+    assert bob.query_params["item"] == order[5]
+    decided = [o["item_id"] for o in open_db(path).query(
+        "SELECT item_id FROM overrides WHERE run_id = ?", [run_id])]
+    assert sorted(decided) == sorted(order[:4])  # each once
+
+
 def test_an_item_someone_else_has_open_says_who_and_cannot_be_saved(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:

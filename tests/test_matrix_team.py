@@ -78,7 +78,7 @@ def test_an_adjudication_on_team_is_the_final_decision_everywhere(
     assert "1 item where reviewers disagree" in all_text(at)
     widget(at, "selectbox", UI.ADJUDICATE).set_value(item).run()
     lead = replace(ana, reviewer="lead")
-    widget(at, "radio", UI.DECISION).set_value(lead.label)
+    widget(at, "radio", UI.DECISION).set_value(lead.label).run()  # then the form appears
     if run.kind.curation:
         widget(at, "text_area", UI.CHILDREN, contains=True).set_value(
             "\n".join(lead.children))

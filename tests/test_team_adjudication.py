@@ -35,14 +35,14 @@ def test_a_lead_s_split_needs_children_keeps_them_and_the_taxonomy_shows_them(de
     path, run_id = demo_db
     item = _conflict(path, run_id)
     k = f"team{run_id}."
-    submit = f"FormSubmitter:{k}adjudicate-Adjudicate"
+    submit = k + "adjudicate_go"
     at = open_page("team", query={"run": str(run_id)})
     no_exception(at)
     assert at.selectbox(key=k + "conflict").value == item
     # Each reviewer's decision with its children, for the lead to settle between.
     assert "Trail, Road" in set(at.dataframe[-1].value["children"])
 
-    at.radio(key=f"{k}label.{item}").set_value("SPLIT")
+    at.radio(key=f"{k}label.{item}").set_value("SPLIT").run()
     # Prefilled from the latest decision (bob's KEEP: no children), so a bare SPLIT is refused.
     assert at.text_area(key=f"{k}children.{item}").value == ""
     at.text_input(key=k + "lead").set_value("lea")
@@ -68,10 +68,10 @@ def test_a_lead_who_sides_with_a_split_keeps_the_reviewer_s_children(demo_db):
     item = _conflict(path, run_id, split_last=True)
     k = f"team{run_id}."
     at = open_page("team", query={"run": str(run_id)})
+    at.radio(key=f"{k}label.{item}").set_value("SPLIT").run()
     assert at.text_area(key=f"{k}children.{item}").value == "Trail\nRoad"
-    at.radio(key=f"{k}label.{item}").set_value("SPLIT")
     at.text_input(key=k + "lead").set_value("lea")
-    at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
+    at.button(key=k + "adjudicate_go").click().run()
     no_exception(at)
     saved = item_detail(open_db(path), run_id, item)["overrides"][-1]
     assert (saved["label"], saved["children"]) == ("SPLIT", ["Trail", "Road"])
@@ -84,16 +84,16 @@ def test_a_lead_s_merge_needs_its_target(demo_db):
     item = _conflict(path, run_id)
     k = f"team{run_id}."
     at = open_page("team", query={"run": str(run_id)})
-    at.radio(key=f"{k}label.{item}").set_value("MERGE")
+    at.radio(key=f"{k}label.{item}").set_value("MERGE").run()
     at.text_input(key=k + "lead").set_value("lea")
-    at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
+    at.button(key=k + "adjudicate_go").click().run()
     no_exception(at)
     assert any("needs the class to merge into" in e.value for e in at.error)
     picker = at.selectbox(key=f"{k}merge.{item}")
     target = next(o for o in picker.options
                   if o != item_detail(open_db(path), run_id, item)["fields"]["candidate_class"])
     picker.set_value(target)
-    at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
+    at.button(key=k + "adjudicate_go").click().run()
     no_exception(at)
     saved = item_detail(open_db(path), run_id, item)["overrides"][-1]
     assert (saved["label"], saved["merge_into"], saved["children"]) == ("MERGE", target, [])
@@ -133,7 +133,8 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     add_override(db, run_id, first, "SPLIT", "", "ana", children=["Trail", "Road"])
     add_override(db, run_id, second, "MERGE", "", "ana", merge_into=classes[0])
     k = f"rv{run_id}."
-    at = open_page("review", query={"run": str(run_id)})
+    # Decided items are opened by asking for them (a link; Save hands on undecided ones).
+    at = open_page("review", query={"run": str(run_id), "item": first})
     at.text_input(key=k + "reviewer").set_value("ana").run()
     no_exception(at)
     assert at.query_params["item"] == first
@@ -143,6 +144,8 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     no_exception(at)  # saved again as it stands: nothing refused
     assert item_detail(open_db(path), run_id, first)["overrides"][-1]["children"] == \
         ["Trail", "Road"]
+    # The save opened the next undecided item (the third); Previous asks for the second.
+    at.button(key=k + "previous").click().run()
     assert at.query_params["item"] == second
     assert at.selectbox(key=f"{k}merge.{second}").value == classes[0]
 
@@ -168,3 +171,22 @@ def test_two_splits_into_different_classes_are_a_conflict_the_same_classes_are_n
     row = conflicts.set_index("item").loc[first]
     assert (row["ana"], row["bob"]) == ("SPLIT into Road; Trail", "SPLIT into Path; Road")
     assert "1 item where reviewers disagree" in all_text(at)
+
+
+def test_adjudicate_appears_with_a_picked_decision_and_its_first_click_saves_it(demo_db):
+    path, run_id = demo_db
+    item = _conflict(path, run_id)
+    k = f"team{run_id}."
+    at = open_page("team", query={"run": str(run_id)})
+    no_exception(at)
+    # Nothing preselected, and so no button that would save nothing: a sentence says why.
+    assert at.radio(key=f"{k}label.{item}").value is None
+    assert not [b for b in at.button if b.key == k + "adjudicate_go"]
+    assert any("Adjudicate** appears once a decision is picked" in c.value for c in at.caption)
+    at.radio(key=f"{k}label.{item}").set_value("KEEP").run()
+    at.text_input(key=k + "lead").set_value("lea")
+    at.button(key=k + "adjudicate_go").click().run()  # the first click
+    no_exception(at)
+    assert adjudicated_items(open_db(path), run_id) == {item}
+    saved = item_detail(open_db(path), run_id, item)["overrides"][-1]
+    assert (saved["label"], saved["reviewer"]) == ("KEEP", "lea")

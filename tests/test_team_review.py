@@ -136,9 +136,9 @@ def test_the_team_page_assigns_shows_the_conflict_and_records_the_adjudication(
     at.run()
     no_exception(at)
     assert at.selectbox(key=k + "conflict").value == item
-    at.radio(key=f"{k}label.{item}").set_value("REJECT")
+    at.radio(key=f"{k}label.{item}").set_value("REJECT").run()
     at.text_input(key=k + "lead").set_value("lea")
-    at.button(key=f"FormSubmitter:{k}adjudicate-Adjudicate").click().run()
+    at.button(key=k + "adjudicate_go").click().run()
     no_exception(at)
     assert adjudicated_items(open_db(path), run_id) == {item}
     assert final_labels(open_db(path), run_id).set_index("item_id").loc[

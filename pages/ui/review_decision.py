@@ -26,7 +26,6 @@ from pages.ui.review_moves import count_move, keep_blind_label, open_item
 from pages.ui.state import db
 from pages.ui.text_format import plain
 from storage.db import StorageError
-from storage.leases import release_lease
 from storage.overrides import add_override
 
 
@@ -70,9 +69,10 @@ def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: fb.Fil
                                                   f"{plain(item_id)}. The critics are shown now.")
             count_move(review)
             return
-        following = rl.next_item(run_id, item_id, filters, who)
         add_override(db(), run_id, item_id, label, note, who, **decided)
-        release_lease(db(), run_id, who)
+        # Saved first, then the next undecided item claimed (which frees this one's lease):
+        # the item stays held until it is decided, and the claim passes it over once it is.
+        following = rl.next_item(run_id, item_id, filters, who, undecided=True)
         open_item(review, following, filters, f"Saved {plain(label)} for {plain(item_id)}")
     except EXPECTED as error:
         text = sentence_for(error) or str(error)

@@ -1,5 +1,6 @@
 """The Review list: the table's columns and cells as drawn (widths, rounded scores, words for
-no answer), and walking the list as filtered (next, previous, the next free item)."""
+no answer), and walking the list as filtered (next, previous, the next free item: the team's
+shared queue when a reviewer is named)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import streamlit as st
 
 from pages.ui.review_filter_bar import Filters
 from pages.ui.state import db
-from storage.leases import held_by_others
+from storage.leases import claim_next
 
 PAGE_SIZES = [25, 50, 100, 200]
 
@@ -126,28 +127,25 @@ def table_columns(frame: Any, *, blind: bool = False) -> tuple[list[str], dict[s
     return shown, {c: config[c] for c in shown if c in config}
 
 
-# How far a walk looks past items other reviewers hold before it gives up (a page of 200 rows
-# at a time): further than any team holds at once.
+# How far a walk looks past decided items before it gives up (a page of 200 rows at a time).
 _WALK_ROWS, _WALK_LIMIT = 200, 5_000
 
 
-def _walk(run_id: int, start: int, filters: Filters, reviewer: str,
-          skip: str, *, undecided: bool = False) -> str | None:
-    """The first item from row `start` on of the list as filtered now that is not `skip`, not
-    held by another reviewer (`storage.leases`) and, with `undecided`, never overridden."""
-    # A few rows first (the next free item is almost always among them: reading 200 rows
-    # with their critics' cells made a save a tenth of a second slower), then whole pages.
+def _walk(run_id: int, start: int, filters: Filters, skip: str, *,
+          undecided: bool = False) -> str | None:
+    """The first item from row `start` on of the list as filtered now that is not `skip` and,
+    with `undecided`, never overridden (no reviewer named: no leases, nobody to share with)."""
+    # A few rows first (the next item is almost always among them: reading 200 rows with
+    # their critics' cells made a save a tenth of a second slower), then whole pages.
     offset, rows_wanted = start, 4
     while offset < start + _WALK_LIMIT:
         frame, _ = filters.table(run_id, limit=rows_wanted, offset=offset)
         offset, rows_wanted = offset + rows_wanted, _WALK_ROWS
         if frame.empty:
             return None
-        rows = [(str(i), bool(o)) for i, o in zip(frame["item_id"], frame["overridden"])]
-        held = held_by_others(db(), run_id, [i for i, _ in rows], reviewer) if reviewer else {}
-        for item, overridden in rows:
-            if item != skip and item not in held and not (undecided and overridden):
-                return item
+        for item, overridden in zip(frame["item_id"], frame["overridden"]):
+            if str(item) != skip and not (undecided and overridden):
+                return str(item)
     return None
 
 
@@ -157,13 +155,19 @@ def next_item(run_id: int, item_id: str, filters: Filters, reviewer: str = "",
     end of the list (or when the list is empty).
 
     "Next" walks what the user sees: with a Consensus = SPLIT filter on, it stays on SPLIT items.
-    An item the filters leave out is followed by the list's first item. Items another reviewer
-    has open (their lease) are passed over, so two reviewers on one list are not handed the
-    same item; with `undecided`, so are the items someone has already decided (Skip).
+
+    With a reviewer named, the item is claimed from the team's shared queue in one write
+    (`storage.leases.claim_next`): it is leased to them before anyone else can be handed it,
+    items another reviewer holds are passed over and, with `undecided` (a save, Skip), so are
+    the items anyone has decided. Without one (nobody to share with), an item the filters
+    leave out is followed by the list's first item.
     """
+    if reviewer:
+        return claim_next(db(), run_id, reviewer, filters.where, sort=filters.sort,
+                          after=item_id, undecided=undecided)
     position = filters.position(run_id, item_id)
     start = 0 if position is None else position + 1
-    return _walk(run_id, start, filters, reviewer, item_id, undecided=undecided)
+    return _walk(run_id, start, filters, item_id, undecided=undecided)
 
 
 def previous_item(run_id: int, item_id: str, filters: Filters) -> str | None:

@@ -20,7 +20,7 @@ from pages.ui.review_context import ReviewRun
 from pages.ui.review_item import item_panel
 from pages.ui.state import db
 from pages.ui.text_format import count_of
-from storage.leases import held_by_others
+from storage.leases import claim_next, held_by_others
 from storage.review_queue import item_detail
 
 
@@ -56,6 +56,16 @@ def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bo
         if position is None:
             st.session_state[item_key] = None
         st.session_state[page_key] = 1 if position is None else position // page_size + 1
+    if st.session_state.get(item_key) is None and reviewer and total:
+        # Nothing open yet (a first visit, a new list): the team's shared queue hands this
+        # reviewer the first item nobody has decided or holds, leased to them at once.
+        claimed = None
+        with user_errors():
+            claimed = claim_next(db(), run_id, reviewer, filters.where, sort=filters.sort)
+            if claimed is not None:
+                st.session_state[item_key] = claimed
+                position = filters.position(run_id, claimed) or 0
+                st.session_state[goto_key] = position // page_size + 1
     if goto_key in st.session_state:  # a save moved on to an item of another page
         st.session_state[page_key] = st.session_state.pop(goto_key)
     st.session_state[page_key] = min(max(1, int(st.session_state.get(page_key) or 1)), pages)

@@ -59,5 +59,5 @@ def step(review: ReviewRun, item_id: str, filters: fb.Filters, who: str, where: 
 
 def keep_blind_label(review: ReviewRun, item_id: str, filters: fb.Filters, who: str) -> None:
     """Keep the blind label saved for `item_id` as it is and open the next item."""
-    open_item(review, rl.next_item(review.run_id, item_id, filters, who), filters,
-              f"Kept your blind label for {plain(item_id)}")
+    open_item(review, rl.next_item(review.run_id, item_id, filters, who, undecided=True),
+              filters, f"Kept your blind label for {plain(item_id)}")

@@ -5,8 +5,8 @@ Synthetic panels whose errors are correlated by construction
 (`judging.analysis.panel_choice.correlated_errors`: pairwise error correlation exactly rho, so
 the true effective size is n / (1 + (n - 1) rho)), 200 seeds each; gold is "A" and a wrong
 critic says "B". Figures: the share of seeds whose interval covers the true size, the median
-estimate, and the share of seeds whose recommended panel's accuracy on fresh items (a second
-draw from the same model) falls within its stated interval.
+estimate, and the share of seeds whose recommended panel's true accuracy (its vote on 20,000
+fresh items from the same model) falls within the interval stated for the held-out accuracy.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from judging.analysis.panel_choice import (
 SEEDS = 200
 ITEMS = 400
 CRITICS = 5
+FRESH = 20_000  # items whose vote stands for the true accuracy
 
 
 def _labels(errors, offset: int) -> dict[str, dict[str, str]]:
@@ -45,9 +46,9 @@ def run() -> None:
             e = choice.effective
             covered += e.low <= truth <= e.high
             estimates.append(e.votes)
-            fresh = correlated_errors(ITEMS, CRITICS, 0.25, rho, seed + 10_000)
+            fresh = correlated_errors(FRESH, CRITICS, 0.25, rho, seed + 10_000)
             fresh_labels = _labels(fresh, ITEMS)
-            fresh_gold = {f"i{ITEMS + n}": "A" for n in range(ITEMS)}
+            fresh_gold = {f"i{ITEMS + n}": "A" for n in range(FRESH)}
             accuracy = held_out_accuracy(fresh_labels, fresh_gold, choice.recommended.critics)
             _, low, high = choice.held_out
             kept += low <= accuracy <= high

@@ -147,3 +147,35 @@ def styles_xml(*num_fmt_ids: int, custom: dict[int, str] | None = None) -> bytes
     xfs = "".join(f'<xf numFmtId="{i}" fontId="0" fillId="0" borderId="0"/>' for i in num_fmt_ids)
     return (f'<styleSheet xmlns="{_MAIN}"><numFmts count="{len(custom or {})}">{fmts}</numFmts>'
             f'<cellXfs count="{len(num_fmt_ids)}">{xfs}</cellXfs></styleSheet>').encode()
+
+
+LLMBAR = Path(__file__).parent / "data" / "llmbar"
+
+
+@pytest.fixture(scope="session")
+def llmbar_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """LLMBar's 419 pairs and its five judges' verdicts in both orders, imported as a run
+    (`tests/data/llmbar/`): the database file and the run id."""
+    from judging.panel.pairwise import PairwiseConfig
+    from judging.runs.verdict_import import ImportChoices, import_verdicts
+    from storage.dataset_store import save_dataset
+    from storage.db import open_db
+    from storage.imported import guess_long, verdicts_from_long
+    from storage.importing import read_dataset
+
+    db_path = tmp_path_factory.mktemp("llmbar") / "j.db"
+    db = open_db(db_path)
+    try:
+        items = read_dataset(LLMBAR / "items.jsonl", id_column="id", gold_column="label")
+        dataset_id = save_dataset(db, items, name="LLMBar").id
+    finally:
+        db.close()
+    rows = read_dataset(LLMBAR / "verdicts.csv")
+    vset = verdicts_from_long(rows.items, guess_long(rows.columns), numeric=False,
+                              source="LLMBar verdicts.csv")
+    made = import_verdicts(db_path, vset, ImportChoices(
+        name="LLMBar judges", pairwise=PairwiseConfig(
+            first_field="output_1", second_field="output_2", a_label="1", b_label="2",
+            tie_label=None, inconsistent="flag")), dataset_id=dataset_id)
+    assert made.status == "done"
+    return db_path, made.run_id

@@ -12,7 +12,6 @@ import re
 import pytest
 
 from judging.errors import DataError
-from judging.panel.pairwise import PairwiseConfig
 from judging.runs.verdict_import import ImportChoices, import_verdicts, imported_panel, only_judges
 from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictSet
 from storage.calls import order_answers
@@ -208,26 +207,6 @@ def _authors_counts() -> dict[str, dict[str, int]]:
             into[name] += int(hit)
         into["n"] += int(n)
     return counts
-
-
-@pytest.fixture(scope="module")
-def llmbar_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
-    db_path = tmp_path_factory.mktemp("llmbar") / "j.db"
-    db = open_db(db_path)
-    try:
-        items = read_dataset(LLMBAR / "items.jsonl", id_column="id", gold_column="label")
-        dataset_id = save_dataset(db, items, name="LLMBar").id
-    finally:
-        db.close()
-    rows = read_dataset(LLMBAR / "verdicts.csv")
-    vset = verdicts_from_long(rows.items, guess_long(rows.columns), numeric=False,
-                              source="LLMBar verdicts.csv")
-    made = import_verdicts(db_path, vset, ImportChoices(
-        name="LLMBar judges", pairwise=PairwiseConfig(
-            first_field="output_1", second_field="output_2", a_label="1", b_label="2",
-            tie_label=None, inconsistent="flag")), dataset_id=dataset_id)
-    assert made.status == "done"
-    return db_path, made.run_id
 
 
 def test_llmbar_each_judges_accuracy_in_each_order_equals_the_authors(llmbar_run):

@@ -9,8 +9,8 @@ labels), where each critic's error is known (a wrong label, or none given):
   indicators over the items both judged; "err together" is the share of either's errors the
   other shares.
 - The panel's effective number of independent votes is the design effect of its mean pairwise
-  error correlation (Kish): `n / (1 + (n - 1) * rho)`. Independent critics (rho 0) are worth n
-  votes; critics that always err together (rho 1) are worth one. Intervals are percentile
+  error correlation (Kish): `n / (1 + (n - 1) * rho)`. Independent critics (rho 0, or below) are
+  worth n votes; critics that always err together (rho 1) are worth one. Intervals are percentile
   bootstraps over items.
 - Every sub-panel is scored by its plurality vote's accuracy against the reference (a tie, or no
   vote at all, counts as wrong). The recommendation is chosen honestly: in k-fold
@@ -134,8 +134,9 @@ def _mean_rho(errors: np.ndarray) -> float:
 
 def effective_votes(n: int, rho: float) -> float:
     """Kish's design effect: n votes with mean pairwise error correlation rho are worth
-    n / (1 + (n - 1) rho) independent ones (rho below -1/(n-1) would be more than n)."""
-    rho = max(rho, -1.0 / (n - 1)) if n > 1 else 0.0
+    n / (1 + (n - 1) rho) independent ones. A negative mean (errors that avoid each other) is
+    read as 0: the panel is said to be worth n votes, never more."""
+    rho = min(max(rho, 0.0), 1.0)
     return n / (1 + (n - 1) * rho) if n > 1 else float(n)
 
 
@@ -233,20 +234,20 @@ def choose_panel(labels: Labels, reference: Mapping[str, str], costs: Mapping[st
         fits = [p for p in panels if correct[p.critics][rows].mean() >= target]
         return min(fits, key=lambda p: (p.cost, -correct[p.critics][rows].mean())).critics
 
+    # Each item scored by the panel picked without it: pooled over the folds, an item-level
+    # sample of the procedure's accuracy, bootstrapped like the others.
     order = rng.permutation(len(items))
-    scores = []
+    held = np.zeros(len(items))
     for fold in np.array_split(order, folds):
         train = np.setdiff1d(order, fold)
-        scores.append(correct[as_good(train)][fold].mean())
+        held[fold] = correct[as_good(train)][fold]
     chosen = as_good(np.arange(len(items)))
     recommended = next(p for p in panels if p.critics == chosen)
-    held = np.array(scores)
-    spread = 1.96 * held.std(ddof=1) / np.sqrt(len(held)) if len(held) > 1 else 0.0
+    held_low, held_high = _interval(held, rng, resamples)
     redundant = [link.sentence() for link in links
                  if link.rho is not None and link.agree >= 0.9 and (link.together or 0) >= 0.5]
     return PanelChoice(len(items), basis, effective, links, panels, front, recommended,
-                       (float(held.mean()), float(held.mean() - spread),
-                        float(held.mean() + spread)), redundant)
+                       (float(held.mean()), held_low, held_high), redundant)
 
 
 def size_k_against_top_k(labels: Labels, reference: Mapping[str, str], k: int, *,

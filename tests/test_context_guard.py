@@ -19,6 +19,7 @@ from judging.panel.conversation import Message, last_messages, transcript
 from judging.panel.critics import Critic
 from judging.panel.panel_files import dump_panel
 from judging.panel.panel_model import Panel
+from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.stored_run import load_run
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
@@ -189,3 +190,30 @@ def test_the_run_page_names_over_long_items_and_the_choice_changes_the_panel(
     (run_id,) = [r[0] for r in db.execute("SELECT id FROM runs").fetchall()]
     assert load_run(db, run_id).panel.context_guard.over_long == "skip"
     assert load_run(db, run_id).dataset_id == dataset.id
+
+
+def test_review_flags_a_verdict_the_server_cut_and_notes_a_window(
+        app_db: pathlib.Path, tmp_path: pathlib.Path, simulator_factory) -> None:
+    server = simulator_factory(profiles={"llama3": Profile(accuracy=1.0, num_ctx=2048),
+                                         "small": Profile(accuracy=1.0)})
+    data = tmp_path / "turns.jsonl"
+    data.write_text(json.dumps({"id": "long", **_item("long", LONG).fields}), encoding="utf-8")
+    db = open_db(app_db)
+    dataset = save_dataset(db, read_dataset(data, id_column="id"), name="turns")
+    panel = Panel(scale=SCALE, context_guard=ContextGuard(over_long="window", window=2),
+                  critics=[Critic(name=m, vendor="custom", base_url=server.base_url, model=m,
+                                  prompt_template="{context}\nReply: {turn}",
+                                  context_window=window)
+                           for m, window in (("llama3", None), ("small", 8000))])
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=panel)
+    assert JobRegistry().start_run(str(app_db), run_id).wait(60)
+    at = open_page("review", query={"run": str(run_id), "item": "long"})
+    no_exception(at)
+    at.toggle(key=f"rv{run_id}.disagree").set_value(False).run()
+    no_exception(at)
+    warnings = [w.value for w in at.warning]
+    assert any(w.startswith("Likely cut by the server: it counted 2,048 prompt tokens")
+               for w in warnings), warnings
+    # A caption is markdown: the page escapes the note's colons (`pages.ui.text_format.plain`).
+    assert any(c.value.startswith("Judged on a window")
+               and "the last 2 messages of context and thread" in c.value for c in at.caption)

@@ -4,6 +4,8 @@ reports far fewer prompt tokens than were sent is flagged as having cut the prom
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import pathlib
 
@@ -17,8 +19,9 @@ from judging.engine.panel_runner import judge
 from judging.panel.context_limits import ContextGuard, context_window
 from judging.panel.conversation import Message, last_messages, transcript
 from judging.panel.critics import Critic
-from judging.panel.panel_files import dump_panel
+from judging.panel.panel_files import dump_panel, load_panel
 from judging.panel.panel_model import Panel
+from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.stored_run import load_run
 from judging.scales import Scale
@@ -217,3 +220,26 @@ def test_review_flags_a_verdict_the_server_cut_and_notes_a_window(
     # A caption is markdown: the page escapes the note's colons (`pages.ui.text_format.plain`).
     assert any(c.value.startswith("Judged on a window")
                and "the last 2 messages of context and thread" in c.value for c in at.caption)
+
+
+def test_jurybox_judge_names_the_over_long_items_before_it_sends_anything(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "turns.jsonl"
+    data.write_text("\n".join(json.dumps({"id": i.id, **i.fields}) for i in (
+        _item("short", SHORT), _item("long", LONG))), encoding="utf-8")
+    panel = tmp_path / "panel.yaml"
+    panel.write_text(dump_panel(Panel(
+        scale=SCALE, context_guard=ContextGuard(over_long="skip"),
+        critics=[Critic(name="small", model="sim-careful", context_window=4096,
+                        prompt_template="{context}\nReply: {turn}")])), encoding="utf-8")
+    monkeypatch.setenv("JURYBOX_DB", str(tmp_path / "cli.db"))
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = main(["judge", "--data", str(data), "--panel", str(panel), "--quiet"])
+    tokens = needed_tokens(load_panel(panel.read_text()).critics[0], _item("long", LONG), SCALE)
+    assert ("1 item is too long for a critic's context window (estimated at 4 characters a "
+            "token, plus max_tokens); the run skips them (context_guard.over_long: skip):\n"
+            f"  long: about {tokens:,} tokens for small, whose window is 4,096\n"
+            ) in err.getvalue()
+    assert code == 0
+    assert "Calls:          2 (1 verdicts, 1 failed)" in out.getvalue()

@@ -76,6 +76,8 @@ def over_long(critics: Iterable[Critic], items: Iterable[Item], scale: Scale) ->
     Critics without a known window and plug-in critics (no prompt) are not checked."""
     checked = [(c, w) for c in critics if c.kind not in PLUGIN_KINDS
                and (w := context_window(c)) is not None]
+    if not checked:
+        return []  # nothing to measure against: the items are not even read
     found = []
     for item in items:
         for critic, window in checked:
@@ -132,6 +134,22 @@ def guard(critic: Critic, item: Item, scale: Scale, policy: ContextGuard) -> Gua
 def _not_sent(critic: Critic, item: Item, message: str) -> Verdict:
     return Verdict(critic=critic.name, item_id=item.id, failure=FailureKind.ITEM_ERROR,
                    message=message, vendor=critic.vendor, model=critic.model)
+
+
+def over_long_report(found: list[OverLong], policy: ContextGuard, *, shown: int = 5) -> str:
+    """The over-long items in a few lines, and what the run does with them (for the CLI)."""
+    items = sorted({o.item_id for o in found})
+    action = {"send": "sends them whole (context_guard.over_long: send)",
+              "skip": "skips them (context_guard.over_long: skip)",
+              "window": f"judges their last {policy.window} messages "
+                        "(context_guard.over_long: window)"}[policy.over_long]
+    lines = [f"{len(items):,} item{'s are' if len(items) != 1 else ' is'} too long for a "
+             f"critic's context window (estimated at {CHARS_PER_TOKEN:g} characters a token, "
+             f"plus max_tokens); the run {action}:"]
+    lines += [f"  {o.sentence()}" for o in found[:shown]]
+    if len(found) > shown:
+        lines.append(f"  ... and {len(found) - shown:,} more")
+    return "\n".join(lines)
 
 
 def likely_truncated(verdict: Verdict) -> str | None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from judging.analysis.stability import stability_text
 from judging.engine.budget import BudgetCap
+from judging.engine.context_guard import over_long, over_long_report
 from judging.engine.ledger import Ledger
 from judging.errors import ConfigError, DataError
 from judging.panel.conversation import ContextChoice
@@ -184,6 +185,9 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
     panel.check_fields(sorted(parsed.fields))
+    too_long = over_long(panel.critics, parsed.items, panel.scale)
+    if too_long:  # named before anything is sent; the panel's context_guard says what happens
+        print(over_long_report(too_long, panel.context_guard), file=sys.stderr, flush=True)
     db = open_cli_db(args)
     try:
         saved = save_dataset(db, parsed, name=dataset_name)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from judging.engine.calls import CallRunner, MemoryCache
+from judging.engine.calls.prepare import prepare_call
 from judging.engine.context_guard import guard, likely_truncated, needed_tokens, over_long
 from judging.engine.estimate import estimate_run
 from judging.engine.panel_runner import judge
@@ -21,6 +22,7 @@ from judging.panel.conversation import Message, last_messages, transcript
 from judging.panel.critics import Critic
 from judging.panel.panel_files import dump_panel, load_panel
 from judging.panel.panel_model import Panel
+from judging.runs.batch_phase import _missing
 from judging.runs.cli import main
 from judging.runs.jobs import JobRegistry, prepare_run
 from judging.runs.stored_run import load_run
@@ -243,3 +245,23 @@ def test_jurybox_judge_names_the_over_long_items_before_it_sends_anything(
             ) in err.getvalue()
     assert code == 0
     assert "Calls:          2 (1 verdicts, 1 failed)" in out.getvalue()
+
+
+@pytest.mark.parametrize("over", ["skip", "window"])
+def test_a_batch_critic_submits_what_the_live_phase_will_ask(tmp_path: pathlib.Path, over):
+    """A batch line is the very request the live phase makes: an over-long item goes windowed,
+    or not at all when the guard skips it (the live phase then stores why)."""
+    critic = _critic("b", "llama3", context_window=32_000, mode="batch")
+    panel = Panel(scale=SCALE, critics=[critic],
+                  context_guard=ContextGuard(over_long=over, window=3))
+    db = open_db(tmp_path / "b.db")
+    items = [_item("short", SHORT), _item("long", LONG)]
+    prepared = list(_missing(db, 1, critic, panel, items, None))
+    if over == "skip":
+        assert len(prepared) == 1 and SHORT in prepared[0].body["messages"][1]["content"]
+        return
+    windowed = guard(critic, items[1], SCALE, panel.context_guard)
+    assert not isinstance(windowed, Verdict)
+    assert [p.content for p in prepared] == [
+        prepare_call(critic, items[0], SCALE).content,
+        prepare_call(critic, windowed.item, SCALE).content]

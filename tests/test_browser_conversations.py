@@ -15,10 +15,18 @@ import pytest
 from storage.db import open_db
 from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
-from tests.fixtures_app import BROWSER_TIMEOUT_MS, running_app, settled
+from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
 from tests.test_conversations import _demo_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
+
+# The focused element is the decision (the radio group inside the decision's container): the
+# page is ready for the keys.
+_DECISION_FOCUSED = """() => {
+  const active = document.activeElement;
+  return !!active && active.getAttribute('role') === 'radiogroup'
+    && !!active.closest('[class*="st-key-rv"][class*="-decision"]');
+}"""
 
 
 def test_a_turn_is_reviewed_in_its_transcript_and_j_moves_to_the_next_turn(
@@ -36,6 +44,8 @@ def test_a_turn_is_reviewed_in_its_transcript_and_j_moves_to_the_next_turn(
         item = urllib.parse.quote(walk[0])
         page.goto(f"{app['url']}/review?run={run_id}&item={item}")
         main = page.get_by_test_id("stMain")
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+        name_the_reviewer(page, "dana")  # the keys act on the reviewer's open decision
         for n, item_id in enumerate(walk[:2]):
             expect(main.get_by_role("heading", name=f"Item {item_id}", exact=True)).to_be_visible()
             turn = int(item_id.rsplit("#t", 1)[1])
@@ -50,4 +60,5 @@ def test_a_turn_is_reviewed_in_its_transcript_and_j_moves_to_the_next_turn(
             expect(main.get_by_text("[{'role'", exact=False)).to_have_count(0)
             if n == 0:
                 settled(page)
+                page.wait_for_function(_DECISION_FOCUSED)
                 page.keyboard.press("j")  # next

@@ -5,18 +5,24 @@ row per thread beside the row per turn."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from judging.panel.conversation import ThreadVerdict, failing_labels, thread_verdicts
 from judging.runs.stored_run import load_run
-from storage.dataset_store import get_dataset, load_items
+from storage.dataset_store import get_dataset, load_items, load_items_of
 from storage.export_files import rows_csv_bytes
 
 
-def run_threads(db: Any, run_id: int) -> tuple[list[ThreadVerdict], list[str]]:
-    """Every thread of a per-turn run with its verdict, and the labels counted as a failed
+def run_threads(db: Any, run_id: int, *, item_ids: Collection[str] | None = None
+                ) -> tuple[list[ThreadVerdict], list[str]]:
+    """The threads of a per-turn run with their verdicts, and the labels counted as a failed
     turn (the scale's labels that read as one: FAIL, no, bad...). Empty lists when the run's
-    items are not turns (no `thread_id` / `turn_index`) or no label reads as a failure.
+    items are not turns (no `thread_id` / `turn_index`) or no label reads as a failure. A turn
+    not decided yet (not judged, or no consensus) leaves its thread open unless another fails.
+
+    Args:
+        item_ids: only these turns (Review: the open turn's thread); None: every item.
 
     Raises:
         NotFoundError: no such run.
@@ -27,12 +33,15 @@ def run_threads(db: Any, run_id: int) -> tuple[list[ThreadVerdict], list[str]]:
     if not failing or not {"thread_id", "turn_index"} <= set(
             get_dataset(db, run.dataset_id)["fields"]):
         return [], failing
-    turns = {item.id: item.fields for item in load_items(db, run.dataset_id)}
+    items = (load_items(db, run.dataset_id) if item_ids is None
+             else load_items_of(db, run.dataset_id, item_ids))
     decisions = run.decisions(db)
+    final = dict(zip(decisions["item_id"].astype(str), decisions["final_label"], strict=True))
     rows = []
-    for item_id, label in zip(decisions["item_id"], decisions["final_label"], strict=True):
-        fields = turns.get(str(item_id))
-        if fields is not None and "thread_id" in fields and "turn_index" in fields:
+    for item in items:
+        fields = item.fields
+        if "thread_id" in fields and "turn_index" in fields:
+            label = final.get(item.id)
             decided = None if label is None or label != label else str(label)  # NaN: open
             rows.append((str(fields["thread_id"]), int(fields["turn_index"]), decided))
     return thread_verdicts(rows, failing), failing

@@ -114,13 +114,17 @@ def transcript_view(messages: list[Message], judged: Any = None) -> None:
                             st.text(f"{call.name}({call.arguments})")
 
 
-def thread_line(run_id: int, detail: dict[str, Any]) -> None:
+def thread_line(run_id: int, item_id: str, detail: dict[str, Any]) -> None:
     """For a turn of a conversation, its thread's verdict over the turns' final decisions
     (`judging.runs.threads`): it fails when any turn fails, and the first failing turn."""
     fields = detail["fields"]
     if "thread_id" not in fields or "turn_index" not in fields:
         return
-    threads, failing = run_threads(db(), run_id)
+    # Its turns are THREAD#t1..#tN, N its assistant messages: read those, not the whole run.
+    messages = parse_conversation(fields.get("thread")) or []
+    turns = sum(m.role == "assistant" for m in messages)
+    ids = [f"{fields['thread_id']}#t{n}" for n in range(1, turns + 1)] or [item_id]
+    threads, failing = run_threads(db(), run_id, item_ids=ids)
     thread = next((t for t in threads if t.thread_id == str(fields["thread_id"])), None)
     if thread is None:
         return

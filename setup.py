@@ -44,7 +44,7 @@ setup(
     # developer's machine, .streamlit/secrets.toml and jurybox.db, none of which belong in a wheel.
     include_package_data=False,
     package_data={
-        "judging": ["demo/*.yaml", "demo/*.csv"],
+        "judging": ["demo/*.yaml", "demo/*.csv", "demo/*.jsonl"],
         APP_PACKAGE: [".streamlit/config.toml", "static/*.png"],
     },
 )

@@ -4,12 +4,14 @@ import pandas as pd
 import streamlit as st
 
 from judging.runs.pairs import pairs_dataset, pairs_note
+from judging.runs.turn_dataset import turns_dataset
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team_view import visitor
 from pages.ui.text_format import plain
+from pages.ui.turns_form import turn_choice
 from pages.ui.verdicts_form import holds_choice, tool_file_form, verdicts_form
 from storage.column_guess import GUESS_ROWS, guess_columns
 from storage.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
@@ -143,6 +145,8 @@ elif upload is not None:
                     help="The column picked first of each pair is always A. Without this, "
                          "which is A is drawn at random (seed 0), so the first position "
                          "carries no hint.")
+                per_turn = turn_choice([dict(zip(columns, values, strict=True))
+                                        for values in frame.itertuples(index=False)])
                 submitted = st.form_submit_button("Import", type="primary")
             if submitted:
                 with user_errors(f"{upload.name} was not imported"):
@@ -153,8 +157,11 @@ elif upload is not None:
                         )
                         if responses:
                             parsed = pairs_dataset(parsed, responses, keep_order=keep_order)
+                        if per_turn is not None:
+                            parsed = turns_dataset(parsed, per_turn[0], context=per_turn[1])
                         saved = save_dataset(db(), parsed, name=name.strip() or upload.name)
-                    kind = "comparisons" if responses else "items"
+                    kind = ("comparisons" if responses else "turns" if per_turn is not None
+                            else "items")
                     message = (f"Imported {len(parsed.items):,} {kind} as dataset #{saved.id}."
                                if saved.created else
                                f"This file's content was already imported as dataset #{saved.id}.")

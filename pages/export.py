@@ -11,6 +11,7 @@ from judging.panel.panel_files import load_panel
 from judging.runs.kept_figures import verdicts_stamp
 from judging.runs.stored_run import export_options
 from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
+from judging.runs.threads import run_threads, threads_csv
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
@@ -137,6 +138,21 @@ if run is not None:
 
     with user_errors("The decisions could not be written back"):
         decisions_back_section(run_id, load_panel(panel_yaml))
+    threads, _ = run_threads(db(), run_id)
+    if threads:
+        st.subheader("Threads")
+        st.caption("The run's items are turns of conversations (one row per turn above, with "
+                   "`field: thread_id` and `field: turn_index` among the item's fields). A "
+                   "thread fails when any of its turns' final decisions fails; the first "
+                   "failing turn is where it went wrong.")
+        st.dataframe([{"thread": t.thread_id, "verdict": t.verdict,
+                       "first failing turn": t.first_failing, "turns": t.turns,
+                       "decided": t.decided} for t in threads], hide_index=True)
+        st.download_button(
+            "Download the threads (CSV)", partial(threads_csv, threads),
+            file_name=f"jurybox-run-{run_id}-threads.csv", mime=MIME["csv"],
+            icon=":material/forum:", key="download_threads", on_click="ignore")
+
     if load_panel(panel_yaml).curation.active:
         st.subheader("Curated taxonomy")
         with user_errors("The curated taxonomy could not be built"):

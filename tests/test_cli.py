@@ -305,7 +305,22 @@ def test_demo_content_is_consistent() -> None:
         pairs = list(csv.DictReader(fh))
     assert pairs == build()
     quality = {r[f"answer_{s}"]: r[f"quality_{s}"] for r in pairs for s in "ab"}
-    assert gold == {**{r["candidate_class"]: r["gold"] for r in rows}, **quality}
+    # The conversation demo: what each turn reads as alone (a message's looks_alone, else its
+    # gold) and in its thread up to the turn (its gold), keyed by the text a critic is shown.
+    from judging.demo import conversation_dataset_path
+    from judging.panel.conversation import turn_items
+    from judging.verdicts import Item
+
+    chats = [json.loads(line) for line in conversation_dataset_path().open(encoding="utf-8")]
+    said = [m for chat in chats for m in chat["conversation"] if m["role"] == "assistant"]
+    turns = turn_items([Item(c["id"], {"conversation": c["conversation"]}) for c in chats],
+                       "conversation")
+    assert len(turns) == len(said) == 11
+    turn_gold = {}
+    for turn, message in zip(turns, said, strict=True):
+        turn_gold[turn.fields["turn"]] = message.get("looks_alone", message["gold"])
+        turn_gold[turn.fields["context"]] = message["gold"]
+    assert gold == {**{r["candidate_class"]: r["gold"] for r in rows}, **quality, **turn_gold}
     panel = load_panel(demo_panel_path())
     assert panel.scale.labels == ["KEEP", "REJECT", "SPLIT", "MERGE"]
     assert len(panel.critics) >= 3 and panel.voting.strategy == "plurality"

@@ -221,7 +221,7 @@ MAY_IMPORT = {
     "judging.voting": {"judging.agreement"},
     "judging.panel": {"judging.voting"},
     "judging.simulator": {"judging.demo"},
-    "judging.demo": {"judging.simulator"},
+    "judging.demo": {"judging.simulator", "judging.panel"},
     "judging.engine": {"judging.panel", "judging.voting", "judging.simulator"},
     "judging.analysis": {"judging.agreement", "judging.voting", "judging.panel"},
 }

@@ -9,17 +9,29 @@
 - Pairwise: `pairwise_answers.csv` (60 comparisons, built by `make_pairwise_dataset.py`) pits
   three support assistants against each other two at a time; `pairwise_panel.yaml` asks three
   critics which answer is better, in both orders.
+- Conversations: `support_chats.jsonl` (four support chats, one with agent tool calls) in the
+  `conversation` field, judged per assistant turn (`judging.panel.conversation`);
+  `conversation_panel.yaml` has two critics that read the turn alone and two that read the
+  thread up to it. Planted failures: a refund promised past the 30-day policy (looks fine
+  alone), a bare "Yes." that answers the question before it (looks useless alone), and an agent
+  that looks up the wrong order number (its first failing step).
 
 The critics' behaviour is set by `demo_profiles()`: the shared simulator serves those profiles
-and `demo_gold()` (the curation labels, and each pairwise answer's quality).
+and `demo_gold()` (the curation labels, each pairwise answer's quality, and what each
+conversation turn reads as alone and in its thread).
+
+May import `judging.simulator` (the profiles) and `judging.panel` (the conversation demo is read
+with the panel's own conversation reader, so its gold keys are the texts critics are shown).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import json
 import pathlib
 
+from judging.panel.conversation import parse_conversation, transcript
 from judging.simulator.sim_server import Profile
 
 __all__ = [
@@ -28,6 +40,8 @@ __all__ = [
     "demo_panel_path",
     "demo_panel_v2_path",
     "demo_profiles",
+    "conversation_dataset_path",
+    "conversation_panel_path",
     "guard_rules_panel_path",
     "pairwise_dataset_path",
     "pairwise_panel_path",
@@ -72,6 +86,34 @@ def pairwise_panel_path() -> pathlib.Path:
     return _HERE / "pairwise_panel.yaml"
 
 
+def conversation_dataset_path() -> pathlib.Path:
+    """Path of the conversation demo (JSON Lines: id, channel, conversation, a list of
+    OpenAI-style messages; each assistant message carries its `gold` PASS / FAIL)."""
+    return _HERE / "support_chats.jsonl"
+
+
+def conversation_panel_path() -> pathlib.Path:
+    """Path of the conversation demo panel (per turn: two critics read the turn alone, two
+    the thread up to it)."""
+    return _HERE / "conversation_panel.yaml"
+
+
+def _turn_gold() -> list[tuple[str, str]]:
+    """What a reader of each turn would say, keyed by the text the simulator is shown first:
+    the turn alone (an assistant message's `looks_alone`, else its gold), and the thread up to
+    the turn with all tool results (its gold: the context the demo is imported with)."""
+    pairs = []
+    with conversation_dataset_path().open(encoding="utf-8") as fh:
+        for line in fh:
+            raw = json.loads(line)["conversation"]
+            messages = parse_conversation(raw) or []
+            for index, (message, source) in enumerate(zip(messages, raw, strict=True)):
+                if message.role == "assistant" and message.gold is not None:
+                    pairs.append((message.text, source.get("looks_alone", message.gold)))
+                    pairs.append((transcript(messages[:index]), message.gold))
+    return pairs
+
+
 @functools.cache
 def _gold() -> tuple[tuple[str, str], ...]:
     with demo_dataset_path().open(newline="", encoding="utf-8") as fh:
@@ -79,7 +121,7 @@ def _gold() -> tuple[tuple[str, str], ...]:
     with pairwise_dataset_path().open(newline="", encoding="utf-8") as fh:
         quality = [pair for row in csv.DictReader(fh) for pair in (
             (row["answer_a"], row["quality_a"]), (row["answer_b"], row["quality_b"]))]
-    return tuple(curation + quality)
+    return tuple(curation + quality + _turn_gold())
 
 
 def demo_gold() -> dict[str, str]:

@@ -14,12 +14,13 @@ Pure domain logic: no storage, no streamlit. The Run page and the CLI call `esti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 # One rule of thumb for the estimate and the cap, and one typical reply.
 from judging.engine.budget import CHARS_PER_TOKEN, TYPICAL_REPLY_TOKENS
 from judging.engine.chains import planned_calls
+from judging.engine.context_guard import OverLong, over_long
 from judging.errors import ConfigError
 from judging.panel.cascade_tiers import tier_count
 from judging.panel.critics import Critic
@@ -72,6 +73,8 @@ class RunEstimate:
             where a critic sends several per verdict (both orders of a pair, a chain, samples)
             or none (a rule or python critic).
         both_orders: a pairwise panel asking each critic both orders (`swap`).
+        over_long: the items whose prompt would not fit a critic's context window
+            (`judging.panel.context_limits`), when every item was given to check.
     """
 
     calls: int
@@ -90,6 +93,7 @@ class RunEstimate:
         "2,095 verdicts (4,190 calls, both orders)"."""
         why = ", both orders" if self.both_orders else ""
         return f"{self.verdicts:,} verdicts ({self.calls:,} calls{why})"
+    over_long: list[OverLong] = field(default_factory=list)
 
     @property
     def known_cost_usd(self) -> float:
@@ -97,7 +101,8 @@ class RunEstimate:
         return float(sum(row.cost_usd for row in self.per_critic if row.cost_usd is not None))
 
 
-def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> RunEstimate:
+def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int, *,
+                 items: Iterable[Item] | None = None) -> RunEstimate:
     """Estimate a run of `panel` over `n_items` items from a sample of them.
 
     Args:
@@ -105,6 +110,8 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         sample_items: a few items of the dataset; their prompts are rendered to count characters.
             Empty: prompt tokens are estimated from the templates alone.
         n_items: how many items the run has (0 or more).
+        items: every item of the run, to name those too long for a critic's context window
+            (`RunEstimate.over_long`); None: not checked.
 
     Returns:
         The estimate. A cascade's later tiers are counted as if every item reached them (an
@@ -170,6 +177,14 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
     if cached_total:
         note += (f" About {cached_total:,} input tokens are expected from the vendors' prompt "
                  "caches (the shared system prompt), priced at the cached rate.")
+    too_long = over_long(panel.critics, items, panel.scale) if items is not None else []
+    if too_long:
+        action = {"send": "sent whole anyway", "skip": "skipped",
+                  "window": f"judged on their last {panel.context_guard.window} messages"}
+        note += (f" {len({o.item_id for o in too_long}):,} items are too long for a critic's "
+                 f"context window (estimated at {CHARS_PER_TOKEN:g} characters a token): the "
+                 f"panel's context guard says they are "
+                 f"{action[panel.context_guard.over_long]}.")
     return RunEstimate(
         calls=sum(row.calls for row in rows),
         tokens_in=sum(row.tokens_in for row in rows),
@@ -181,6 +196,7 @@ def estimate_run(panel: Panel, sample_items: Sequence[Item], n_items: int) -> Ru
         upper_bound=upper_bound,
         verdicts=n_items * len(panel.critics),
         both_orders=panel.pairwise.active and panel.pairwise.swap,
+        over_long=too_long,
     )
 
 

@@ -47,6 +47,7 @@ from judging.engine.calls import (
 from judging.engine.calls.cache import ItemAnswers
 from judging.engine.cascade_savings import saved_call_usd
 from judging.engine.chains import judge_with, sample_offsets
+from judging.engine.context_guard import guard
 from judging.engine.ledger import Ledger, LedgerTotals, is_cancelled
 from judging.errors import ConfigError
 from judging.panel.cascade import decide, rejected
@@ -339,11 +340,18 @@ class _Run:
             state, critic_index = task
             try:
                 critic = self.critics[critic_index]
+                # An over-long prompt is sent whole, windowed or skipped as the panel says.
+                guarded = guard(critic, state.item, self.scale, self.panel.context_guard)
+                if isinstance(guarded, Verdict):
+                    self._record(state, critic_index, guarded)
+                    continue
                 verdict = judge_with(
-                    critic, state.item, self.scale, self.send, critics=self.by_name,
+                    critic, guarded.item, self.scale, self.send, critics=self.by_name,
                     first_sample=self.first_sample[critic.name], pairwise=self.panel.pairwise,
                     rubric=self.panel.rubric,
                 )
+                if guarded.note and verdict.message is None:
+                    verdict.message = guarded.note
                 if critic.logprobs:  # read once here: stored with the call, voted on below
                     attach_probabilities(verdict, self.scale)
                 self._record(state, critic_index, verdict)

@@ -146,6 +146,9 @@ class Critic(StrictModel):
     # scale defaults to yes / no; a score scale gives its max and min).
     pass_label: str | None = None
     fail_label: str | None = None
+    # The model's context window in tokens, for the context guard
+    # (`judging.panel.context_limits`); None: the known window of the model, if any.
+    context_window: int | None = Field(default=None, ge=1, le=100_000_000)
 
     @model_validator(mode="before")
     @classmethod

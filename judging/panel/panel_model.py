@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 from judging.errors import ConfigError
 from judging.known_fields import StrictModel
 from judging.panel.cascade import CascadeConfig
+from judging.panel.context_limits import ContextGuard
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
 from judging.panel.jury_checks import check_juries
@@ -89,6 +90,9 @@ class Panel(StrictModel):
     # refused parameter, an empty account: every later call would fail alike); 0 never stops.
     # Rate limits never count: they are waited out (`judging.engine.calls.gate`).
     stop_after_repeated_errors: int = Field(default=3, ge=0, le=1000)
+    # What a run does with a prompt over its critic's context window: send it whole, skip it,
+    # or judge a window of its conversation (`judging.panel.context_limits`). Never silent.
+    context_guard: ContextGuard = Field(default_factory=ContextGuard)
 
     @model_validator(mode="after")
     def _check_parts_fit(self) -> Panel:

@@ -32,12 +32,13 @@ from judging.engine.batches.lines import BatchApi, batch_api_of, chunked
 from judging.engine.calls.cache import CallCache
 from judging.engine.calls.prepare import PreparedCall, prepare_call
 from judging.engine.calls.transports import is_loopback
+from judging.engine.context_guard import guard
 from judging.engine.endpoints import resolve_base_url
 from judging.errors import CallFailure, ConfigError
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import KeyLookup, get_preset, resolve_key
-from judging.verdicts import Item
+from judging.verdicts import Item, Verdict
 from storage.calls import successful_pairs_of
 from storage.vendor_batches import (
     BatchResultStore,
@@ -151,8 +152,13 @@ def _missing(db: Any, run_id: int, critic: Critic, panel: Panel, items: Iterable
         for item in page:
             if (str(item.id), critic.name) in done:
                 continue
+            # As the live phase will ask it: an over-long item windowed, or not sent at all
+            # (its failure is stored then), so the batch answers the very request it makes.
+            guarded = guard(critic, item, panel.scale, panel.context_guard)
+            if isinstance(guarded, Verdict):
+                continue
             try:
-                prepared_page.append(prepare_call(critic, item, panel.scale))
+                prepared_page.append(prepare_call(critic, guarded.item, panel.scale))
             except Exception:  # noqa: BLE001 - the live phase stores the reason as its failure
                 continue
         waiting = result_keys(db, run_id, among=[p.cache_key for p in prepared_page])

@@ -53,6 +53,7 @@ from judging.runs.cli_runs import (
     add_stability,
     add_stats,
     add_taxonomy,
+    add_turns,
     db_path_of,
     open_cli_db,
     positive_int,
@@ -196,6 +197,7 @@ _COMMANDS: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], 
     add_stability,
     add_taxonomy,
     add_pairs,
+    add_turns,
     # Verdicts judges gave elsewhere, as a run (judging/runs/cli_import.py).
     add_import,
     # Version against version: two runs over one dataset (judging/runs/cli_compare.py).

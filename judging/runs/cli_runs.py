@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING
 from judging.analysis.panel_choice import choice_text
 from judging.analysis.stability import stability_text
 from judging.engine.budget import BudgetCap
+from judging.engine.context_guard import over_long, over_long_report
 from judging.engine.ledger import Ledger
 from judging.errors import ConfigError, DataError
+from judging.panel.conversation import ContextChoice
 from judging.panel.panel_files import load_panel
 from judging.run_status import RunStatus
 from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
@@ -45,6 +47,7 @@ from judging.runs.run_report import (
 from judging.runs.stored_run import export_options
 from judging.runs.summary import ProgressBar, format_summary, summarize_counts, write_jsonl
 from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
+from judging.runs.turn_dataset import turns_dataset
 from judging.runs.verdict_import import BACK_FORMATS, decisions_back
 from judging.verdicts import PanelVerdict
 from storage.column_guess import guess_file_columns
@@ -198,6 +201,9 @@ def run_stored(panel: Panel, parsed: ParsedDataset, args: argparse.Namespace,
         raise DataError("the dataset has no items to judge")
     # A PlaceholderError (a ConfigError) here, before any call is made, not per item later.
     panel.check_fields(sorted(parsed.fields))
+    too_long = over_long(panel.critics, parsed.items, panel.scale)
+    if too_long:  # named before anything is sent; the panel's context_guard says what happens
+        print(over_long_report(too_long, panel.context_guard), file=sys.stderr, flush=True)
     db = open_cli_db(args)
     try:
         saved = save_dataset(db, parsed, name=dataset_name)
@@ -494,6 +500,47 @@ def add_pairs(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--keep-order", action="store_true",
                    help="no draw: the column listed first in --responses is always A")
     p.set_defaults(func=cmd_pairs)
+
+
+def add_turns(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "turns", help="turn a dataset of conversations into one item per assistant turn",
+        description="Each assistant turn of the conversation field becomes one item "
+        "(id THREAD#tN) with thread_id, turn_index, turn, context and thread (see the manual's "
+        "Conversations page), written as CSV with the item's other columns and a gold column "
+        "when the messages carry one.",
+    )
+    p.add_argument("--data", type=pathlib.Path, required=True, help="the dataset file")
+    p.add_argument("--field", required=True,
+                   help="the column holding each conversation (messages, ATIF or a transcript)")
+    p.add_argument("--out", type=pathlib.Path, required=True, help="the CSV file to write")
+    p.add_argument("--id-column", default=None, help="the item id column (default: guessed)")
+    p.add_argument("--context", choices=["before", "last", "alone"], default="before",
+                   help="what {context} holds: the thread up to the turn (default), the last "
+                        "--last messages, or nothing")
+    p.add_argument("--last", type=int, default=4, metavar="K",
+                   help="with --context last: how many messages (default 4)")
+    p.add_argument("--no-tools", action="store_true",
+                   help="leave tool calls and tool results out of {context}")
+    p.set_defaults(func=cmd_turns)
+
+
+def cmd_turns(args: argparse.Namespace) -> int:
+
+    parsed = read_for_cli(args.data, id_column=args.id_column)
+    if args.field not in parsed.columns:
+        raise DataError(f"{args.data.name} has no column {args.field!r}; its columns: "
+                        f"{', '.join(parsed.columns)}")
+    choice = ContextChoice(kind=args.context, k=args.last, tools=not args.no_tools)
+    turns = turns_dataset(parsed, args.field, context=choice)
+    gold = turns.gold_column is not None
+    rows = [{"id": item.id, **item.fields, **({"gold": item.gold} if gold else {})}
+            for item in turns.items]
+    args.out.write_bytes(rows_csv_bytes(rows))
+    print(f"Wrote {len(rows):,} turns of {len({r['thread_id'] for r in rows}):,} "
+          f"conversations to {args.out}, each with {choice.describe()} as its context: "
+          "prompts name {turn}, {context} and {thread}.")
+    return EXIT_OK
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

@@ -123,6 +123,9 @@ class Profile:
             response is shown first, whatever its content.
         logprobs: False for a model that ignores `logprobs: true` and answers `"logprobs":
             null` (as servers without logprob support do), to see a panel fall back to labels.
+        num_ctx: a server that keeps only this many prompt tokens and says nothing (Ollama's
+            num_ctx): `usage.prompt_tokens` reports at most this many, the reply is as usual.
+            None: the whole prompt is counted.
     """
 
     accuracy: float = 0.8
@@ -144,6 +147,7 @@ class Profile:
     rate_prose: float = 0.0
     position_bias: float = 0.0
     logprobs: bool = True
+    num_ctx: int | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -560,6 +564,8 @@ class SimulatorServer:
             str(m.get("content") or "") for m in messages if isinstance(m, dict)
         )
         tokens_in = _estimate_tokens(prompt_text)
+        if profile.num_ctx is not None:  # cut silently, as a local server does
+            tokens_in = min(tokens_in, profile.num_ctx)
 
         # One draw picks the failure mode (if any), so rates add up and never shadow each other
         # unless they sum past 1.

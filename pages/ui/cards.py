@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from judging.engine.context_guard import likely_truncated
 from judging.scales import Scale
 from judging.verdicts import PLUGIN_KINDS, Verdict
 from judging.voting.logprobs import verdict_probabilities
@@ -138,6 +139,11 @@ def verdict_card(verdict: Verdict, *, show_raw: bool = False, key: str | None = 
         st.markdown(f"**{plain(verdict.critic)}**")
         if verdict.ok:
             st.text(verdict_headline(verdict))
+            if verdict.message:  # a note on a verdict given, e.g. judged on a window
+                st.caption(plain(verdict.message))
+            cut = likely_truncated(verdict)
+            if cut is not None:
+                st.warning(cut, icon=":material/content_cut:")
         else:
             st.warning(verdict_headline(verdict), icon=":material/warning:")
             if verdict.message:

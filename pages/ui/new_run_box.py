@@ -13,9 +13,11 @@ from typing import Any
 import pydantic
 import streamlit as st
 
+from judging.engine.context_guard import OverLong, over_long
 from judging.engine.estimate import RunEstimate, estimate_run
 from judging.engine.ledger import format_usd
 from judging.errors import JuryboxError
+from judging.panel.context_limits import ContextGuard
 from judging.panel.panel_files import load_panel, panel_hash
 from judging.panel.panel_model import Panel
 from judging.panel.web_policy import refuse_python_critics
@@ -119,6 +121,7 @@ def _new_run_form() -> None:
         refuse_python_critics(panel)  # listed (a CLI user saved it), never run here
         dataset = by_id[dataset_id]
         panel.check_fields(list(dataset["fields"]))
+        panel = _context_guard_choice(panel, dataset_id)
         _estimate(estimate_run(panel, load_items(db(), dataset_id, limit=20),
                                dataset["n_items"]))
         working = _twin_runs(panel, dataset_id)
@@ -133,6 +136,41 @@ def _new_run_form() -> None:
             st.query_params[RUN_PARAM] = str(run_id)
             st.session_state[FOLD_NEW_RUN_BOX] = True
             st.rerun()
+
+
+@st.cache_data(max_entries=8, show_spinner="Measuring the prompts against the context windows...")
+def _over_long(dataset_id: int, version: str, _panel: Panel) -> list[OverLong]:
+    # Every item rendered for every critic: keyed by the dataset and the panel's version, so
+    # a rerun of the page does not measure again.
+    return over_long(_panel.critics, load_items(db(), dataset_id), _panel.scale)
+
+
+def _context_guard_choice(panel: Panel, dataset_id: int) -> Panel:
+    """Name the items too long for a critic's context window and let the user choose what
+    the run does with them (send, skip, judge a window): the panel the run will use."""
+    found = _over_long(dataset_id, panel_hash(panel), panel)
+    if not found:
+        return panel
+    items = sorted({o.item_id for o in found})
+    st.warning(f"{len(items):,} item{'s are' if len(items) != 1 else ' is'} too long for a "
+               "critic's context window (prompt tokens estimated at 4 characters a token, "
+               "plus the reply's max_tokens). Nothing is cut unless you choose so.",
+               icon=":material/straighten:")
+    st.dataframe([{"item": o.item_id, "critic": o.critic, "tokens (est.)": o.tokens,
+                   "window": o.window} for o in found[:200]], hide_index=True)
+    guard = panel.context_guard
+    choices = {"send": "Send them whole anyway", "skip": "Skip them (no call, noted)",
+               "window": "Judge a window: the last k messages of context and thread"}
+    over = st.radio("Items too long for the window", list(choices), key="new_run_over_long",
+                    index=list(choices).index(guard.over_long), format_func=choices.__getitem__)
+    window = guard.window
+    if over == "window":
+        window = int(st.number_input("k: messages kept", 1, 1000, guard.window,
+                                     key="new_run_window"))
+    if (over, window) == (guard.over_long, guard.window):
+        return panel
+    chosen = ContextGuard.model_validate({"over_long": over, "window": window})
+    return panel.model_copy(update={"context_guard": chosen})
 
 
 def _estimate(estimate: RunEstimate) -> None:

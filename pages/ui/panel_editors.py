@@ -33,7 +33,9 @@ def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
                  skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
-                       "curation", "pairwise", "rubric", "juries"),
+                       "curation", "pairwise", "rubric", "juries",
+                       # chosen on the Run page, where the over-long items are named
+                       "context_guard"),
                  texts={"name": ("Panel name", "Shown in lists of panels and runs."),
                         "description": ("Description", "What the panel is for (optional).")})
 
@@ -127,6 +129,8 @@ CRITIC_TEXTS: dict[str, tuple[str, str | None]] = {
                       "(empty: the default)."),
     "verify_prompt": ("Checking instruction", "self-verify: what the checking call is asked "
                       "(empty: the default)."),
+    "context_window": ("Context window (tokens)", "The model's context window, for the "
+                       "context guard (empty: the known window of the model, if any)."),
     "reference_field": ("Reference answer field", "An item field holding a reference answer "
                         "to grade against (shown to the critic as data)."),
     "debaters": ("Debaters", "debate: the two critics of the panel who argue before this critic "

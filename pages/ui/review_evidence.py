@@ -3,15 +3,19 @@ made of it, and each critic's card (with its chain of calls for a compound criti
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
 
+from judging.panel.conversation import Message, parse_conversation
 from judging.panel.pairwise import PairwiseConfig
+from judging.runs.threads import run_threads
 from judging.scales import Scale
 from judging.verdicts import FailureKind, TierVerdict, Verdict
 from pages.ui.cards import raw_exchange, verdict_card
 from pages.ui.review_list import NO_CONSENSUS, shown_value
+from pages.ui.state import db
 from pages.ui.text_format import plain
 
 
@@ -49,12 +53,22 @@ def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, 
     fields = detail["fields"]
     compared = (pairwise.first_field, pairwise.second_field) if pairwise and pairwise.active \
         else ()
+    per_turn = isinstance(fields.get("thread"), str) and "turn_index" in fields
     with st.container(border=True):
         for name, value in fields.items():
-            if name in compared:
-                continue
+            if name in compared or (per_turn and name in ("turn", "context")):
+                continue  # a turn and its context are drawn in the thread's transcript
             st.caption(plain(name))  # a column name is data
-            st.text(value if isinstance(value, str) else str(value))
+            # A conversation reads as one; the thread of a turn marks the turn judged.
+            messages = (parse_conversation(value)
+                        if (per_turn and name == "thread") or isinstance(value, (list, dict))
+                        else None)
+            if messages is not None:
+                transcript_view(messages, fields.get("turn_index") if per_turn else None)
+            elif isinstance(value, str):
+                st.text(value)
+            else:
+                st.text(json.dumps(value, ensure_ascii=False, indent=2, default=str))
         if pairwise is not None and compared:
             systems = pairwise.systems(fields)
             for column, side, name, system in zip(st.columns(2), "AB", compared, systems,
@@ -67,6 +81,58 @@ def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, 
         if show_gold and detail.get("gold") is not None:
             st.caption("gold label")
             st.text(str(detail["gold"]))
+
+
+# A role's avatar in the transcript; user and assistant have Streamlit's own.
+_AVATARS = {"system": ":material/settings:", "tool": ":material/build:"}
+
+
+def transcript_view(messages: list[Message], judged: Any = None) -> None:
+    """A conversation as chat bubbles, text only: each message's role, its tool calls folded
+    in an expander, and the assistant turn `judged` (1 for the first) marked and boxed."""
+    turns = sum(m.role == "assistant" for m in messages)
+    n = 0
+    for message in messages:
+        here = False
+        if message.role == "assistant":
+            n += 1
+            here = judged is not None and str(n) == str(judged)
+        box = st.container(border=True, key=f"judged_turn_{n}") if here else st.container()
+        with box:
+            if here:
+                st.caption(f"The turn judged here: turn {n} of {turns}")
+            with st.chat_message(message.role, avatar=_AVATARS.get(message.role)):
+                if message.name:
+                    st.caption(plain(message.name))
+                if message.content:
+                    st.text(message.content)
+                if message.tool_calls:
+                    with st.expander(f"{len(message.tool_calls)} tool call"
+                                     f"{'s' if len(message.tool_calls) != 1 else ''}",
+                                     expanded=here and not message.content):
+                        for call in message.tool_calls:
+                            st.text(f"{call.name}({call.arguments})")
+
+
+def thread_line(run_id: int, item_id: str, detail: dict[str, Any]) -> None:
+    """For a turn of a conversation, its thread's verdict over the turns' final decisions
+    (`judging.runs.threads`): it fails when any turn fails, and the first failing turn."""
+    fields = detail["fields"]
+    if "thread_id" not in fields or "turn_index" not in fields:
+        return
+    # Its turns are THREAD#t1..#tN, N its assistant messages: read those, not the whole run.
+    messages = parse_conversation(fields.get("thread")) or []
+    turns = sum(m.role == "assistant" for m in messages)
+    ids = [f"{fields['thread_id']}#t{n}" for n in range(1, turns + 1)] or [item_id]
+    threads, failing = run_threads(db(), run_id, item_ids=ids)
+    thread = next((t for t in threads if t.thread_id == str(fields["thread_id"])), None)
+    if thread is None:
+        return
+    where = (f", first at turn {thread.first_failing} (turns failing: "
+             f"{', '.join(map(str, thread.failing))})" if thread.failing else "")
+    st.text(f"Thread {fields['thread_id']}: {thread.verdict}{where}; {thread.decided} of "
+            f"{thread.turns} turns decided. A thread fails when any turn is "
+            f"{' or '.join(failing)}.")
 
 
 def consensus_line(detail: dict[str, Any]) -> str:

@@ -69,6 +69,7 @@ def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters:
         st.text(ev.consensus_line(detail))
         for line in ev.cascade_lines(detail):  # what each cascade tier made of the item
             st.text(line)
+        ev.thread_line(run_id, item_id, detail)  # a turn of a conversation: its thread's verdict
         if mine is not None:
             st.info(f"Your blind label: {plain(mine['label'])}. It is the one Agreement compares "
                     "the critics with; revise below if they change your mind, or keep it and "

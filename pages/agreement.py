@@ -18,6 +18,7 @@ from pages.ui.agreement_sections import (
     alpha_histograms,
     between_critics_section,
     headline_figures,
+    panel_choice_section,
     per_critic_section,
     pick_run_with_verdicts,
     simulated_lines,
@@ -52,6 +53,7 @@ alpha_histograms(report)
 audit_section(run)
 per_critic_section(run, report, notice, swap=panel.pairwise.active and panel.pairwise.swap)
 between_critics_section(run, report)
+panel_choice_section(run)
 # A panel of juries: agreement within each jury and between the juries' decisions.
 if panel.juries:
     jury_section(run)

@@ -27,6 +27,7 @@ import streamlit as st
 from judging.analysis.agreement_report import AgreementReport, as_numbers, with_humans
 from judging.analysis.expected_stats import ExpectedScoreReport
 from judging.analysis.pairwise_stats import PairwiseReport
+from judging.analysis.panel_choice import PanelChoice
 from judging.analysis.rubric_stats import RubricReport
 from judging.analysis.stability import CriticStability
 from judging.analysis.verbosity import VerbosityProbe
@@ -35,6 +36,7 @@ from judging.runs.kept_figures import critics_report, verdicts_stamp
 from judging.runs.run_report import (
     run_expected_scores,
     run_pairwise,
+    run_panel_choice,
     run_rubric,
     run_stability,
     run_verbosity,
@@ -138,3 +140,17 @@ def _rubric(path: str, run_id: int, stamp: Stamp) -> RubricReport | None:
 def run_rubric_report(run: dict[str, Any]) -> RubricReport | None:
     """A rubric run's agreement per criterion (None for other panels), until more verdicts."""
     return _rubric(str(db_path()), int(run["id"]), calls_stamp(run))
+
+
+@st.cache_data(max_entries=16, show_spinner="Weighing the critics against each other...")
+def _panel_choice(path: str, run_id: int, stamp: Stamp,
+                  humans: tuple[tuple[str, str], ...]) -> tuple[PanelChoice, bool] | None:
+    del path, stamp, humans  # part of the cache key only
+    return run_panel_choice(db(), run_id)
+
+
+def run_panel_choice_report(run: dict[str, Any]) -> tuple[PanelChoice, bool] | None:
+    """Which of the run's critics it needs (None: no reference, a score panel, one critic);
+    fresh after more verdicts or a reviewer's new label (they may be the reference)."""
+    humans = tuple(sorted(run_human_labels(db(), int(run["id"])).items()))
+    return _panel_choice(str(db_path()), int(run["id"]), calls_stamp(run), humans)

@@ -18,6 +18,7 @@ from judging.analysis.agreement_report import AgreementReport
 from judging.panel.panel_model import Panel
 from judging.voting.strategies import tie_rule_text
 from pages.ui import charts
+from pages.ui.agreement_data import run_panel_choice_report
 from pages.ui.agreement_tables import SWAP_VERDICT
 from pages.ui.review_filter_bar import TIES_PARAM
 from pages.ui.run_picker import RUN_PARAM, pick_run
@@ -206,3 +207,46 @@ def between_critics_section(run: dict[str, Any], report: AgreementReport) -> Non
                       icon=":material/compare_arrows:",
                       query_params={RUN_PARAM: str(run["id"]), "critic_a": first,
                                     "critic_b": second})
+
+
+def panel_choice_section(run: dict[str, Any]) -> None:
+    """How many independent votes the critics cast, which err together, and the cheapest panel
+    that decides as well (`judging.analysis.panel_choice`)."""
+    found = run_panel_choice_report(run)
+    st.subheader("Which critics do you need?")
+    if found is None:
+        st.caption("Needs a label panel of two or more critics and at least 10 items with a "
+                   "gold label or a human label.")
+        return
+    choice, priced = found
+    effective = choice.effective
+    st.markdown(plain(f"Over {choice.items:,} items with {choice.basis}: "
+                      f"{effective.sentence()}."))
+    st.caption("Critics that err together cancel fewer of each other's errors: the effective "
+               "number of votes is the panel's size over its design effect, n / (1 + (n - 1) "
+               "rho), from the mean correlation of the critics' errors; the interval is a "
+               "bootstrap over items.")
+    st.dataframe([{"critics": f"{link.a} · {link.b}",
+                   "error correlation": None if link.rho is None else round(link.rho, 2),
+                   "interval": "" if link.low is None else f"{link.low:.2f} to {link.high:.2f}",
+                   "agree": f"{link.agree:.0%}",
+                   "err together": "" if link.together is None else f"{link.together:.0%}"}
+                  for link in choice.links], hide_index=True)
+    for sentence in choice.redundant:
+        st.info(plain(f"{sentence}: one of them adds little beyond the other."),
+                icon=":material/content_copy:")
+    unit = "cost per item (USD)" if priced else "critics"
+    st.markdown("**Cost against accuracy** (the sub-panels no cheaper one matches)")
+    st.dataframe([{"panel": ", ".join(p.critics),
+                   unit: round(p.cost, 6) if priced else len(p.critics),
+                   "accuracy": f"{p.accuracy:.1%}",
+                   "95% interval": f"{p.low:.1%} to {p.high:.1%}"} for p in choice.front],
+                 hide_index=True)
+    held, low, high = choice.held_out
+    whole = max(choice.panels, key=lambda p: len(p.critics))
+    st.success(plain(
+        f"Recommended: {', '.join(choice.recommended.critics)} "
+        f"({choice.recommended.accuracy:.1%}; the whole panel {whole.accuracy:.1%}). Picking "
+        f"this way, scored on items it was not picked on: {held:.1%} [{low:.1%}, {high:.1%}]."
+        + ("" if priced else " No critic's cost is known here: the fewest critics count as "
+           "cheapest.")), icon=":material/savings:")

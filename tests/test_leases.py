@@ -15,7 +15,7 @@ from storage.leases import LEASE_SECONDS, held_by_others, release_lease, take_le
 from storage.overrides import add_override, override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
-from tests.test_app_smoke import APP, all_text, no_exception, open_page
+from tests.test_app_smoke import APP, all_text, no_exception, open_page, save_button
 
 T0 = "2026-11-26T10:00:00.000000+00:00"
 
@@ -74,7 +74,7 @@ def test_two_reviewers_on_one_list_are_never_handed_the_same_item(
     assert bob.query_params["item"] == order[1]
     # Ana saves: her next item is not Bob's open one.
     ana.radio(key=f"{k}label.{order[0]}").set_value("KEEP")
-    ana.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(ana).click().run()
     no_exception(ana)
     assert ana.query_params["item"] == order[2]
     # Bob walks back to Ana's first item (decided, hers no more: free) and then to her open one.
@@ -99,7 +99,7 @@ def test_an_item_someone_else_has_open_says_who_and_cannot_be_saved(
     no_exception(bob)
     assert bob.query_params["item"] == first  # a link opens its item, held or not
     assert any("ana has this item open" in w.value for w in bob.warning)
-    save = bob.button(key=f"FormSubmitter:{k}override-Save and go to the next item")
+    save = save_button(bob)
     assert save.disabled
     assert override_history(open_db(path), run_id, first) == []
 

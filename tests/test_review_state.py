@@ -9,13 +9,7 @@ from storage.db import open_db
 from storage.overrides import override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
-from tests.test_app_smoke import no_exception, open_page
-
-SAVE = "Save and go to the next item"
-
-
-def _save_button(k: str) -> str:
-    return f"FormSubmitter:{k}override-{SAVE}"
+from tests.test_app_smoke import no_exception, open_page, save_button
 
 
 def _consensus_of(path: pathlib.Path, run_id: int, item_id: str) -> str:
@@ -40,7 +34,7 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
         at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"note {n}")
         assert at.text_input(key=k + "reviewer").value == "carla"
-        at.button(key=_save_button(k)).click().run()
+        save_button(at).click().run()
         no_exception(at)
         assert not at.error, [e.value for e in at.error]
     # Saved, in the order of the filtered table, every one by carla with its own note.
@@ -69,7 +63,7 @@ def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) 
     at.text_input(key=k + "reviewer").set_value("dan").run()
     at.radio(key=f"{k}label.{item}").set_value("SPLIT")  # the demo curates: a split needs
     at.text_area(key=f"{k}note.{item}").set_value("a careful note")  # its new classes
-    at.button(key=_save_button(k)).click().run()
+    save_button(at).click().run()
     no_exception(at)
     assert any("needs the new child classes" in e.value for e in at.error)
     assert at.query_params["item"] == item
@@ -77,7 +71,7 @@ def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) 
     assert at.radio(key=f"{k}label.{item}").value == "SPLIT"
     assert override_history(open_db(path), run_id, item) == []
     at.text_area(key=f"{k}children.{item}").set_value("Trail shoes\nRoad shoes")
-    at.button(key=_save_button(k)).click().run()
+    save_button(at).click().run()
     (saved,) = override_history(open_db(path), run_id, item)
     assert (saved["label"], saved["note"], saved["reviewer"], saved["children"]) == \
         ("SPLIT", "a careful note", "dan", ["Trail shoes", "Road shoes"])
@@ -220,7 +214,7 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
         assert at.query_params["item"] == item
         at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"last page {n}")
-        at.button(key=_save_button(k)).click().run()
+        save_button(at).click().run()
         no_exception(at)
         assert not at.error, [e.value for e in at.error]
         left = total - n - 1

@@ -88,6 +88,18 @@ class ReviewRun:
     def decision_key(self) -> str:
         return self.k + "decision"
 
+    @property
+    def open_draft_key(self) -> str:
+        """The draft whose decision form is drawn, until a save of it is taken: a save made
+        for any other draft (or a second one for the same) is stale and refused."""
+        return self.k + "open_draft"
+
+    @property
+    def stale_key(self) -> str:
+        """Set by a stale save: the message that carried it also carried the widgets as the
+        browser had them then (the table ticked on the item just saved), not a choice."""
+        return self.k + "stale_submit"
+
 
 def open_review() -> ReviewRun:
     """The run picked (the page stops without one), and what to know before reviewing it: that

@@ -81,7 +81,9 @@ def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bo
     table_key = f"{k}table.{page}.{hash(signature)}"
     state = st.session_state.get(table_key)
     picked = list(state["selection"]["rows"]) if state else None
-    if picked and st.session_state.get(k + "tick") != (table_key, picked) \
+    # A stale save's message ticks the item it was made for: the browser's old tick, not a pick.
+    stale = st.session_state.pop(review.stale_key, False)
+    if picked and not stale and st.session_state.get(k + "tick") != (table_key, picked) \
             and picked[0] < len(page_ids):
         current = st.session_state[item_key] = page_ids[picked[0]]
     wanted = [page_ids.index(current)] if current in page_ids else []

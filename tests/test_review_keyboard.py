@@ -271,3 +271,44 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
                     (walk[1], "SPLIT", "", "dana", '["lamps", "shades"]'),
                     (walk[2], "KEEP", "note 2", "dana", None),
                     (walk[3], "KEEP", "", "dana", None)]
+
+
+def test_a_label_key_pressed_before_the_decision_is_drawn_picks_on_the_item_drawn(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    """A number pressed at once after the name is given, or after Ctrl+Enter, waits for the
+    decision it is meant for: it is neither typed into the name nor clicked on the item being
+    left, nor lost while the next item is drawn."""
+    expect = _expect()
+    path, run_id = demo_db
+    db = open_db(path)
+    walk = [str(i) for i in review_table(db, run_id, ReviewFilter(disagreements_only=True),
+                                         limit=2)[0]["item_id"]]
+    # On each item, the label that is not preselected (KEEP or REJECT: saved without more).
+    wanted = [next(label for label in ("KEEP", "REJECT")
+                   if label != item_detail(db, run_id, item)["final_label"]) for item in walk]
+    with running_app(path) as app:
+        page = app_page
+        page.goto(f"{app['url']}/review?run={run_id}")
+        main = page.get_by_test_id("stMain")
+        decision = main.locator('[class*="st-key-rv"][class*="-decision"]')
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+        settled(page)
+        name = main.get_by_role("textbox", name="Reviewer")
+        name.fill("dana")
+        name.press("Enter")
+        page.keyboard.press(str(LABELS.index(wanted[0]) + 1))  # before the decision is drawn
+        expect(decision.get_by_role("radio", name=wanted[0], exact=True)).to_be_checked()
+        expect(name).to_have_value("dana")
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+
+        page.keyboard.press("Control+Enter")
+        page.keyboard.press(str(LABELS.index(wanted[1]) + 1))  # before the next item is drawn
+        expect(main.get_by_text(f"Saved {wanted[0]} for {walk[0]}.")).to_be_visible()
+        expect(main.get_by_role("heading", name=f"Item {walk[1]}", exact=True)).to_be_visible()
+        expect(decision.get_by_role("radio", name=wanted[1], exact=True)).to_be_checked()
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved {wanted[1]} for {walk[1]}.")).to_be_visible()
+    for item, label in zip(walk, wanted, strict=True):
+        (saved,) = override_history(open_db(path), run_id, item)
+        assert (saved["label"], saved["reviewer"]) == (label, "dana")

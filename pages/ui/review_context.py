@@ -59,6 +59,11 @@ class ReviewRun:
         return "rv.url_item"
 
     @property
+    def reviewer_key(self) -> str:
+        """The Reviewer field's key."""
+        return self.k + "reviewer"
+
+    @property
     def page_key(self) -> str:
         return self.k + "page"
 
@@ -133,7 +138,7 @@ def reviewer_row(review: ReviewRun) -> tuple[str, bool, bool]:
     keys.recall_reviewer()
     who_col, blind_col, mine_col = st.columns([2, 1, 2], vertical_alignment="bottom")
     with who_col:
-        reviewer = reviewer_field(review.k + "reviewer", review.person).strip()
+        reviewer = reviewer_field(review.reviewer_key, review.person).strip()
     with blind_col:
         blind = fb.blind_toggle(review.run_id)
     with mine_col:

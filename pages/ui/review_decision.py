@@ -143,7 +143,7 @@ def decision_form(review: ReviewRun, detail: dict[str, Any], item_id: str, filte
     decision.caption(keys.shortcuts_caption(options))
     # Signed in: the name comes from the sign-in, nothing to remember in the browser.
     keys.keyboard(review.decision_key, int(st.session_state.get(review.move_key) or 0),
-                  "" if review.person.signed_in else reviewer)
+                  "" if review.person.signed_in else reviewer, review.reviewer_key)
     if mine is not None:
         st.button("Keep my blind label and go to the next item", icon=":material/skip_next:",
                   key=f"{k}keep.{item_id}", on_click=keep_blind_label,

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
+from storage.leases import take_lease
 from storage.overrides import override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
+from tests.fixtures_app import shown
 from tests.test_app_smoke import no_exception, open_page, save_button
 
 
@@ -223,3 +225,30 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
     for item in last_page:
         assert [o["reviewer"] for o in override_history(open_db(path), run_id, item)] == ["erin"]
     assert review_table(open_db(path), run_id, ReviewFilter(**filters), limit=0)[1] == total - len(last_page)
+
+
+def test_a_name_typed_on_arrival_moves_off_an_item_someone_else_has_open(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    """Before the name, the page opens the list's first item, held or not (it cannot tell);
+    once the name is typed, an item another reviewer holds gives way to the next free one,
+    and the page says who has it. No reload."""
+    path, run_id = demo_db
+    k = f"rv{run_id}."
+    order = [str(i) for i in review_table(open_db(path), run_id,
+                                          ReviewFilter(disagreements_only=True), limit=2)[0]["item_id"]]
+    take_lease(open_db(path), run_id, order[0], "ana")
+    at = open_page("review", query={"run": str(run_id)})
+    assert at.query_params["item"] == order[0]  # nobody named: every item is the first one
+    at.text_input(key=k + "reviewer").set_value("bob").run()
+    no_exception(at)
+    assert at.query_params["item"] == order[1]
+    assert any(f"ana has {order[0]} open" in shown(s.value) for s in at.success), \
+        [s.value for s in at.success]
+    assert not any("has this item open" in w.value for w in at.warning)
+    assert not save_button(at).disabled
+    # The item a reviewer picks stays, held or not: Previous goes back to ana's, Save off.
+    at.button(key=k + "previous").click().run()
+    assert at.query_params["item"] == order[0]
+    assert any("ana has this item open" in w.value for w in at.warning)
+    assert save_button(at).disabled

@@ -77,6 +77,11 @@ class ReviewRun:
         return self.k + "goto_page"
 
     @property
+    def chosen_key(self) -> str:
+        """(item, reviewer) when the page itself chose the open item, for that reviewer."""
+        return self.k + "chosen_for"
+
+    @property
     def flash_key(self) -> str:
         return self.k + "flash"
 

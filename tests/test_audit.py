@@ -23,7 +23,7 @@ from storage.overrides import add_override
 from storage.review_queue import gold_labels, item_position, review_table
 from storage.runs import set_run_status
 from tests.fixtures_app import shown
-from tests.test_app_smoke import all_text, no_exception, open_page
+from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 
 CUTS = {"unanimous": 1.0 - 1e-9, "majority": 0.5 + 1e-9}
 
@@ -320,12 +320,12 @@ def test_on_review_a_blind_label_then_next_opens_the_queues_new_head(
         # KEEP or REJECT: on this curation panel a split or a merge also needs its classes.
         mine = gold[item] if gold[item] in ("KEEP", "REJECT") else "REJECT"
         at.radio(key=f"{k}label.{item}.blind").set_value(mine)
-        at.button(key=f"FormSubmitter:{k}override-Save and show the critics").click().run()
+        save_button(at, "Save and show the critics").click().run()
         no_exception(at)
         assert at.query_params["item"] == item  # revealed on the same item
         if step == 1:  # a revision after the reveal: not an audit label, same walk
             at.radio(key=f"{k}label.{item}").set_value("KEEP" if mine != "KEEP" else "REJECT")
-            at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+            save_button(at).click().run()
         else:
             at.button(key=f"{k}keep.{item}").click().run()
         no_exception(at)

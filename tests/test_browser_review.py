@@ -9,6 +9,7 @@ geometry), and absences are checked once Streamlit's script run is over.
 
 from __future__ import annotations
 
+import csv
 import pathlib
 import re
 from typing import Any
@@ -248,3 +249,69 @@ def test_a_loaded_hostile_panel_stays_text_on_the_panel_page(
     expect(main.get_by_label("Panel name", exact=True).first).to_have_value(f"{IMAGE} panel")
     no_links_from_data(app_page, url, timeout_ms=2_000)  # expected to fail: fail fast
     assert (watch.dialogs, watch.elsewhere) == ([], [])
+
+
+@pytest.fixture
+def long_pair_db(app_db: pathlib.Path) -> tuple[pathlib.Path, int, str]:
+    """A finished run of the pairwise demo panel over four of its comparisons, the first
+    with an answer A of about 27,000 characters. Returns (path, run id, that item's id)."""
+    from judging.demo import pairwise_dataset_path, pairwise_panel_path
+    from judging.panel.panel_files import load_panel
+    from judging.runs.jobs import JobRegistry, prepare_run
+    from storage.dataset_store import save_dataset
+    from storage.importing import read_dataset
+
+    with pairwise_dataset_path().open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))[:4]
+    rows[0]["answer_a"] = "\n\n".join(
+        f"Step {n}: hold the reset button on the back for ten seconds, then wait. " * 6
+        for n in range(60))
+    source = app_db.with_suffix(".csv")
+    with source.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    db = open_db(app_db)
+    parsed = read_dataset(source, id_column="id", gold_column="gold",
+                          fields=["question", "system_a", "answer_a", "system_b", "answer_b"])
+    dataset = save_dataset(db, parsed, name="long pairs")
+    run_id = prepare_run(db, dataset_id=dataset.id, panel=load_panel(pairwise_panel_path()))
+    assert JobRegistry().start_run(str(app_db), run_id).wait(120)
+    db.close()
+    return app_db, run_id, rows[0]["id"]
+
+
+def test_a_long_pairwise_answer_scrolls_in_its_box_beside_the_decision(
+    page_1400: Any, long_pair_db: tuple[pathlib.Path, int, str],
+) -> None:
+    """At 1,400 x 1,000 px the two answers of a long pair scroll in boxes of one bounded
+    height: the decision beside them is in the window with the top of both answers (a long
+    answer ran to 3,700 px in a 254 px column, and the decision scrolled out of view)."""
+    expect = _expect()
+    path, run_id, item = long_pair_db
+    with running_app(path) as app:
+        page = page_1400
+        page.goto(f"{app['url']}/review?run={run_id}&item={item}")
+        main = page.get_by_test_id("stMain")
+        expect(main.get_by_role("heading", name=f"Item {item}", exact=True)).to_be_visible()
+        name_the_reviewer(page, "dana")
+        # Each answer's bordered box: the innermost block holding its title.
+        boxes = [main.get_by_test_id("stVerticalBlock").filter(
+            has=page.get_by_text(re.compile(f"^Response {side} · "))).last for side in "AB"]
+        expect(boxes[0]).to_contain_text("Step 59:")
+        save = main.get_by_role("button", name=re.compile("^Save and go to the next item"))
+        save.scroll_into_view_if_needed()
+        # The long answer scrolls inside its box; both boxes are one height, under 520 px.
+        page.wait_for_function(
+            "([a, b]) => [...a.querySelectorAll('*')].some(e => e.clientHeight > 100"
+            " && e.scrollHeight > 3 * e.clientHeight)"
+            " && a.getBoundingClientRect().height < 520"
+            " && Math.abs(a.getBoundingClientRect().height"
+            " - b.getBoundingClientRect().height) < 1",
+            arg=[boxes[0].element_handle(), boxes[1].element_handle()])
+        # With Save in the window, so are the tops of both answers: read, then decide.
+        page.wait_for_function(
+            "([save, a, b]) => [save, a, b].every(e => { const r = e.getBoundingClientRect();"
+            " return r.top >= 0 && r.top < window.innerHeight; })"
+            " && save.getBoundingClientRect().bottom <= window.innerHeight",
+            arg=[save.element_handle(), boxes[0].element_handle(), boxes[1].element_handle()])

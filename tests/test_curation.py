@@ -20,7 +20,7 @@ from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
 from storage.db import open_db
 from storage.overrides import add_override, final_labels
 from storage.review_queue import item_detail
-from tests.test_app_smoke import no_exception, open_page
+from tests.test_app_smoke import no_exception, open_page, save_button
 
 DEMO = CurationConfig(class_field="candidate_class", parent_field="parent", keep_label="KEEP",
                       reject_label="REJECT", split_label="SPLIT", merge_label="MERGE")
@@ -159,7 +159,7 @@ def test_review_records_a_merge_target_and_refuses_a_merge_without_one(demo_db):
     at.text_input(key=k + "reviewer").set_value("ana").run()
     at.radio(key=f"{k}label.{item}").set_value("MERGE")
     at.text_area(key=f"{k}note.{item}").set_value("duplicates a sibling")
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(at).click().run()
     no_exception(at)
     assert any("needs the class to merge into" in e.value for e in at.error)
     assert at.query_params["item"] == item  # refused: still here, the draft kept
@@ -168,7 +168,7 @@ def test_review_records_a_merge_target_and_refuses_a_merge_without_one(demo_db):
     target = next(o for o in picker.options
                   if o != item_detail(open_db(path), run_id, item)["fields"]["candidate_class"])
     picker.set_value(target)
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(at).click().run()
     no_exception(at)
     (saved,) = [h for h in item_detail(open_db(path), run_id, item)["overrides"]]
     assert (saved["label"], saved["merge_into"], saved["children"]) == ("MERGE", target, [])

@@ -15,7 +15,7 @@ from storage.leases import LEASE_SECONDS, held_by_others, release_lease, take_le
 from storage.overrides import add_override, override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
-from tests.test_app_smoke import APP, all_text, no_exception, open_page
+from tests.test_app_smoke import APP, all_text, no_exception, open_page, save_button
 
 T0 = "2026-11-26T10:00:00.000000+00:00"
 
@@ -74,7 +74,7 @@ def test_two_reviewers_on_one_list_are_never_handed_the_same_item(
     assert bob.query_params["item"] == order[1]
     # Ana saves: her next item is not Bob's open one.
     ana.radio(key=f"{k}label.{order[0]}").set_value("KEEP")
-    ana.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(ana).click().run()
     no_exception(ana)
     assert ana.query_params["item"] == order[2]
     # Bob walks back to Ana's first item (decided, hers no more: free) and then to her open one.
@@ -94,17 +94,16 @@ def test_a_reviewer_trailing_a_teammate_is_never_handed_what_the_teammate_decide
     k = f"rv{run_id}."
     order = [str(i) for i in review_table(open_db(path), run_id, ReviewFilter(
         disagreements_only=True), limit=6)[0]["item_id"]]
-    save = f"FormSubmitter:{k}override-Save and go to the next item"
     ana, bob = _open_as("ana", run_id), _open_as("bob", run_id)
     assert (ana.query_params["item"], bob.query_params["item"]) == (order[0], order[1])
     # Ana runs ahead while Bob reads his item: she decides 0, 2 and 3.
     for here, following in ((order[0], order[2]), (order[2], order[3]), (order[3], order[4])):
         ana.radio(key=f"{k}label.{here}").set_value("KEEP")
-        ana.button(key=save).click().run()
+        save_button(ana).click().run()
         assert ana.query_params["item"] == following
     # Bob saves: his next item is neither one Ana decided nor the one she has open.
     bob.radio(key=f"{k}label.{order[1]}").set_value("REJECT")
-    bob.button(key=save).click().run()
+    save_button(bob).click().run()
     no_exception(bob)
     assert bob.query_params["item"] == order[5]
     decided = [o["item_id"] for o in open_db(path).query(
@@ -124,7 +123,7 @@ def test_an_item_someone_else_has_open_says_who_and_cannot_be_saved(
     no_exception(bob)
     assert bob.query_params["item"] == first  # a link opens its item, held or not
     assert any("ana has this item open" in w.value for w in bob.warning)
-    save = bob.button(key=f"FormSubmitter:{k}override-Save and go to the next item")
+    save = save_button(bob)
     assert save.disabled
     assert override_history(open_db(path), run_id, first) == []
 

@@ -10,14 +10,10 @@ import pathlib
 from storage.db import open_db
 from storage.overrides import human_labels, override_history
 from storage.review_queue import item_detail
-from tests.test_app_smoke import no_exception, open_page
+from tests.test_app_smoke import no_exception, open_page, save_button
 
 REVEAL = "Save and show the critics"
 REVISE = "Save and go to the next item"
-
-
-def _submit(k: str, label: str) -> str:
-    return f"FormSubmitter:{k}override-{label}"
 
 
 def _page_text(at) -> str:
@@ -48,7 +44,7 @@ def test_the_critics_stay_hidden_until_the_blind_label_is_saved(
     assert blind_radio.value is None  # no label preselected: the consensus would be a hint
 
     # No label picked: refused with a sentence, nothing stored.
-    at.button(key=_submit(k, REVEAL)).click().run()
+    save_button(at, REVEAL).click().run()
     assert any("Pick a label" in e.value for e in at.error)
     assert override_history(open_db(path), run_id, item) == []
 
@@ -56,7 +52,7 @@ def test_the_critics_stay_hidden_until_the_blind_label_is_saved(
     mine, revised = "KEEP", "REJECT"
     at.radio(key=f"{k}label.{item}.blind").set_value(mine)
     at.text_area(key=f"{k}note.{item}.blind").set_value("my own reading")
-    at.button(key=_submit(k, REVEAL)).click().run()
+    save_button(at, REVEAL).click().run()
     no_exception(at)
     (stored,) = override_history(open_db(path), run_id, item)
     assert (stored["label"], stored["reviewer"], stored["blind"]) == (mine, "carla", True)
@@ -68,7 +64,7 @@ def test_the_critics_stay_hidden_until_the_blind_label_is_saved(
 
     # Convinced by the critics: the revision is the final label, the blind one still counts.
     at.radio(key=f"{k}label.{item}").set_value(revised)
-    at.button(key=_submit(k, REVISE)).click().run()
+    save_button(at, REVISE).click().run()
     no_exception(at)
     history = override_history(open_db(path), run_id, item)
     assert [(h["label"], h["blind"]) for h in history] == [(mine, True), (revised, False)]
@@ -87,7 +83,7 @@ def test_keep_my_blind_label_moves_on_without_a_second_override(
     item = at.query_params["item"]
     at.text_input(key=k + "reviewer").set_value("dan").run()
     at.radio(key=f"{k}label.{item}.blind").set_value("KEEP")
-    at.button(key=_submit(k, REVEAL)).click().run()
+    save_button(at, REVEAL).click().run()
     at.button(key=f"{k}keep.{item}").click().run()
     no_exception(at)
     assert at.query_params["item"] != item

@@ -16,7 +16,7 @@ from judging.runs.run_report import run_stability
 from storage.db import open_db
 from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
-from tests.test_app_smoke import all_text, no_exception, open_page
+from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 from tests.test_chains_pages import chains_db, chains_template  # noqa: F401 (fixtures)
 
 # Every filter widget that follows from the critics (key suffix on the Review page).
@@ -102,7 +102,7 @@ def test_blind_mode_hides_the_gold_label_until_the_reviewer_has_labelled_the_ite
     assert "gold label" not in captions
     assert detail["gold"] not in [t.value for t in at.text]
     at.radio(key=f"{k}label.{item}.blind").set_value("KEEP")
-    at.button(key=f"FormSubmitter:{k}override-Save and show the critics").click().run()
+    save_button(at, "Save and show the critics").click().run()
     no_exception(at)
     assert "gold label" in [c.value for c in at.caption]  # revealed with the critics
 

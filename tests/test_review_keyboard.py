@@ -180,3 +180,140 @@ def test_in_blind_mode_no_text_reveals_the_gold_or_the_consensus_of_an_unreviewe
         expect(main.get_by_text("consensus ", exact=False).first).to_be_visible()
     (saved,) = override_history(open_db(path), run_id, item)
     assert (saved["label"], saved["blind"], saved["reviewer"]) == ("KEEP", True, "carla")
+
+
+_NOTE = 'textarea[aria-label="Note (why)"]'
+# Two Ctrl+Enter key presses in one task of the page: both reach the server before the first
+# save is drawn (pressed one after the other through Playwright, they were not).
+_TWO_CTRL_ENTERS = """() => {
+  for (const _ of [0, 1]) {
+    document.activeElement.dispatchEvent(new KeyboardEvent("keydown", {
+      key: "Enter", code: "Enter", ctrlKey: true, bubbles: true, cancelable: true}));
+  }
+}"""
+_CHILDREN = 'textarea[aria-label^="If SPLIT"]'
+
+
+def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    """Ctrl+Enter from the note, from a SPLIT's children and from the radio (once, and twice at
+    once): each saves once, on the item open, and the next item opens with empty boxes (a text area in a form submits
+    the form on Ctrl+Enter by itself: with Save's own shortcut, two saves were sent, the
+    second onto the next item under its preselected label)."""
+    expect = _expect()
+    path, run_id = demo_db
+    walk = [str(i) for i in review_table(open_db(path), run_id,
+                                         ReviewFilter(disagreements_only=True), limit=6)[0]["item_id"]]
+    with running_app(path) as app:
+        page = app_page
+        page.goto(f"{app['url']}/review?run={run_id}")
+        main = page.get_by_test_id("stMain")
+        decision = main.locator('[class*="st-key-rv"][class*="-decision"]')
+
+        def open_item_is(item: str) -> None:
+            heading = main.get_by_role("heading", name=f"Item {item}", exact=True)
+            # Counted, not "visible": while a run that replaced an interrupted one is under
+            # way, the interrupted run's heading can stand beside the new one until it ends.
+            expect(heading).to_have_count(1)
+            settled(page)
+            expect(heading).to_have_count(1)
+            expect(heading.first).to_be_visible()
+            page.wait_for_function(_DECISION_FOCUSED)
+            # The boxes of the item now open are empty: nothing typed for the last one.
+            expect(decision.locator(_NOTE)).to_have_value("")
+            expect(decision.locator(_CHILDREN)).to_have_value("")
+
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+        name_the_reviewer(page, "dana")
+        open_item_is(walk[0])
+
+        # From the note: 2 (REJECT), N, the note, Ctrl+Enter.
+        page.keyboard.press("2")
+        page.keyboard.press("n")
+        page.wait_for_function(_NOTE_FOCUSED)
+        page.keyboard.type("note 0")
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved REJECT for {walk[0]}.")).to_be_visible()
+        open_item_is(walk[1])
+
+        # From a SPLIT's new child classes.
+        page.keyboard.press("3")
+        decision.locator(_CHILDREN).click()
+        page.keyboard.type("lamps")
+        page.keyboard.press("Enter")
+        page.keyboard.type("shades")
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved SPLIT for {walk[1]}.")).to_be_visible()
+        open_item_is(walk[2])
+
+        # From the radio, after a note typed and left with Esc.
+        page.keyboard.press("n")
+        page.wait_for_function(_NOTE_FOCUSED)
+        page.keyboard.type("note 2")
+        page.keyboard.press("Escape")
+        page.wait_for_function(_DECISION_FOCUSED)
+        page.keyboard.press("1")
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved KEEP for {walk[2]}.")).to_be_visible()
+        open_item_is(walk[3])
+
+        # Two saves sent at once (as a text area and Save's shortcut both sent them): the
+        # second, made for the item just saved, is dropped (never recorded on the item opened
+        # after it), and the list stays on that next item.
+        page.keyboard.press("1")
+        page.evaluate(_TWO_CTRL_ENTERS)
+        open_item_is(walk[4])
+
+        # One more round trip: every message the saves sent has been handled once it is drawn.
+        page.keyboard.press("j")
+        open_item_is(walk[5])
+
+    rows = [(r["item_id"], r["label"], r["note"], r["reviewer"], r["children"])
+            for r in open_db(path)["overrides"].rows_where("run_id = ?", [run_id],
+                                                            order_by="id")]
+    assert rows == [(walk[0], "REJECT", "note 0", "dana", None),
+                    (walk[1], "SPLIT", "", "dana", '["lamps", "shades"]'),
+                    (walk[2], "KEEP", "note 2", "dana", None),
+                    (walk[3], "KEEP", "", "dana", None)]
+
+
+def test_a_label_key_pressed_before_the_decision_is_drawn_picks_on_the_item_drawn(
+    app_page: Any, demo_db: tuple[pathlib.Path, int],
+) -> None:
+    """A number pressed at once after the name is given, or after Ctrl+Enter, waits for the
+    decision it is meant for: it is neither typed into the name nor clicked on the item being
+    left, nor lost while the next item is drawn."""
+    expect = _expect()
+    path, run_id = demo_db
+    db = open_db(path)
+    walk = [str(i) for i in review_table(db, run_id, ReviewFilter(disagreements_only=True),
+                                         limit=2)[0]["item_id"]]
+    # On each item, the label that is not preselected (KEEP or REJECT: saved without more).
+    wanted = [next(label for label in ("KEEP", "REJECT")
+                   if label != item_detail(db, run_id, item)["final_label"]) for item in walk]
+    with running_app(path) as app:
+        page = app_page
+        page.goto(f"{app['url']}/review?run={run_id}")
+        main = page.get_by_test_id("stMain")
+        decision = main.locator('[class*="st-key-rv"][class*="-decision"]')
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+        settled(page)
+        name = main.get_by_role("textbox", name="Reviewer")
+        name.fill("dana")
+        name.press("Enter")
+        page.keyboard.press(str(LABELS.index(wanted[0]) + 1))  # before the decision is drawn
+        expect(decision.get_by_role("radio", name=wanted[0], exact=True)).to_be_checked()
+        expect(name).to_have_value("dana")
+        expect(main.get_by_role("heading", name=f"Item {walk[0]}", exact=True)).to_be_visible()
+
+        page.keyboard.press("Control+Enter")
+        page.keyboard.press(str(LABELS.index(wanted[1]) + 1))  # before the next item is drawn
+        expect(main.get_by_text(f"Saved {wanted[0]} for {walk[0]}.")).to_be_visible()
+        expect(main.get_by_role("heading", name=f"Item {walk[1]}", exact=True)).to_be_visible()
+        expect(decision.get_by_role("radio", name=wanted[1], exact=True)).to_be_checked()
+        page.keyboard.press("Control+Enter")
+        expect(main.get_by_text(f"Saved {wanted[1]} for {walk[1]}.")).to_be_visible()
+    for item, label in zip(walk, wanted, strict=True):
+        (saved,) = override_history(open_db(path), run_id, item)
+        assert (saved["label"], saved["reviewer"]) == (label, "dana")

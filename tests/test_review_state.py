@@ -6,16 +6,12 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
+from storage.leases import take_lease
 from storage.overrides import override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
-from tests.test_app_smoke import no_exception, open_page
-
-SAVE = "Save and go to the next item"
-
-
-def _save_button(k: str) -> str:
-    return f"FormSubmitter:{k}override-{SAVE}"
+from tests.fixtures_app import shown
+from tests.test_app_smoke import no_exception, open_page, save_button
 
 
 def _consensus_of(path: pathlib.Path, run_id: int, item_id: str) -> str:
@@ -40,7 +36,7 @@ def test_three_overrides_in_a_row_with_a_filter_on(demo_db: tuple[pathlib.Path, 
         at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"note {n}")
         assert at.text_input(key=k + "reviewer").value == "carla"
-        at.button(key=_save_button(k)).click().run()
+        save_button(at).click().run()
         no_exception(at)
         assert not at.error, [e.value for e in at.error]
     # Saved, in the order of the filtered table, every one by carla with its own note.
@@ -69,7 +65,7 @@ def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) 
     at.text_input(key=k + "reviewer").set_value("dan").run()
     at.radio(key=f"{k}label.{item}").set_value("SPLIT")  # the demo curates: a split needs
     at.text_area(key=f"{k}note.{item}").set_value("a careful note")  # its new classes
-    at.button(key=_save_button(k)).click().run()
+    save_button(at).click().run()
     no_exception(at)
     assert any("needs the new child classes" in e.value for e in at.error)
     assert at.query_params["item"] == item
@@ -77,7 +73,7 @@ def test_a_refused_save_keeps_what_was_typed(demo_db: tuple[pathlib.Path, int]) 
     assert at.radio(key=f"{k}label.{item}").value == "SPLIT"
     assert override_history(open_db(path), run_id, item) == []
     at.text_area(key=f"{k}children.{item}").set_value("Trail shoes\nRoad shoes")
-    at.button(key=_save_button(k)).click().run()
+    save_button(at).click().run()
     (saved,) = override_history(open_db(path), run_id, item)
     assert (saved["label"], saved["note"], saved["reviewer"], saved["children"]) == \
         ("SPLIT", "a careful note", "dan", ["Trail shoes", "Road shoes"])
@@ -220,7 +216,7 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
         assert at.query_params["item"] == item
         at.radio(key=f"{k}label.{item}").set_value("REJECT")
         at.text_area(key=f"{k}note.{item}").set_value(f"last page {n}")
-        at.button(key=_save_button(k)).click().run()
+        save_button(at).click().run()
         no_exception(at)
         assert not at.error, [e.value for e in at.error]
         left = total - n - 1
@@ -229,3 +225,30 @@ def test_saves_on_the_last_page_of_a_filtered_list_walk_it_to_its_end(
     for item in last_page:
         assert [o["reviewer"] for o in override_history(open_db(path), run_id, item)] == ["erin"]
     assert review_table(open_db(path), run_id, ReviewFilter(**filters), limit=0)[1] == total - len(last_page)
+
+
+def test_a_name_typed_on_arrival_moves_off_an_item_someone_else_has_open(
+    demo_db: tuple[pathlib.Path, int],
+) -> None:
+    """Before the name, the page opens the list's first item, held or not (it cannot tell);
+    once the name is typed, an item another reviewer holds gives way to the next free one,
+    and the page says who has it. No reload."""
+    path, run_id = demo_db
+    k = f"rv{run_id}."
+    order = [str(i) for i in review_table(open_db(path), run_id,
+                                          ReviewFilter(disagreements_only=True), limit=2)[0]["item_id"]]
+    take_lease(open_db(path), run_id, order[0], "ana")
+    at = open_page("review", query={"run": str(run_id)})
+    assert at.query_params["item"] == order[0]  # nobody named: every item is the first one
+    at.text_input(key=k + "reviewer").set_value("bob").run()
+    no_exception(at)
+    assert at.query_params["item"] == order[1]
+    assert any(f"ana has {order[0]} open" in shown(s.value) for s in at.success), \
+        [s.value for s in at.success]
+    assert not any("has this item open" in w.value for w in at.warning)
+    assert not save_button(at).disabled
+    # The item a reviewer picks stays, held or not: Previous goes back to ana's, Save off.
+    at.button(key=k + "previous").click().run()
+    assert at.query_params["item"] == order[0]
+    assert any("ana has this item open" in w.value for w in at.warning)
+    assert save_button(at).disabled

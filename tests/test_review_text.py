@@ -18,7 +18,7 @@ from storage.overrides import override_history
 from storage.review_filter import ReviewFilter
 from storage.review_queue import review_table
 from tests.fixtures_hostile import LABELS, REVIEWER, URL_ITEM
-from tests.test_app_smoke import no_exception, open_page
+from tests.test_app_smoke import no_exception, open_page, save_button
 
 _LIVE = {
     "link or image": re.compile(r"(?<!\\)\[[^\]]*(?<!\\)\]\("),
@@ -85,7 +85,7 @@ def test_review_shows_every_hostile_string_as_text(hostile_db: tuple[pathlib.Pat
     assert_all_text(at)
     at.radio(key=f"{k}label.{at.query_params['item']}").set_value(LABELS[2])
     saved_item = at.query_params["item"]
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(at).click().run()
     no_exception(at)
     assert override_history(open_db(path), run_id, saved_item)[-1]["label"] == LABELS[2]
     assert at.success, "the save is confirmed"

@@ -14,7 +14,7 @@ from storage.decisions import NEEDS_DECISION
 from storage.overrides import add_override
 from storage.review_filter import ReviewFilter
 from storage.review_queue import item_detail, review_table
-from tests.test_app_smoke import all_text, no_exception, open_page
+from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 
 
 def _conflict(path: pathlib.Path, run_id: int, *, split_last: bool = False) -> str:
@@ -140,7 +140,7 @@ def test_reopening_a_split_shows_its_children_and_a_merge_its_target(demo_db):
     assert at.query_params["item"] == first
     assert at.radio(key=f"{k}label.{first}").value == "SPLIT"
     assert at.text_area(key=f"{k}children.{first}").value == "Trail\nRoad"
-    at.button(key=f"FormSubmitter:{k}override-Save and go to the next item").click().run()
+    save_button(at).click().run()
     no_exception(at)  # saved again as it stands: nothing refused
     assert item_detail(open_db(path), run_id, first)["overrides"][-1]["children"] == \
         ["Trail", "Road"]

@@ -59,6 +59,11 @@ class ReviewRun:
         return "rv.url_item"
 
     @property
+    def reviewer_key(self) -> str:
+        """The Reviewer field's key."""
+        return self.k + "reviewer"
+
+    @property
     def page_key(self) -> str:
         return self.k + "page"
 
@@ -70,6 +75,11 @@ class ReviewRun:
     def goto_key(self) -> str:
         """The page to turn to: the page widget can only be set before it is drawn."""
         return self.k + "goto_page"
+
+    @property
+    def chosen_key(self) -> str:
+        """(item, reviewer) when the page itself chose the open item, for that reviewer."""
+        return self.k + "chosen_for"
 
     @property
     def flash_key(self) -> str:
@@ -87,6 +97,18 @@ class ReviewRun:
     @property
     def decision_key(self) -> str:
         return self.k + "decision"
+
+    @property
+    def open_draft_key(self) -> str:
+        """The draft whose decision form is drawn, until a save of it is taken: a save made
+        for any other draft (or a second one for the same) is stale and refused."""
+        return self.k + "open_draft"
+
+    @property
+    def stale_key(self) -> str:
+        """Set by a stale save: the message that carried it also carried the widgets as the
+        browser had them then (the table ticked on the item just saved), not a choice."""
+        return self.k + "stale_submit"
 
 
 def open_review() -> ReviewRun:
@@ -122,7 +144,7 @@ def reviewer_row(review: ReviewRun) -> tuple[str, bool, bool]:
     keys.recall_reviewer()
     who_col, blind_col, mine_col = st.columns([2, 1, 2], vertical_alignment="bottom")
     with who_col:
-        reviewer = reviewer_field(review.k + "reviewer", review.person).strip()
+        reviewer = reviewer_field(review.reviewer_key, review.person).strip()
     with blind_col:
         blind = fb.blind_toggle(review.run_id)
     with mine_col:

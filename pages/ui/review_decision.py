@@ -3,6 +3,11 @@ and a MERGE's target, a note), its keys, Keep my blind label, and Save.
 
 Save is a callback: it runs before the list's fragment reruns, so the rerun draws the next item
 at once, in one run. A refused save keeps its sentence for the rerun to show, and the draft.
+
+One save per form drawn: the form records its draft (the item, and the pass) as the one open,
+Save is keyed by that draft and takes it. A submit that arrives late, after its item was saved
+and the next one opened (a second Ctrl+Enter, a double click), finds its draft no longer open
+and is dropped: it can never be recorded on an item the reviewer was not looking at.
 """
 
 from __future__ import annotations
@@ -57,6 +62,13 @@ def save_decision(review: ReviewRun, item_id: str, hidden: bool, filters: fb.Fil
     draws the next item at once, in one run). A refusal is kept for the rerun to show."""
     run_id = review.run_id
     draft = f"{item_id}.blind" if hidden else item_id
+    if st.session_state.get(review.open_draft_key) != draft:
+        # A stale submit: its form was saved already, another item is open now.
+        st.session_state[review.stale_key] = True
+        return
+    # Taken before the save: a second submit of this form, handled before the next form is
+    # drawn, is stale too. A refused save draws the form again, which opens the draft again.
+    del st.session_state[review.open_draft_key]
     label, note, children_text, merge_into = _decision_values(review, draft, detail)
     try:
         if label is None:
@@ -89,9 +101,13 @@ def decision_form(review: ReviewRun, detail: dict[str, Any], item_id: str, filte
     # keyed by item (and by blind pass or revision), so moving on opens a blank draft.
     draft = f"{item_id}.blind" if hidden else item_id
     options: list[str] = []
+    st.session_state[review.open_draft_key] = draft  # the one draft Save may record
     # The decision and its keys in one container: the keyboard script finds it by its key.
     decision = st.container(key=review.decision_key)
-    with decision, st.form(k + "override", border=True):
+    # No Enter-to-submit: a text area in a form submits it on Ctrl+Enter by itself, and Save's
+    # own shortcut is Ctrl+Enter too; with both, one key press sent two saves. The text area
+    # still commits what was typed before Save's shortcut submits it (seen in Chromium).
+    with decision, st.form(k + "override", border=True, enter_to_submit=False):
         st.markdown("**Your label** (the critics are hidden)" if hidden else "**Your decision**")
         hint = None if hidden else unactionable_hint(panel, detail)
         if hint:
@@ -122,12 +138,12 @@ def decision_form(review: ReviewRun, detail: dict[str, Any], item_id: str, filte
         st.text_area("Note (why)", key=f"{k}note.{draft}", height=80)
         st.form_submit_button(
             "Save and show the critics" if hidden else "Save and go to the next item",
-            type="primary", shortcut=keys.SAVE_KEY, disabled=held,
+            type="primary", shortcut=keys.SAVE_KEY, disabled=held, key=f"{k}save.{draft}",
             on_click=save_decision, args=(review, item_id, hidden, filters, reviewer, detail))
     decision.caption(keys.shortcuts_caption(options))
     # Signed in: the name comes from the sign-in, nothing to remember in the browser.
     keys.keyboard(review.decision_key, int(st.session_state.get(review.move_key) or 0),
-                  "" if review.person.signed_in else reviewer)
+                  "" if review.person.signed_in else reviewer, review.reviewer_key)
     if mine is not None:
         st.button("Keep my blind label and go to the next item", icon=":material/skip_next:",
                   key=f"{k}keep.{item_id}", on_click=keep_blind_label,

@@ -4,7 +4,7 @@ made of it, and each critic's card (with its chain of calls for a compound criti
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -45,6 +45,22 @@ def verdict_from_row(row: dict[str, Any]) -> Verdict:
     )
 
 
+# A pairwise item's two answers share the field column beside the decision, about 250 px
+# each in a 1,400 px window: a long answer ran to 3,700 px, and reading it took the decision
+# out of view. An answer longer than a box of this height scrolls inside it instead.
+ANSWER_BOX_PX = 420
+_TALL_CHARS, _TALL_LINES = 600, 16  # about what fills such a box at that width
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _tall(text: str) -> bool:
+    """Whether `text` would run past an answer box in a column of about 250 px."""
+    return len(text) > _TALL_CHARS or text.count("\n") >= _TALL_LINES
+
+
 def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, *,
                 show_gold: bool = True) -> None:
     """The item's fields as plain text (never markdown or HTML), plus its gold label (not in a
@@ -71,13 +87,17 @@ def item_fields(detail: dict[str, Any], pairwise: PairwiseConfig | None = None, 
                 st.text(json.dumps(value, ensure_ascii=False, indent=2, default=str))
         if pairwise is not None and compared:
             systems = pairwise.systems(fields)
-            for column, side, name, system in zip(st.columns(2), "AB", compared, systems,
-                                                  strict=True):
+            texts = [_as_text(fields.get(name)) for name in compared]
+            # Either long: both scroll in boxes of one height, side by side.
+            height: int | Literal["content"] = ANSWER_BOX_PX if any(
+                _tall(text) for text in texts) else "content"
+            for column, side, name, system, text in zip(st.columns(2), "AB", compared, systems,
+                                                        texts, strict=True):
                 with column.container(border=True):
                     column_title = f"Response {side}" + (f" · {system}" if system != name else "")
                     st.markdown(f"**{plain(column_title)}**")
-                    value = fields.get(name)
-                    st.text(value if isinstance(value, str) else str(value))
+                    with st.container(height=height, border=False):
+                        st.text(text)
         if show_gold and detail.get("gold") is not None:
             st.caption("gold label")
             st.text(str(detail["gold"]))

@@ -84,6 +84,9 @@ def item_panel(review: ReviewRun, detail: dict[str, Any], item_id: str, filters:
             # drops the click. Once given, it stays for every save.
             st.info("Type your name in **Reviewer** above to record decisions: each one says "
                     "who made it.", icon=":material/person:")
+            # The keys already: a number pressed just after the name waits for the decision.
+            keys.keyboard(review.decision_key, int(st.session_state.get(review.move_key) or 0),
+                          "", review.reviewer_key)
         else:
             decision_form(review, detail, item_id, filters, reviewer, hidden, mine,
                           holder is not None)

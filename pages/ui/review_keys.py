@@ -7,6 +7,11 @@ has no shortcut for are done by one small script, constant but for the names it 
 shortcut), N puts the cursor in the note (Esc takes it out), and after every move the decision
 of the item now open has the focus, so the next key press acts on it without the mouse.
 
+A key is meant for the decision the reviewer will see next: a number or N pressed while that
+decision is not drawn yet (the name just given, Save or Next just pressed, a run under way)
+waits for it instead of being lost or landing on the item being left. Save never waits: a
+decision is only stored from a form the reviewer has in front of them.
+
 Why a cookie for the reviewer's name: Streamlit forgets session state on a reload, and a name
 in the URL would travel with every shared link (the receiver would save as the sender). A
 cookie stays in this browser, and Streamlit hands it to the script (`st.context.cookies`).
@@ -26,6 +31,13 @@ SAVE_KEY = "Ctrl+Enter"  # a modifier: it works from the note field too
 NEXT_KEY, PREVIOUS_KEY, SKIP_KEY = "J", "K", "S"
 NOTE_KEY = "N"
 REVIEWER_COOKIE = "jurybox_reviewer"
+# How long a key pressed before its decision is drawn waits for it: longer than the slowest
+# draws seen under load (up to 5 s), short enough that a key is not kept for an item opened
+# much later.
+_KEY_WAIT_MS = 20_000
+# After Save, Next, Previous or Skip, how long the decision on the page still counts as the
+# item being left while no run has started (2.5 s seen beside two CPU hogs).
+_MOVE_WAIT_MS = 10_000
 _COOKIE_DAYS = 365
 
 
@@ -56,10 +68,10 @@ def shortcuts_caption(labels: list[str]) -> str:
     return "Keys: " + " · ".join(parts)
 
 
-def _js_string(text: str) -> str:
-    # JSON is a JavaScript string literal; "<", ">" and "&" escaped so that nothing in it can
-    # close the script element or start markup.
-    return (json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e")
+def _js(value: str | list[str]) -> str:
+    # JSON is a JavaScript literal; "<", ">" and "&" escaped so that nothing in it can close
+    # the script element or start markup.
+    return (json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("&", "\\u0026"))
 
 
@@ -67,6 +79,7 @@ _SCRIPT = """<script data-move="%(move)s">
 (() => {
   const state = window.__jbReview || (window.__jbReview = {});
   state.box = %(box)s;
+  state.nameBox = %(name_box)s;
   const reviewer = %(reviewer)s;
   if (reviewer) {
     document.cookie = %(cookie)s + "=" + %(quoted)s + "; path=/; max-age=%(age)d; SameSite=Strict";
@@ -84,29 +97,87 @@ _SCRIPT = """<script data-move="%(move)s">
   state.focusDecision = focusDecision;
   if (!state.listening) {
     state.listening = true;
-    document.addEventListener("keydown", (event) => {
-      if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const scriptState = () => document.querySelector('[data-testid="stApp"]')
+      ?.getAttribute("data-test-script-state");
+    // The decision a key may act on: drawn, of the run that is over (not an element of the
+    // last run left on the page while a run is under way), and no save or move asked for
+    // since (until its run starts, the decision on the page is the item being left).
+    const ready = () => {
+      if (state.moveAsked || scriptState() !== "notRunning") return null;
       const box = decision();
-      if (!box) return;
+      const target = box && box.querySelector('[role="radiogroup"], input[type="number"]');
+      return target && !target.closest('[data-stale="true"]') ? box : null;
+    };
+    // A number picks that label, N puts the cursor in the note. False: no such label or note.
+    const act = (box, key) => {
+      if (/^[1-9]$/.test(key)) {
+        const option = box.querySelectorAll('[role="radiogroup"] label')[Number(key) - 1];
+        if (!option) return false;
+        option.click();
+        state.focusDecision(box);
+        return true;
+      }
+      const notes = box.querySelectorAll("textarea");
+      if (!notes.length) return false;
+      notes[notes.length - 1].focus();
+      return true;
+    };
+    // A key pressed before its decision is drawn waits for it (the last such key), for a while.
+    const settlePending = () => {
+      const now = performance.now();
+      if (state.moveAsked && (scriptState() !== "notRunning"
+                              || now - state.moveAsked > %(move_wait)d)) {
+        state.moveAsked = 0;  // its run has started (or none came)
+      }
+      if (!state.pending) return;
+      if (now - state.pending.at > %(key_wait)d) { state.pending = null; return; }
+      const box = ready();
+      if (box) { const key = state.pending.key; state.pending = null; act(box, key); }
+    };
+    new MutationObserver(settlePending).observe(document.body, {subtree: true, childList: true,
+      attributes: true, attributeFilter: ["data-stale", "data-test-script-state"]});
+    const moveAsked = () => {
+      state.moveAsked = performance.now();
+      setTimeout(settlePending, %(move_wait)d + 50);
+    };
+    document.addEventListener("click", (event) => {
+      const box = decision();
+      if (box && event.target.closest && box.contains(event.target.closest("button"))) moveAsked();
+    }, true);
+    document.addEventListener("keydown", (event) => {
+      if (event.altKey || event.isComposing) return;
       const t = event.target;
       const typing = t && (t.isContentEditable || t.matches("textarea, select")
         || (t.tagName === "INPUT" && !["radio", "checkbox", "button", "submit"].includes(t.type)));
-      if (typing) {
-        if (event.key === "Escape" && box.contains(t)) { t.blur(); state.focusDecision(box); }
+      const box = decision();
+      const key = event.key.length === 1 ? event.key.toUpperCase() : event.key;
+      // Save (its shortcut works from the note too) or Next / Previous / Skip: a run is asked for.
+      if (box && ((key === "Enter" && (event.ctrlKey || event.metaKey)
+                   && !box.querySelector("button:disabled"))
+                  || (!typing && !event.ctrlKey && !event.metaKey
+                      && %(move_keys)s.includes(key)))) {
+        moveAsked();
         return;
       }
-      if (/^[1-9]$/.test(event.key)) {
-        const options = box.querySelectorAll('[role="radiogroup"] label');
-        const option = options[Number(event.key) - 1];
-        if (option) {
-          event.preventDefault();
-          option.click();
+      if (event.ctrlKey || event.metaKey) return;
+      if (typing) {
+        if (event.key === "Escape" && box && box.contains(t)) {
+          t.blur();
           state.focusDecision(box);
         }
-      } else if (event.key.toUpperCase() === %(note_key)s) {
-        const notes = box.querySelectorAll("textarea");
-        if (notes.length) { event.preventDefault(); notes[notes.length - 1].focus(); }
+        // The name given: the keys that follow are for the decision it draws, not the name.
+        if (event.key === "Enter" && t.closest("." + state.nameBox)) t.blur();
+        return;
       }
+      if (!/^[1-9]$/.test(key) && key !== %(note_key)s) return;
+      const open = ready();
+      if (open) {
+        if (act(open, key)) event.preventDefault();
+        return;
+      }
+      event.preventDefault();
+      state.pending = {key: key, at: performance.now()};
+      setTimeout(settlePending, %(key_wait)d + 50);
     });
   }
   // A new item is open (or the page was opened): its decision takes the focus once drawn.
@@ -121,19 +192,29 @@ _SCRIPT = """<script data-move="%(move)s">
 </script>"""
 
 
-def keyboard(decision_key: str, move: int, reviewer: str) -> None:
+def keyboard(decision_key: str, move: int, reviewer: str, name_key: str) -> None:
     """Install the keys of the decision in container `decision_key`, give that decision the
     focus, and keep `reviewer` in this browser (empty: nothing kept, e.g. when signed in).
 
     `move` counts the moves of the review loop: the script runs again (and moves the focus)
     only when it changes, not on every rerun, so a click elsewhere keeps its focus.
+    `name_key` is the Reviewer field's key: Enter there takes the cursor out of it, so the
+    number pressed next picks a label instead of joining the name.
+
+    Drawn before the reviewer has a name too: a key pressed while the decision is not drawn
+    yet (the name just given, an item just saved, a run under way) waits for it, up to
+    `_KEY_WAIT_MS`, instead of being lost or landing on the item being left.
     """
     st.html(_SCRIPT % {
         "move": int(move),
-        "box": _js_string(container_class(decision_key)),
-        "reviewer": _js_string(reviewer.strip()),
-        "cookie": _js_string(REVIEWER_COOKIE),
-        "quoted": _js_string(quote(reviewer.strip(), safe="")),
+        "box": _js(container_class(decision_key)),
+        "name_box": _js(container_class(name_key)),
+        "move_keys": _js([NEXT_KEY, PREVIOUS_KEY, SKIP_KEY]),
+        "move_wait": _MOVE_WAIT_MS,
+        "key_wait": _KEY_WAIT_MS,
+        "reviewer": _js(reviewer.strip()),
+        "cookie": _js(REVIEWER_COOKIE),
+        "quoted": _js(quote(reviewer.strip(), safe="")),
         "age": _COOKIE_DAYS * 86400,
-        "note_key": _js_string(NOTE_KEY),
+        "note_key": _js(NOTE_KEY),
     }, unsafe_allow_javascript=True)

@@ -18,10 +18,34 @@ from pages.ui import review_list as rl
 from pages.ui.error_notes import user_errors
 from pages.ui.review_context import ReviewRun
 from pages.ui.review_item import item_panel
+from pages.ui.review_moves import open_item
 from pages.ui.state import db
-from pages.ui.text_format import count_of
+from pages.ui.text_format import count_of, plain
 from storage.leases import claim_next, held_by_others
 from storage.review_queue import item_detail
+
+
+def _give_way(review: ReviewRun, filters: fb.Filters, reviewer: str) -> None:
+    """The open item was chosen by the page under another name (none, on arrival, when it
+    could not tell who holds what): if someone else holds it, open the next free item instead
+    and say who has it. An item the reviewer chose (a link, a tick, Previous) stays, its holder
+    named above it and Save off."""
+    chosen = st.session_state.get(review.chosen_key)
+    current = st.session_state.get(review.item_key)
+    if not reviewer or chosen is None or chosen[0] != current or chosen[1] == reviewer:
+        return
+    st.session_state[review.chosen_key] = (current, reviewer)
+    holder = held_by_others(db(), review.run_id, [str(current)], reviewer).get(str(current))
+    if holder is None:
+        return
+    # The shared queue's next item after it, leased at once (`storage.leases.claim_next`).
+    following = None
+    with user_errors():
+        following = claim_next(db(), review.run_id, reviewer, filters.where, sort=filters.sort,
+                               after=str(current))
+    if following is not None:  # else it stays, with the holder named and Save off
+        open_item(review, following, filters, f"{plain(holder.reviewer)} has {plain(current)} "
+                  "open: this is the next item nobody else has")
 
 
 @st.fragment
@@ -66,6 +90,7 @@ def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bo
                 st.session_state[item_key] = claimed
                 position = filters.position(run_id, claimed) or 0
                 st.session_state[goto_key] = position // page_size + 1
+    _give_way(review, filters, reviewer)
     if goto_key in st.session_state:  # a save moved on to an item of another page
         st.session_state[page_key] = st.session_state.pop(goto_key)
     st.session_state[page_key] = min(max(1, int(st.session_state.get(page_key) or 1)), pages)
@@ -83,6 +108,7 @@ def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bo
         held = held_by_others(db(), run_id, page_ids, reviewer) if reviewer else {}
         free = [i for i in page_ids if i not in held]
         st.session_state[item_key] = next(iter(free or page_ids), None)
+        st.session_state[review.chosen_key] = (st.session_state[item_key], reviewer)
     current = st.session_state[item_key]
 
     # The table keeps its key while the list and the page stay, and its tick is moved to the
@@ -91,7 +117,9 @@ def review_loop(review: ReviewRun, filters: fb.Filters, reviewer: str, blind: bo
     table_key = f"{k}table.{page}.{hash(signature)}"
     state = st.session_state.get(table_key)
     picked = list(state["selection"]["rows"]) if state else None
-    if picked and st.session_state.get(k + "tick") != (table_key, picked) \
+    # A stale save's message ticks the item it was made for: the browser's old tick, not a pick.
+    stale = st.session_state.pop(review.stale_key, False)
+    if picked and not stale and st.session_state.get(k + "tick") != (table_key, picked) \
             and picked[0] < len(page_ids):
         current = st.session_state[item_key] = page_ids[picked[0]]
     wanted = [page_ids.index(current)] if current in page_ids else []

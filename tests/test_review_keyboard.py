@@ -211,6 +211,11 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
         main = page.get_by_test_id("stMain")
         decision = main.locator('[class*="st-key-rv"][class*="-decision"]')
 
+        def picked(label: str) -> None:
+            # A number key acts once the decision is drawn (it waits for it): the radio is
+            # checked before the next key or click goes anywhere else.
+            expect(decision.get_by_role("radio", name=label)).to_be_checked()
+
         def open_item_is(item: str) -> None:
             heading = main.get_by_role("heading", name=f"Item {item}", exact=True)
             # Counted, not "visible": while a run that replaced an interrupted one is under
@@ -230,6 +235,7 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
 
         # From the note: 2 (REJECT), N, the note, Ctrl+Enter.
         page.keyboard.press("2")
+        picked("REJECT")
         page.keyboard.press("n")
         page.wait_for_function(_NOTE_FOCUSED)
         page.keyboard.type("note 0")
@@ -239,6 +245,7 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
 
         # From a SPLIT's new child classes.
         page.keyboard.press("3")
+        picked("SPLIT")
         decision.locator(_CHILDREN).click()
         page.keyboard.type("lamps")
         page.keyboard.press("Enter")
@@ -254,6 +261,7 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
         page.keyboard.press("Escape")
         page.wait_for_function(_DECISION_FOCUSED)
         page.keyboard.press("1")
+        picked("KEEP")
         page.keyboard.press("Control+Enter")
         expect(main.get_by_text(f"Saved KEEP for {walk[2]}.")).to_be_visible()
         open_item_is(walk[3])
@@ -262,6 +270,7 @@ def test_one_ctrl_enter_from_a_text_box_stores_one_decision_on_the_open_item(
         # second, made for the item just saved, is dropped (never recorded on the item opened
         # after it), and the list stays on that next item.
         page.keyboard.press("1")
+        picked("KEEP")
         page.evaluate(_TWO_CTRL_ENTERS)
         open_item_is(walk[4])
 

@@ -94,6 +94,8 @@ def test_a_run_whose_owner_went_silent_can_be_taken_over(db_path: str, seed_run)
 
 
 @pytest.mark.stress
+# About 12 s a trial on two cores under a load of 15: the limit stays twice that and more.
+@pytest.mark.timeout(60 + 30 * TRIALS)
 def test_simultaneous_resumes_from_the_app_and_the_cli_run_a_run_once(
     tmp_path: pathlib.Path, simulator_factory,
 ) -> None:

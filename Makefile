@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test lint docs bench bench-large clean
+.PHONY: run test test-fast lint docs bench bench-large clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,17 @@ run: $(VENV)/.installed
 	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
 		--server.headless true --browser.gatherUsageStats false
 
+# One pytest worker per core (`-n auto`: 2 on CI's machine), each test file whole on one worker
+# (pyproject's addopts). TEST_WORKERS=0 runs in one process; JURYBOX_STRESS=1 (CI) repeats the
+# race and kill tests many times.
+TEST_WORKERS ?= auto
+
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS)
+
+# Everything but the browser tests (Chromium against a running app): minutes less.
+test-fast: $(VENV)/.installed
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not browser"
 
 # The manual is built strictly: a broken link or anchor, a page missing from the nav or a
 # failing hook fails lint. The site goes to site/ (ignored by git).

@@ -20,9 +20,11 @@ from storage.db import open_db
 from storage.importing import read_dataset
 from storage.panels import save_panel
 from storage.runs import claim_run, create_run, get_run, heartbeat, set_run_status
+from tests.fixtures_suite import trials
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TRIALS = 20
+# Each trial of the app-and-CLI race starts two CLI processes: a few locally, 20 in CI.
+TRIALS = trials(few=4, many=20)
 
 
 def _run_fixtures(db_path: pathlib.Path, tmp_path: pathlib.Path, base_url: str) -> list[int]:
@@ -49,6 +51,7 @@ def _run_fixtures(db_path: pathlib.Path, tmp_path: pathlib.Path, base_url: str) 
     return runs
 
 
+@pytest.mark.stress
 def test_a_claim_is_won_by_exactly_one_of_many_at_once(db_path: str, seed_run) -> None:
     run = seed_run(open_db(db_path))
     won: list[str] = []
@@ -90,6 +93,9 @@ def test_a_run_whose_owner_went_silent_can_be_taken_over(db_path: str, seed_run)
     assert get_run(db, run.run_id)["status"] == "done"
 
 
+@pytest.mark.stress
+# About 12 s a trial on two cores under a load of 15: the limit stays twice that and more.
+@pytest.mark.timeout(60 + 30 * TRIALS)
 def test_simultaneous_resumes_from_the_app_and_the_cli_run_a_run_once(
     tmp_path: pathlib.Path, simulator_factory,
 ) -> None:

@@ -256,7 +256,7 @@ class PanelVerdict:
 
 
 # -- verdicts made outside Jurybox -------------------------------------------------------------
-# Read from a table, an eval log or an annotation export (`storage.readers.verdict_files`), kept
+# Read from a table (`storage.imported`) or another tool's file (`storage.readers.eval_logs`), kept
 # with their dataset (`storage.imported`), and replayed as `kind: imported` critics
 # (`judging.engine.plugin_critics`), so an imported run is judged, voted, sealed and reviewed by
 # the same code as any run.

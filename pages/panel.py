@@ -140,6 +140,9 @@ with st.expander("Pairwise comparison", expanded=bool(draft["pairwise"].get("fir
     editors.pairwise_editor(draft)
 with st.expander("Rubric", expanded=bool(draft["rubric"].get("criteria"))):
     editors.rubric_editor(draft)
+with st.expander("Over-long items", expanded=draft["context_guard"].get("over_long",
+                                                                        "send") != "send"):
+    editors.context_guard_editor(draft)
 # Every editor has applied its widgets: an edit of this run is kept before anything else runs.
 drafts.keep_draft(draft)
 

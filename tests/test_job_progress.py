@@ -49,4 +49,4 @@ def test_the_cli_bar_draws_a_job_without_converting_it() -> None:
     assert ProgressBar.render(job) == ProgressBar.render(_run()).replace("  4.0 s", "  9.0 s")
     stream = io.StringIO()
     ProgressBar(20, stream=stream).update(job)
-    assert "10/20 items, 30/60 calls, 2 failed" in stream.getvalue()
+    assert "10/20 items, 30/60 verdicts, 2 failed" in stream.getvalue()

@@ -46,7 +46,7 @@ def test_a_call_cancelled_before_it_was_sent_is_not_sent_never_failed() -> None:
 def test_the_cli_bar_says_not_sent_for_cancelled_calls() -> None:
     progress = RunProgress(total=10, items_total=5, ledger=Ledger(calls=4, failed=1, cancelled=6))
     line = ProgressBar.render(progress)
-    assert "4/10 calls, 1 failed, 6 not sent" in line
+    assert "4/10 verdicts, 1 failed, 6 not sent" in line
 
 
 def test_cancel_counts_calls_never_sent_as_not_sent_and_shows_no_time_left(

@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from judging.panel.context_limits import ContextGuard
 from judging.panel.critics import Critic
 from judging.panel.curation import CurationConfig
 from judging.panel.pairwise import PairwiseConfig
@@ -33,9 +34,7 @@ def header_editor(draft: dict[str, Any]) -> None:
     """Name and description (every top-level field that is not a section of its own)."""
     model_editor(Panel, draft, key_prefix(draft),
                  skip=(*NOT_EDITABLE, "scale", "critics", "voting", "cascade", "limits",
-                       "curation", "pairwise", "rubric", "juries",
-                       # chosen on the Run page, where the over-long items are named
-                       "context_guard"),
+                       "curation", "pairwise", "rubric", "juries", "context_guard"),
                  texts={"name": ("Panel name", "Shown in lists of panels and runs."),
                         "description": ("Description", "What the panel is for (optional).")})
 
@@ -289,6 +288,15 @@ def pairwise_editor(draft: dict[str, Any]) -> None:
                "ask each critic again with the two swapped, and what an answer that changes "
                "with the order counts as.")
     model_editor(PairwiseConfig, draft["pairwise"], f"{key_prefix(draft)}.pairwise", columns=3)
+
+
+def context_guard_editor(draft: dict[str, Any]) -> None:
+    st.caption("What a run does with an item whose prompt would not fit a critic's context "
+               "window: send it whole anyway, skip it (the verdict says why), or judge a "
+               "window of its conversation's last messages. The Run page names the over-long "
+               "items and asks again.")
+    model_editor(ContextGuard, draft["context_guard"], f"{key_prefix(draft)}.context_guard",
+                 columns=2)
 
 
 def rubric_editor(draft: dict[str, Any]) -> None:

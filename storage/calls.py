@@ -8,17 +8,16 @@ outcome; a successful row is never replaced by a failure (only `rejudge` replace
 from __future__ import annotations
 
 import collections
-import contextlib
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlite_utils
 
 from judging.verdicts import FailureKind, Verdict
-from storage.db import DbPath, connect, dumps, loads, now
+from storage.db import DbPath, connect, dumps, loads, now, write_transaction
 from storage.keys import cache_hash
 from storage.record_chain import seal_calls
 from storage.replies import RunPacker, packer_for, unpack
@@ -215,7 +214,7 @@ def write_verdicts(
     if not rows and not step_rows:
         return 0
     sql = _INSERT if replace_success else _INSERT + _KEEP_SUCCESS
-    with _write_transaction(db):
+    with write_transaction(db):
         conn = db.conn
         if step_rows:
             if replace_success:  # a re-judged chain may take another path: drop the old one
@@ -242,28 +241,6 @@ def write_verdicts(
             refresh_run_totals(db, run_id)
     return len(rows)
 
-
-@contextlib.contextmanager
-def _write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
-    """A transaction that holds the write lock from its first statement (BEGIN IMMEDIATE).
-
-    `write_verdicts` reads the highest call id before it inserts; in a deferred transaction
-    that read would pin a snapshot, and if another writer (a re-judge from the app, the CLI)
-    committed before our first write, SQLite could not upgrade it and would fail at once
-    instead of waiting. Inside a caller's transaction, a savepoint of it.
-    """
-    if db.conn.in_transaction:
-        with db.atomic():
-            yield
-        return
-    db.conn.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for another writer
-    try:
-        yield
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
 
 
 # Entries the small level of the cache index holds before they are merged into the big one.

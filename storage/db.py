@@ -8,6 +8,7 @@ one writer commits, and `timeout=30` makes a second writer wait for the lock ins
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import json.encoder as _json_encoder
@@ -15,6 +16,7 @@ import os
 import pathlib
 import sqlite3
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import sqlite_utils
@@ -199,3 +201,28 @@ def loads(text: str | None) -> Any:
     if text is None:
         return None
     return json.loads(text)
+
+
+@contextlib.contextmanager
+def write_transaction(db: sqlite_utils.Database) -> Iterator[None]:
+    """A transaction that holds the write lock from its first statement (BEGIN IMMEDIATE,
+    waiting up to the busy timeout for another writer); inside a caller's transaction, a
+    savepoint of it.
+
+    Why: a deferred transaction whose first statement reads pins a snapshot, and if another
+    writer commits before its first write SQLite cannot upgrade it and fails at once instead of
+    waiting. Writers that read what they then write (the highest call id, a chain's head, who
+    holds which item) take the lock first.
+    """
+    if db.conn.in_transaction:
+        with db.atomic():
+            yield
+        return
+    db.conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    db.conn.execute("COMMIT")

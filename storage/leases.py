@@ -16,14 +16,13 @@ a string comparison inside SQLite.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sqlite_utils
 
-from storage.db import StorageError, now
+from storage.db import StorageError, now, write_transaction
 from storage.review_filter import ReviewFilter
 from storage.review_queue import NO_FILTER, list_order
 
@@ -127,23 +126,6 @@ def held_by_others(
     return held
 
 
-@contextlib.contextmanager
-def _write_lock(db: sqlite_utils.Database) -> Iterator[None]:
-    """One transaction that holds the write lock from its first statement (BEGIN IMMEDIATE):
-    what the claim reads (who holds what, what is decided) cannot change before it writes."""
-    if db.conn.in_transaction:
-        with db.atomic():
-            yield
-        return
-    db.conn.execute("BEGIN IMMEDIATE")  # waits up to the busy timeout for another writer
-    try:
-        yield
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
-
 
 def claim_next(
     db: sqlite_utils.Database, run_id: int, reviewer: str, filters: ReviewFilter = NO_FILTER,
@@ -200,7 +182,7 @@ def claim_next(
         # "Overridden: not yet" filter builds over the whole run.
         free += (" AND NOT EXISTS (SELECT 1 FROM overrides d WHERE d.run_id = c.run_id"
                  f" AND d.item_id = c.item_id{by})")
-    with _write_lock(db):
+    with write_transaction(db):
         db.execute("DELETE FROM review_leases WHERE run_id = ? AND reviewer = ?", [run_id, me])
         if after is not None:
             free += " AND c.item_id != :claim_after"

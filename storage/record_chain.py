@@ -72,7 +72,7 @@ from judging.analysis.hash_chain import (
     seal_many,
     version_of_chain,
 )
-from storage.db import NotFoundError
+from storage.db import NotFoundError, write_transaction
 
 # A run judges every item of its dataset: each decision's item was judged with probability 1.
 FULL_RUN_PROBABILITY = 1.0
@@ -87,18 +87,8 @@ def sealing(db: sqlite_utils.Database) -> Iterator[None]:
     """A write transaction for rows and their chain entries (BEGIN IMMEDIATE: the chain's head
     is read after the write lock is held, so two writers of one run never take the same
     place); inside a caller's transaction, a savepoint of it."""
-    if db.conn.in_transaction:
-        with db.atomic():
-            yield
-        return
-    db.conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(db):
         yield
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.execute("ROLLBACK")
-        raise
-    db.conn.execute("COMMIT")
 
 
 def chain_version(db: sqlite_utils.Database, run_id: int) -> int:

@@ -5,6 +5,7 @@ import streamlit as st
 
 from judging.runs.pairs import pairs_dataset, pairs_note
 from judging.runs.turn_dataset import turns_dataset
+from judging.runs.verdict_import import ImportedRun
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.shell import ensure_app_shell
@@ -57,6 +58,13 @@ def _next_steps(message: str, run_id: int | None = None) -> None:
     right.page_link("pages/run.py", label="Run a panel on it", icon=":material/play_arrow:")
 
 
+def _imported_run(made: ImportedRun) -> None:
+    """A file's verdicts were made a run: say so (with links to it) on a fresh uploader."""
+    st.session_state[IMPORTED] = (made.sentence(), made.run_id)
+    st.session_state[UPLOADS] = st.session_state.get(UPLOADS, 0) + 1
+    st.rerun()
+
+
 st.subheader("Import a file")
 generation = st.session_state.get(UPLOADS, 0)
 upload = st.file_uploader(
@@ -77,12 +85,7 @@ if upload is not None and tool is not None:
     with user_errors(f"The verdicts in {upload.name} were not imported"):
         made = tool_file_form(upload.getvalue(), upload.file_id, upload.name, tool)
     if made is not None:
-        st.session_state[IMPORTED] = (
-            f"Imported {made.verdicts:,} verdicts of {len(made.judges)} judges "
-            f"({', '.join(made.judges)}) as run #{made.run_id} on dataset #{made.dataset_id}: "
-            f"{made.status}.", made.run_id)
-        st.session_state[UPLOADS] = generation + 1
-        st.rerun()
+        _imported_run(made)
 elif upload is not None:
     st.session_state.pop(IMPORTED, None)
     data = upload.getvalue()
@@ -107,12 +110,7 @@ elif upload is not None:
                 made = verdicts_form(data, upload.name, holds, columns, rows, guess_id,
                                      guess_gold)
             if made is not None:
-                st.session_state[IMPORTED] = (
-                    f"Imported {made.verdicts:,} verdicts of {len(made.judges)} judges "
-                    f"({', '.join(made.judges)}) as run #{made.run_id} on dataset "
-                    f"#{made.dataset_id}: {made.status}.", made.run_id)
-                st.session_state[UPLOADS] = generation + 1
-                st.rerun()
+                _imported_run(made)
         else:
             with st.form("mapping"):
                 st.markdown("**Column mapping**")

@@ -202,9 +202,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         finally:
             db.close()
     made = import_verdicts(db_path_of(args), vset, _choices(args, vset), dataset_id=dataset_id)
-    people = f" and {made.annotations:,} annotations" if made.annotations else ""
-    print(f"Imported {made.verdicts:,} verdicts{people} of {len(made.judges)} judges "
-          f"({', '.join(made.judges)}) as run {made.run_id} on dataset {made.dataset_id}: "
-          f"{made.status}.")
+    people = (f" People's labels: {made.annotations:,} annotations." if made.annotations
+              else "")
+    print(made.sentence() + people)
     print(f"Next: `jurybox stats {made.run_id}`, or review it in the app (`jurybox app`).")
     return EXIT_OK

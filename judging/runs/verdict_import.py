@@ -73,6 +73,12 @@ class ImportedRun:
     verdicts: int
     annotations: int
 
+    def sentence(self) -> str:
+        """"Imported 4,174 verdicts of 5 judges (GPT-4, ...) as run #1 on dataset #1: done."."""
+        return (f"Imported {self.verdicts:,} verdicts of {len(self.judges)} judges "
+                f"({', '.join(self.judges)}) as run #{self.run_id} on dataset "
+                f"#{self.dataset_id}: {self.status}.")
+
 
 @dataclass(frozen=True, slots=True)
 class _Parsed:

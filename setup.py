@@ -15,7 +15,7 @@ from __future__ import annotations
 from setuptools import find_namespace_packages, setup
 from setuptools.command.build_py import build_py
 
-# The app's installed name; `judging.runs.cli_app` looks for it beside `judging`.
+# The app's installed name; `judging.runs.commands.cli_app` looks for it beside `judging`.
 APP_PACKAGE = "jurybox_app"
 
 
@@ -38,6 +38,8 @@ setup(
         APP_PACKAGE,
         f"{APP_PACKAGE}.pages",
         f"{APP_PACKAGE}.pages.ui",
+        # The page helpers, grouped by page.
+        *(f"{APP_PACKAGE}.pages.ui.{group}" for group in ("agreement", "panel", "review", "run")),
     ],
     package_dir={APP_PACKAGE: "."},
     # Only what is named here: the top folder also holds README.md, pyproject.toml and, on a

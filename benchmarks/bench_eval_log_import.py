@@ -1,4 +1,4 @@
-"""Reading an Inspect AI eval log into a `VerdictSet` (`storage.readers.eval_logs`).
+"""Reading an Inspect AI eval log into a `VerdictSet` (`storage.datasets.readers.eval_logs`).
 
 Figures:
     eval_log_import_10k           wall seconds to read a 10,000-sample `.eval` log (median of 3)
@@ -116,7 +116,7 @@ def _write_log(path: Path) -> str:
 
 
 def run() -> None:
-    from storage.readers.eval_logs import read_inspect_log
+    from storage.datasets.readers.eval_logs import read_inspect_log
 
     with tempfile.TemporaryDirectory(prefix="jurybox-bench-evallog-") as tmp:
         path = Path(tmp) / "bench.eval"

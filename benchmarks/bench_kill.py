@@ -39,7 +39,7 @@ LATENCY_MS = 50
 CHILD = textwrap.dedent(
     """
     import sys
-    from judging.runs.jobs import JobRegistry
+    from judging.runs.background.jobs import JobRegistry
     registry = JobRegistry(flush_interval_s=float(sys.argv[4]))
     db, run_id, concurrency = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     start = registry.start_run if sys.argv[5] == "start" else registry.resume
@@ -61,9 +61,9 @@ def _stored(db_path: str, run_id: int) -> int:
 
 
 def _one_setting(flush_s: float, rng: random.Random) -> tuple[list[int], list[int], int]:
-    from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+    from judging.runs.background.jobs import JobRegistry, mark_interrupted_runs, prepare_run
     from judging.simulator.sim_server import Profile, SimulatorServer
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
     from storage.db import open_db
     from tests.fixtures_storage import make_parsed, tiny_panel
 

@@ -1,5 +1,5 @@
 """Sealing figures: what the writer's part of the verifiable review record costs
-(`storage.record_chain`), apart from writing the rows it seals.
+(`storage.reviewing.record_chain`), apart from writing the rows it seals.
 
 Figures:
     record_chain_seal_60k_calls_cpu_s      CPU seconds to seal 60,000 stored verdicts (every one
@@ -64,8 +64,8 @@ def _decision(item_id: str, verdicts: list[Verdict]) -> PanelVerdict:
 
 def _fill(db: Any, tag: str) -> tuple[int, list[str], list[tuple[str, str]]]:
     """A run whose verdicts and decisions are stored but not sealed."""
-    from storage.calls import write_verdicts
-    from storage.consensus import write_consensus
+    from storage.results.calls import write_verdicts
+    from storage.results.consensus import write_consensus
 
     run_id, items = _seed_run(db, N_ITEMS, tag)
     rng = random.Random(3)
@@ -84,7 +84,7 @@ def _fill(db: Any, tag: str) -> tuple[int, list[str], list[tuple[str, str]]]:
 def _seal_cpu(db: Any, run_id: int, item_ids: list[str],
               pairs: list[tuple[str, str]]) -> tuple[float, float]:
     """CPU seconds to seal the run's calls, then its decisions, batch by batch."""
-    from storage.record_chain import seal_calls, seal_decisions, sealing
+    from storage.reviewing.record_chain import seal_calls, seal_decisions, sealing
 
     step = BATCH * len(CRITICS)
     start = time.process_time()
@@ -100,7 +100,7 @@ def _seal_cpu(db: Any, run_id: int, item_ids: list[str],
 
 
 def run() -> None:
-    import storage.record_chain as record_chain
+    import storage.reviewing.record_chain as record_chain
     from judging.analysis import hash_chain
     from storage.db import open_db
 

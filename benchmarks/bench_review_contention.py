@@ -1,9 +1,9 @@
 """Saving on Review while `jurybox judge` writes a run into the same database, and what the
 team's shared queue costs at 100,000 items.
 
-A save is what the Review page writes for one: the override (`storage.overrides.add_override`),
-the claim of the next item (`storage.leases.claim_next`) and the lease renewed as that item is
-drawn (`storage.leases.take_lease`); its reads do not wait for a writer (WAL). The saves come
+A save is what the Review page writes for one: the override (`storage.reviewing.overrides.add_override`),
+the claim of the next item (`storage.reviewing.leases.claim_next`) and the lease renewed as that item is
+drawn (`storage.reviewing.leases.take_lease`); its reads do not wait for a writer (WAL). The saves come
 one every `THINK_S` seconds, first with the database quiet, then while `jurybox judge` runs
 20,000 items x 3 critics against `jurybox simulator` (no latency), both in their own processes,
 into the same file.
@@ -50,8 +50,8 @@ REVIEWER = "bench"
 def _saves(db_path: pathlib.Path, run_id: int, start: str, n: int) -> tuple[list[float], str]:
     """Seconds of each of `n` saves walking the queue from `start`; the item reached."""
     from storage.db import open_db
-    from storage.leases import claim_next, take_lease
-    from storage.overrides import add_override
+    from storage.reviewing.leases import claim_next, take_lease
+    from storage.reviewing.overrides import add_override
 
     db = open_db(db_path, migrate=False)
     times: list[float] = []
@@ -113,7 +113,7 @@ def _with_judge(work: pathlib.Path, db_path: pathlib.Path, run_id: int, start: s
     stored per second; the item the saves reached."""
     env = {**large_import_env(N_JUDGE), "PYTHONPATH": str(root)}
     simulator = subprocess.Popen(
-        [sys.executable, "-m", "judging.runs.cli", "simulator", "--plain", "--latency-ms", "0"],
+        [sys.executable, "-m", "judging.runs.commands.cli", "simulator", "--plain", "--latency-ms", "0"],
         cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     judge = None
     stored_before = _stored_calls(db_path, run_id)
@@ -124,7 +124,7 @@ def _with_judge(work: pathlib.Path, db_path: pathlib.Path, run_id: int, start: s
             raise RuntimeError(f"the simulator did not start: {line!r}")
         data, panel = _judge_files(work, found.group(1), tag)
         judge = subprocess.Popen(
-            [sys.executable, "-m", "judging.runs.cli", "judge", "--data", str(data),
+            [sys.executable, "-m", "judging.runs.commands.cli", "judge", "--data", str(data),
              "--panel", str(panel), "--db", str(db_path), "--quiet", "--concurrency", "64"],
             cwd=root, env=env, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
@@ -152,10 +152,10 @@ def _with_judge(work: pathlib.Path, db_path: pathlib.Path, run_id: int, start: s
 def _claim_cost(db_path: pathlib.Path, run_id: int) -> tuple[float, float]:
     """Median seconds of a claim past `DECIDED` decided items, and of the walk it replaced."""
     from storage.db import open_db
-    from storage.leases import claim_next
-    from storage.overrides import accept_consensus
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import item_position, review_table
+    from storage.reviewing.leases import claim_next
+    from storage.reviewing.overrides import accept_consensus
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import item_position, review_table
 
     db = open_db(db_path, migrate=False)
     try:
@@ -180,7 +180,7 @@ def run() -> None:
     JURYBOX_BENCH_BEFORE's code); time a claim."""
     from benchmarks.pages_browser import build_run
     from storage.db import open_db
-    from storage.leases import claim_next
+    from storage.reviewing.leases import claim_next
 
     before = os.environ.get("JURYBOX_BENCH_BEFORE")
     with tempfile.TemporaryDirectory(prefix="jurybox-bench-contention-") as tmp:

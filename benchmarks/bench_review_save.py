@@ -115,8 +115,8 @@ def run() -> None:
         print(f"# bench_review_save skipped: {CHROMIUM} is missing (apt-get install -y chromium)")
         return
     from storage.db import open_db
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import review_table
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import review_table
 
     before = os.environ.get("JURYBOX_BENCH_BEFORE")
     with tempfile.TemporaryDirectory(prefix="jurybox-bench-save-") as tmp:

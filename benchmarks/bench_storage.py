@@ -94,9 +94,9 @@ def _verdict(rng: random.Random, item_id: str, critic: str) -> Verdict:
 
 
 def _seed_run(db: Any, n_items: int, tag: str) -> tuple[int, list[Item]]:
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
     from storage.panels import save_panel
-    from storage.runs import create_run
+    from storage.results.runs import create_run
 
     items = _items(n_items)
     dataset_id = save_dataset(db, _Parsed(items, tag)).id
@@ -130,9 +130,9 @@ def _insert_floor(db: Any) -> float:
 
 
 def bench_write(workdir: Path, repeats: int = 3) -> None:
-    from storage.calls import write_verdicts
     from storage.db import open_db
-    from storage.runs import refresh_run_totals
+    from storage.results.calls import write_verdicts
+    from storage.results.runs import refresh_run_totals
 
     n_items = N_VERDICTS // len(CRITICS) + 1
     rng = random.Random(1)
@@ -185,10 +185,10 @@ def bench_footprint(workdir: Path) -> None:
     dbstat table)."""
     from judging.demo import demo_dataset_path, demo_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
 
     path = workdir / "footprint.db"
     db = open_db(path)
@@ -208,11 +208,11 @@ def bench_footprint(workdir: Path) -> None:
 
 
 def bench_review(workdir: Path) -> None:
-    from storage.calls import write_verdicts
-    from storage.consensus import set_item_alpha, write_consensus
     from storage.db import open_db
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import review_table
+    from storage.results.calls import write_verdicts
+    from storage.results.consensus import set_item_alpha, write_consensus
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import review_table
 
     db = open_db(workdir / "review.db")
     run_id, items = _seed_run(db, N_REVIEW_ITEMS, "review")
@@ -257,8 +257,8 @@ def bench_throughput(workdir: Path, repeats: int = 3) -> None:
         make_items,
         make_panel,
     )
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
     from storage.db import open_db
 
     calls = ITEMS * 3

@@ -1,7 +1,7 @@
 """Throughput of the engine: 1000 items x 3 critics against the simulator at 100 ms latency,
 concurrency 64, through `Panel.judge_many`.
 
-The simulator runs in a SUBPROCESS (`python -m judging.runs.cli simulator`), so the CPU time measured
+The simulator runs in a SUBPROCESS (`python -m judging.runs.commands.cli simulator`), so the CPU time measured
 here (`time.process_time`) is the client's alone: pooling, threads, retries, parsing, voting.
 
 Figures (medians of `REPEATS` runs):
@@ -53,7 +53,7 @@ class SimulatorProcess:
 
     def __init__(self, latency_ms: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "judging.runs.cli", "simulator", "--port", "0", "--plain",
+            [sys.executable, "-m", "judging.runs.commands.cli", "simulator", "--port", "0", "--plain",
              "--latency-ms", str(latency_ms)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True,
         )

@@ -65,10 +65,10 @@ from storage.db import open_db
 db = open_db(sys.argv[2]); run_id = int(sys.argv[3])
 start = time.perf_counter()
 if sys.argv[1] == "calibration":
-    from judging.runs.calibrate import run_calibration
+    from judging.runs.stored.calibrate import run_calibration
     run_calibration(db, run_id)
 elif sys.argv[1] == "figures":
-    from judging.runs.kept_figures import precompute_figures
+    from judging.runs.stored.kept_figures import precompute_figures
     precompute_figures(db, run_id)
 wall = time.perf_counter() - start
 with open("/proc/self/status", encoding="ascii") as status:
@@ -80,18 +80,18 @@ print(wall, int(peak_kb) / 1024)
 _LABELS = """
 import random, statistics, sys, time
 from storage.db import open_db
-from storage.overrides import add_override
+from storage.reviewing.overrides import add_override
 db = open_db(sys.argv[1]); run_id = int(sys.argv[2]); count = int(sys.argv[3])
 rng = random.Random(5)
 try:
-    from judging.runs.audit_live import LiveAudit
-    from judging.runs.kept_figures import verdicts_stamp
-    from storage.runs import get_run
+    from judging.runs.stored.audit_live import LiveAudit
+    from judging.runs.stored.kept_figures import verdicts_stamp
+    from storage.results.runs import get_run
     live = LiveAudit(run_id, stamp=verdicts_stamp(get_run(db, run_id)))
     queue = lambda: live.refresh_queue(db)
     audit = lambda: live.audit(db)
 except ImportError:  # the code before: the full recompute, the population kept as its page did
-    from judging.runs.audit_run import refresh_label_next, run_audit, run_population
+    from judging.runs.stored.audit_run import refresh_label_next, run_audit, run_population
     population = run_population(db, run_id)
     queue = lambda: refresh_label_next(db, run_id)
     audit = lambda: run_audit(db, run_id, population=population)
@@ -212,7 +212,7 @@ def _seeded(path: pathlib.Path, n: int) -> int:
 def _prepare(work: pathlib.Path, run_id: int) -> None:
     """The copy as a run finishes without kept figures (they are measured being kept), with an
     audit sample drawn."""
-    from judging.runs.audit_run import draw_audit_sample
+    from judging.runs.stored.audit_run import draw_audit_sample
     from storage.db import open_db
 
     db = open_db(work)

@@ -26,9 +26,9 @@ from benchmarks.figures import bench_line, large_import_env, size_tag
 # Peak memory from VmHWM: ru_maxrss would carry over the parent's size from before the exec.
 _IMPORT = """
 import sys, time
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
+from storage.datasets.importing import read_dataset
 start = time.perf_counter()
 parsed = read_dataset(sys.argv[1], id_column="id", stream=True)
 db = open_db(sys.argv[2])

@@ -63,8 +63,8 @@ def _seeded(path: pathlib.Path, n: int) -> tuple[int, float | None]:
 def _override(path: pathlib.Path, run_id: int) -> None:
     """A reviewer's decision on the run's first item, written as the Review page writes it."""
     from storage.db import open_db
-    from storage.overrides import add_override
-    from storage.review_queue import review_table
+    from storage.reviewing.overrides import add_override
+    from storage.reviewing.review_queue import review_table
 
     db = open_db(path)
     try:

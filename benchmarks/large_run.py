@@ -51,7 +51,7 @@ def measure(n: int, workdir: pathlib.Path) -> None:
     data, panel, db = workdir / "items.csv", workdir / "panel.yaml", workdir / "large.db"
     _dataset(data, n)
     simulator = subprocess.Popen(
-        [sys.executable, "-m", "judging.runs.cli", "simulator", "--plain", "--latency-ms", "0"],
+        [sys.executable, "-m", "judging.runs.commands.cli", "simulator", "--plain", "--latency-ms", "0"],
         stdout=subprocess.PIPE, text=True)
     try:
         line = simulator.stdout.readline() if simulator.stdout else ""
@@ -62,7 +62,7 @@ def measure(n: int, workdir: pathlib.Path) -> None:
         env = large_import_env(n)
         start = time.perf_counter()
         judge = subprocess.Popen(
-            [sys.executable, "-m", "judging.runs.cli", "judge", "--data", str(data),
+            [sys.executable, "-m", "judging.runs.commands.cli", "judge", "--data", str(data),
              "--panel", str(panel), "--db", str(db), "--quiet", "--concurrency", "64"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _, status, usage = os.wait4(judge.pid, 0)

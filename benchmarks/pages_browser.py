@@ -34,7 +34,7 @@ TIMEOUT_MS = 180_000
 
 
 class _Parsed:
-    """What `storage.dataset_store.save_dataset` reads from an import, built in memory."""
+    """What `storage.datasets.dataset_store.save_dataset` reads from an import, built in memory."""
 
     def __init__(self, items: list[Item]) -> None:
         self.items = items
@@ -96,13 +96,13 @@ def build_run(path: pathlib.Path, n_items: int) -> tuple[int, int]:
     Returns:
         (run id, how many items the panel disagreed on).
     """
-    from judging.runs.jobs import prepare_run
-    from judging.runs.kept_figures import precompute_figures
-    from storage.calls import write_verdicts
-    from storage.consensus import set_item_alpha, write_consensus
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import prepare_run
+    from judging.runs.stored.kept_figures import precompute_figures
+    from storage.datasets.dataset_store import save_dataset
     from storage.db import open_db
-    from storage.runs import refresh_run_totals, set_run_status
+    from storage.results.calls import write_verdicts
+    from storage.results.consensus import set_item_alpha, write_consensus
+    from storage.results.runs import refresh_run_totals, set_run_status
 
     db = open_db(path)
     rng = random.Random(7)

@@ -256,8 +256,9 @@ class PanelVerdict:
 
 
 # -- verdicts made outside Jurybox -------------------------------------------------------------
-# Read from a table (`storage.imported`) or another tool's file (`storage.readers.eval_logs`), kept
-# with their dataset (`storage.imported`), and replayed as `kind: imported` critics
+# Read from a table (`storage.datasets.imported`) or another tool's file
+# (`storage.datasets.readers.eval_logs`), kept
+# with their dataset (`storage.datasets.imported`), and replayed as `kind: imported` critics
 # (`judging.engine.plugin_critics`), so an imported run is judged, voted, sealed and reviewed by
 # the same code as any run.
 

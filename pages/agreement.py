@@ -2,19 +2,19 @@
 
 One call per section, top to bottom; the sections live in `pages/ui/` (`agreement_sections`,
 `agreement_tables` and one view module per feature). The figures are loaded here, through
-`pages.ui.agreement_data`, and handed to the sections that draw them.
+`pages.ui.agreement.agreement_data`, and handed to the sections that draw them.
 """
 
 import streamlit as st
 
 from judging.panel.panel_files import load_panel
-from pages.ui.agreement_data import (
+from pages.ui.agreement.agreement_data import (
     run_pairwise_report,
     run_report,
     run_rubric_report,
     run_stability_figures,
 )
-from pages.ui.agreement_sections import (
+from pages.ui.agreement.agreement_sections import (
     alpha_histograms,
     between_critics_section,
     headline_figures,
@@ -24,21 +24,21 @@ from pages.ui.agreement_sections import (
     simulated_lines,
     tie_line,
 )
-from pages.ui.agreement_tables import (
+from pages.ui.agreement.agreement_tables import (
     against_humans_section,
     pairwise_section,
     rubric_section,
     stability_section,
     verbosity_section,
 )
-from pages.ui.audit_view import audit_section
-from pages.ui.calibration_view import calibration_section
-from pages.ui.expected_view import expected_section
-from pages.ui.jury_agreement_view import jury_section
-from pages.ui.reliability_view import reliability_section
+from pages.ui.agreement.audit_view import audit_section
+from pages.ui.agreement.calibration_view import calibration_section
+from pages.ui.agreement.expected_view import expected_section
+from pages.ui.agreement.jury_agreement_view import jury_section
+from pages.ui.agreement.reliability_view import reliability_section
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
-from storage.runs import get_run
+from storage.results.runs import get_run
 
 ensure_app_shell()
 st.title("Agreement")
@@ -49,7 +49,7 @@ headline_figures(report)
 panel = load_panel(get_run(db(), int(run["id"]))["panel_yaml"])  # read once for the page
 tie_line(run, panel)
 alpha_histograms(report)
-# The panel's accuracy on every item, from the audit sample (issue 25: pages/ui/audit_view.py).
+# The panel's accuracy on every item, from the audit sample (issue 25: pages/ui/agreement/audit_view.py).
 audit_section(run)
 per_critic_section(run, report, notice, swap=panel.pairwise.active and panel.pairwise.swap)
 between_critics_section(run, report)
@@ -63,7 +63,7 @@ stability_section(run, report, run_stability_figures(run))
 expected_section(run)
 against_humans_section(report)
 verbosity_section(run)
-# Each critic against the blind labels, trusted or not (issue 25: pages/ui/reliability_view.py).
+# Each critic against the blind labels, trusted or not (issue 25: pages/ui/agreement/reliability_view.py).
 reliability_section(run)
 # Calibration learns from reviews and compares labels: shown once humans have labelled items.
 if report.vs_humans and not panel.scale.is_numeric:

@@ -3,7 +3,7 @@ accuracy with intervals and McNemar's test, cost side by side)."""
 
 import streamlit as st
 
-from judging.runs.compare_runs import compare_runs
+from judging.runs.stored.compare_runs import compare_runs
 from pages.ui.compare_view import pick_other_run, render_comparison
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run

@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from judging.runs.pairs import pairs_dataset, pairs_note
-from judging.runs.turn_dataset import turns_dataset
-from judging.runs.verdict_import import ImportedRun
+from judging.runs.intake.pairs import pairs_dataset, pairs_note
+from judging.runs.intake.turn_dataset import turns_dataset
+from judging.runs.intake.verdict_import import ImportedRun
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM
 from pages.ui.shell import ensure_app_shell
@@ -14,14 +14,14 @@ from pages.ui.team_view import visitor
 from pages.ui.text_format import plain
 from pages.ui.turns_form import turn_choice
 from pages.ui.verdicts_form import holds_choice, tool_file_form, verdicts_form
-from storage.column_guess import GUESS_ROWS, guess_columns
-from storage.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
-from storage.importing import (
+from storage.datasets.column_guess import GUESS_ROWS, guess_columns
+from storage.datasets.dataset_store import delete_dataset, items_frame, list_datasets, save_dataset
+from storage.datasets.importing import (
     SUPPORTED_EXTENSIONS,
     preview_dataset,
     read_dataset,
 )
-from storage.readers.eval_logs import tool_format
+from storage.datasets.readers.eval_logs import tool_format
 
 # Rows read for the preview; the id guess checks uniqueness over them (the table shows fewer).
 # The same rows as `jurybox judge` reads to guess, so both guess the same column.

@@ -8,17 +8,17 @@ from functools import partial
 import streamlit as st
 
 from judging.panel.panel_files import load_panel
-from judging.runs.kept_figures import verdicts_stamp
-from judging.runs.stored_run import export_options
-from judging.runs.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
-from judging.runs.threads import run_threads, threads_csv
+from judging.runs.stored.kept_figures import verdicts_stamp
+from judging.runs.stored.stored_run import export_options
+from judging.runs.stored.taxonomy import TAXONOMY_FORMATS, curated_taxonomy, taxonomy_bytes
+from judging.runs.stored.threads import run_threads, threads_csv
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice, what_ran
 from pages.ui.state import db, db_path
 from pages.ui.verdicts_form import decisions_back_section
-from storage.export_files import (
+from storage.results.export_files import (
     CSV_STYLES,
     FORMATS,
     ExportOptions,
@@ -27,8 +27,8 @@ from storage.export_files import (
     export_frame,
     override_history_bytes,
 )
-from storage.overrides import overrides_stamp
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.overrides import overrides_stamp
 
 MIME = {"csv": "text/csv", "jsonl": "application/x-ndjson",
         "parquet": "application/vnd.apache.parquet"}

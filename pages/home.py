@@ -5,11 +5,11 @@ import streamlit as st
 from judging.run_status import RunStatus
 from pages.ui.demo import PAIRWISE, TAXONOMY, Demo, latest_demo_run, start_demo
 from pages.ui.error_notes import user_errors
-from pages.ui.runs_table import working_runs_table
+from pages.ui.run.runs_table import working_runs_table
 from pages.ui.shell import ensure_app_shell
 from pages.ui.simulated import simulated_notice
 from pages.ui.state import db, vendor_key_status
-from storage.runs import list_runs
+from storage.results.runs import list_runs
 
 ensure_app_shell()
 st.title("Jurybox")

@@ -10,17 +10,17 @@ from judging.panel.panel_files import dump_panel, import_prompt_yaml, load_panel
 from judging.panel.vendors import PRESETS
 from judging.panel.web_policy import refuse_python_critics
 from judging.verdicts import PLUGIN_KINDS
-from pages.ui import panel_draft as drafts
-from pages.ui import panel_editors as editors
 from pages.ui.cards import verdict_card
-from pages.ui.critic_check_view import check_button
 from pages.ui.error_notes import user_errors
-from pages.ui.judge import STAND_IN, judge_one, request_preview
+from pages.ui.panel import panel_draft as drafts
+from pages.ui.panel import panel_editors as editors
+from pages.ui.panel.critic_check_view import check_button
+from pages.ui.panel.judge import STAND_IN, judge_one, request_preview
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.text_format import plain
-from storage.column_guess import prompt_columns
-from storage.dataset_store import list_datasets, load_items
+from storage.datasets.column_guess import prompt_columns
+from storage.datasets.dataset_store import list_datasets, load_items
 from storage.panels import list_panels, save_panel
 
 SAVED_KEY = "panel_page.saved_version"

@@ -5,16 +5,17 @@ import pandas as pd
 import streamlit as st
 
 from judging.analysis.team_review import plan_assignment, reviewer_agreement
-from pages.ui import review_evidence as ev
-from pages.ui import review_filter_bar as fb
-from pages.ui.decision_form import checked_decision, curation_fields, unactionable_hint
 from pages.ui.error_notes import user_errors
+from pages.ui.review import review_evidence as ev
+from pages.ui.review import review_filter_bar as fb
+from pages.ui.review.decision_form import checked_decision, curation_fields, unactionable_hint
 from pages.ui.run_picker import RUN_PARAM, pick_run
 from pages.ui.shell import ensure_app_shell
 from pages.ui.state import db
 from pages.ui.team_view import reviewer_field, visitor
 from pages.ui.text_format import count_of, plain
-from storage.assignments import (
+from storage.results.runs import get_run
+from storage.reviewing.assignments import (
     PACE_BREAK_SECONDS,
     adjudicated_items,
     assignment,
@@ -25,10 +26,9 @@ from storage.assignments import (
     reviewer_progress,
     save_assignment,
 )
-from storage.overrides import add_override
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
-from storage.runs import get_run
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 
 ensure_app_shell()
 st.title("Team")

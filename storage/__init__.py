@@ -1,28 +1,14 @@
 """Jurybox's storage: SQLite through sqlite-utils, the only package that knows SQL.
 
 Open a connection per thread with `open_db(path)`; every function takes that `db` first and
-returns plain dicts, dataclasses or DataFrames. Modules: `db` (opening, pragmas), `migrations`
-(the schema), `datasets`, `panels`, `runs`, `calls` (verdicts and the call cache), `consensus`,
-`review` (the review table and item detail), `overrides`, `decisions` (the final decision of
-an item, one rule for every panel kind), `export`, `importing` (reading files).
+returns plain dicts, dataclasses or DataFrames. At the top: `db` (opening, pragmas, the write
+transaction), `migrations` (the schema), `faults`, `keys`, `panels`, `drafts`. Grouped:
+`datasets` (files read, datasets and items, imported verdicts), `results` (a run, its calls,
+decisions, figures and exports), `reviewing` (the review table, overrides, final decisions,
+leases, the audit sample, the verifiable record).
 """
 
-from storage.calls import (
-    CallCacheStore,
-    call_counts,
-    failure_summary,
-    load_verdicts,
-    successful_pairs,
-    write_verdicts,
-)
-from storage.consensus import (
-    consensus_summary,
-    load_consensus,
-    load_panel_verdicts,
-    set_item_alpha,
-    write_consensus,
-)
-from storage.dataset_store import (
+from storage.datasets.dataset_store import (
     SavedDataset,
     delete_dataset,
     find_dataset_by_hash,
@@ -34,9 +20,33 @@ from storage.dataset_store import (
     save_dataset,
 )
 from storage.db import NotFoundError, StorageError, default_db_path, open_db
-from storage.decisions import DecisionRule, final_decisions
-from storage.export_files import export_bytes, export_frame, export_run
-from storage.overrides import (
+from storage.panels import get_panel, list_panels, save_panel
+from storage.results.calls import (
+    CallCacheStore,
+    call_counts,
+    failure_summary,
+    load_verdicts,
+    successful_pairs,
+    write_verdicts,
+)
+from storage.results.consensus import (
+    consensus_summary,
+    load_consensus,
+    load_panel_verdicts,
+    set_item_alpha,
+    write_consensus,
+)
+from storage.results.export_files import export_bytes, export_frame, export_run
+from storage.results.runs import (
+    add_to_ledger,
+    create_run,
+    get_run,
+    list_runs,
+    mark_interrupted,
+    set_run_status,
+)
+from storage.reviewing.decisions import DecisionRule, final_decisions
+from storage.reviewing.overrides import (
     accept_consensus,
     add_override,
     final_labels,
@@ -44,8 +54,7 @@ from storage.overrides import (
     latest_overrides,
     override_history,
 )
-from storage.panels import get_panel, list_panels, save_panel
-from storage.review_queue import (
+from storage.reviewing.review_queue import (
     gold_labels,
     item_detail,
     item_position,
@@ -53,14 +62,6 @@ from storage.review_queue import (
     ratings_grid,
     review_labels,
     review_table,
-)
-from storage.runs import (
-    add_to_ledger,
-    create_run,
-    get_run,
-    list_runs,
-    mark_interrupted,
-    set_run_status,
 )
 
 __all__ = [

@@ -196,7 +196,7 @@ def _two_level_cache(db: sqlite_utils.Database) -> None:
     # Why two levels: cache hashes are random, so each batch of 200 verdicts dirtied ~160 random
     # pages of the one big index on calls.cache_hash, and every commit writes its dirty pages to
     # the WAL: 260 of the 420 MB written for 100,000 verdicts (measured). New entries now land in
-    # a small table (`call_cache_recent`, a few dozen pages) that `storage.calls` merges into
+    # a small table (`call_cache_recent`, a few dozen pages) that `storage.results.calls` merges into
     # the big one in sorted order every few thousand entries. A lookup reads both; it checks the
     # full key and `failure IS NULL` on the call row, so a stale entry (a deleted or re-judged
     # call) can never serve a wrong verdict, which is why deletes need no trigger here.
@@ -263,7 +263,7 @@ def _run_ledger(db: sqlite_utils.Database) -> None:
 @migrations(name="0006_run_owner_token")
 def _run_owner_token(db: sqlite_utils.Database) -> None:
     # One owner per run: a job claims a run with a conditional UPDATE that writes its own token
-    # (`storage.runs.claim_run`); its heartbeats and final status only land while it still
+    # (`storage.results.runs.claim_run`); its heartbeats and final status only land while it still
     # holds the token. Process ids alone could not tell two jobs of one process apart.
     db.execute("ALTER TABLE runs ADD COLUMN owner_token TEXT")
 
@@ -450,7 +450,7 @@ def _vendor_batches(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0019_reply_dictionaries")
 def _reply_dictionaries(db: sqlite_utils.Database) -> None:
-    # Replies compressed (`storage.replies`): each critic's first stored reply of a run is kept
+    # Replies compressed (`storage.results.replies`): each critic's first stored reply of a run is kept
     # as a zstd raw-content dictionary, and later replies of that critic are stored as zstd
     # frames against it (a BLOB in `raw_response`, `reply_dict` naming the dictionary). A
     # 525-byte chat completion becomes about 110 bytes. Rows from before, and replies that
@@ -475,7 +475,7 @@ def _reply_dictionaries(db: sqlite_utils.Database) -> None:
 def _review_order_indexes(db: sqlite_utils.Database) -> None:
     # Review's first page at 1,000,000 items: the default "most contested first" order sorted
     # every matching row in a temporary B-tree (0.26 s, and 1.7 s to reach the last page). An
-    # index on exactly the expressions of `storage.review_queue.SORTS["contested"]` hands the rows
+    # index on exactly the expressions of `storage.reviewing.review_queue.SORTS["contested"]` hands the rows
     # over in that order, so LIMIT stops after one page. Its first two columns are those of
     # consensus_contested (the count of disagreements), which it replaces. "File order" gets
     # its own index, and tied votes a partial one (the Agreement page counts them every rerun).
@@ -526,7 +526,7 @@ def _panel_drafts(db: sqlite_utils.Database) -> None:
 def _review_leases(db: sqlite_utils.Database) -> None:
     # Two reviewers walking one list must not be handed the same item: the item a reviewer has
     # open is theirs until the lease expires (a closed tab frees it by itself), as in the
-    # queues of Label Studio or LangSmith. One row per item; `storage.leases` renews, hands
+    # queues of Label Studio or LangSmith. One row per item; `storage.reviewing.leases` renews, hands
     # over an expired one, and frees it on a save.
     _script(
         db,
@@ -546,7 +546,7 @@ def _review_leases(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0024_audit_sample")
 def _audit_sample(db: sqlite_utils.Database) -> None:
-    # An audit sample (`storage.audit`): items drawn at random within the panel's agreement
+    # An audit sample (`storage.reviewing.audit`): items drawn at random within the panel's agreement
     # strata and labelled blind, from which `judging.analysis.audit_stats` estimates the panel's accuracy
     # on every item. Each row keeps its design: the stratum it was drawn from, that stratum's
     # size and the item's weight when drawn, and whether a draw ("Draw an audit sample") or
@@ -574,7 +574,7 @@ def _audit_sample(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0025_record_chain")
 def _record_chain(db: sqlite_utils.Database) -> None:
-    # The verifiable review record (`judging.analysis.hash_chain`, `storage.record_chain`): one hash
+    # The verifiable review record (`judging.analysis.hash_chain`, `storage.reviewing.record_chain`): one hash
     # chain per run over every stored verdict, decision and override, in commit order. One
     # append-only table rather than a `chain_hash` column on each table: calls and decisions
     # are rewritten in place (a resume, a re-judge), and a column would lose the history that
@@ -662,7 +662,7 @@ def _tier_verdicts(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0029_run_figures")
 def _run_figures(db: sqlite_utils.Database) -> None:
-    # A run's figures computed once and kept (`storage.run_figures`): the critics' agreement
+    # A run's figures computed once and kept (`storage.results.run_figures`): the critics' agreement
     # report and the audit's population, each with the state of the verdicts it was computed
     # from (`stamp`). At 1,000,000 items the report took seconds to compute on the Agreement
     # page's first load; kept here, it is read. A stamp that no longer matches the run's
@@ -710,7 +710,7 @@ def _audit_confidence(db: sqlite_utils.Database) -> None:
 
 @migrations(name="0031_call_count_indexes")
 def _call_count_indexes(db: sqlite_utils.Database) -> None:
-    # The Run page's per-critic rows (`storage.calls.call_counts`, `adjusted_parameters`),
+    # The Run page's per-critic rows (`storage.results.calls.call_counts`, `adjusted_parameters`),
     # redrawn every second while another process works on a run: at 3,000,000 calls they read
     # every call row, replies and all (2.3 s and 1.5 s). A covering index answers the counts
     # from its small entries (0.3 s), and a partial one holds only the calls whose request
@@ -729,7 +729,7 @@ def _call_count_indexes(db: sqlite_utils.Database) -> None:
 @migrations(name="0032_imported_verdicts")
 def _imported_verdicts(db: sqlite_utils.Database) -> None:
     # Verdicts judges gave outside Jurybox, kept with the dataset they judged
-    # (`storage.imported`): a run's imported critics replay them. Keyed as the engine asks
+    # (`storage.datasets.imported`): a run's imported critics replay them. Keyed as the engine asks
     # (judge, item, order of a pair, repeat); without rowid, the key is the row.
     _script(
         db,

@@ -74,11 +74,11 @@ def make_demo_db(path: pathlib.Path) -> int:
     """
     from judging.demo import demo_dataset_path, demo_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     db = open_db(path)
     try:

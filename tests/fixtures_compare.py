@@ -12,9 +12,9 @@ import pytest
 from judging.demo import demo_panel_v2_path
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from storage.db import open_db
-from storage.runs import get_run
+from storage.results.runs import get_run
 
 
 def demo_panel_v2() -> Panel:

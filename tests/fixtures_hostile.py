@@ -41,14 +41,14 @@ def make_hostile_db(path: pathlib.Path) -> int:
     and two overrides. Returns the run id."""
     from judging.panel.panel_files import dump_panel, panel_hash
     from judging.panel.panel_model import Panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
-    from storage.overrides import add_override
     from storage.panels import save_panel
-    from storage.review_queue import review_table
-    from storage.runs import get_run
+    from storage.results.runs import get_run
+    from storage.reviewing.overrides import add_override
+    from storage.reviewing.review_queue import review_table
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)

@@ -157,11 +157,11 @@ def llmbar_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """LLMBar's 419 pairs and its five judges' verdicts in both orders, imported as a run
     (`tests/data/llmbar/`): the database file and the run id."""
     from judging.panel.pairwise import PairwiseConfig
-    from judging.runs.verdict_import import ImportChoices, import_verdicts
-    from storage.dataset_store import save_dataset
+    from judging.runs.intake.verdict_import import ImportChoices, import_verdicts
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.imported import guess_long, verdicts_from_long
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.imported import guess_long, verdicts_from_long
-    from storage.importing import read_dataset
 
     db_path = tmp_path_factory.mktemp("llmbar") / "j.db"
     db = open_db(db_path)

@@ -10,11 +10,11 @@ import pytest
 
 from judging.demo import demo_dataset_path
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.runs import get_run
 
 JURIES_PANEL = (pathlib.Path(__file__).resolve().parent.parent / "judging" / "demo"
                 / "juries_panel.yaml")

@@ -143,12 +143,12 @@ def make_matrix_run(kind: Kind, path: pathlib.Path) -> int:
         The run id.
     """
     from judging.panel.panel_files import panel_from_dict
-    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
     from judging.simulator.sim_vendor import shared_simulator
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     data = _subset_csv(kind, path.with_suffix(".csv"))
     # The shared simulator answers a request it has seen before differently (its seed counts
@@ -259,15 +259,15 @@ def band_of(score: float) -> str:
 
 def decisions_by_item(run: MatrixRun) -> dict[str, dict[str, Any]]:
     """item id -> its row of the final-decision rule, read fresh."""
-    from judging.runs.stored_run import run_decisions
-    from storage.decisions import decision_records
+    from judging.runs.stored.stored_run import run_decisions
+    from storage.reviewing.decisions import decision_records
 
     run.close()
     return {row["item_id"]: row for row in decision_records(run_decisions(run.db, run.run_id))}
 
 
 def class_name(run: MatrixRun, item_id: str) -> str:
-    from storage.review_queue import item_detail
+    from storage.reviewing.review_queue import item_detail
 
     return str(item_detail(run.db, run.run_id, item_id)["fields"]["candidate_class"])
 
@@ -320,7 +320,7 @@ def a_sibling(run: MatrixRun, item_id: str) -> str:
 def record(run: MatrixRun, decision: Decision, *, adjudication: bool = False,
            note: str = "matrix") -> None:
     """Record `decision` through the storage API (the form's checks are the page's)."""
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     add_override(run.db, run.run_id, decision.item_id, decision.label, note, decision.reviewer,
                  blind=decision.blind, children=list(decision.children) or None,
@@ -533,8 +533,8 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 def export_payload(run: MatrixRun, fmt: str) -> bytes:
     """The export as the Export page builds it, with the full override history and fields."""
-    from judging.runs.stored_run import export_options
-    from storage.export_files import ExportOptions, export_bytes
+    from judging.runs.stored.stored_run import export_options
+    from storage.results.export_files import ExportOptions, export_bytes
 
     run.close()
     options = export_options(run.db, run.run_id, ExportOptions(history=True, fields=True))
@@ -583,7 +583,7 @@ def as_number(value: Any) -> float | None:
 
 def history_lines(run: MatrixRun) -> list[dict[str, Any]]:
     """The run's override history as the Export page's "override history (JSONL)" gives it."""
-    from storage.export_files import override_history_bytes
+    from storage.results.export_files import override_history_bytes
 
     run.close()
     return [json.loads(line) for line in
@@ -632,7 +632,7 @@ def check_everywhere(run: MatrixRun, decision: Decision, *, reviewed: int | None
     mine = [line for line in history_lines(run) if line["item_id"] == decision.item_id]
     assert mine and (mine[-1]["label"], mine[-1]["blind"]) == (decision.label, decision.blind)
     if run.kind.curation:  # the curated taxonomy puts the class where the decision says
-        from judging.runs.taxonomy import curated_taxonomy
+        from judging.runs.stored.taxonomy import curated_taxonomy
 
         taxonomy = curated_taxonomy(run.db, run.run_id)
         group = {"SPLIT": taxonomy.split, "MERGE": taxonomy.merged, "KEEP": taxonomy.kept,

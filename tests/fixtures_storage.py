@@ -27,12 +27,12 @@ from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
-from storage.calls import write_verdicts
-from storage.consensus import write_consensus
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.runs import create_run
+from storage.results.calls import write_verdicts
+from storage.results.consensus import write_consensus
+from storage.results.runs import create_run
 
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]
 
@@ -166,7 +166,7 @@ def seed_run(
                                            strategy="plurality"))
     write_verdicts(db, run_id, [v for pv in panel_verdicts for v in pv.verdicts])
     write_consensus(db, run_id, panel_verdicts)
-    from storage.consensus import set_item_alpha
+    from storage.results.consensus import set_item_alpha
 
     set_item_alpha(db, run_id, {
         item.id: (None if i % 10 == 0 else round(-0.5 + (i % 7) / 4, 3))
@@ -183,9 +183,9 @@ def seed_run_fixture() -> Callable[..., SeededRun]:
 
 def assert_secret_stored_nowhere(db_path: str | pathlib.Path, secret: str) -> None:
     """Neither the database file (and its WAL) nor any stored reply, decompressed, holds
-    `secret`. Replies are stored compressed (`storage.replies`): scanning the file's bytes
+    `secret`. Replies are stored compressed (`storage.results.replies`): scanning the file's bytes
     alone could not see a key inside one."""
-    from storage.calls import load_verdicts
+    from storage.results.calls import load_verdicts
 
     db = open_db(db_path)
     try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from judging.errors import DataError
-from storage.importing import ImportLimits, ParsedDataset, read_dataset
+from storage.datasets.importing import ImportLimits, ParsedDataset, read_dataset
 from tests.fixtures_import import sheet_rows, styles_xml, xlsx_bytes
 
 MB = 1024**2
@@ -750,8 +750,8 @@ def _child_growth(content: bytes, limits: ImportLimits) -> int:
     import subprocess
     import sys
 
-    from storage.readers import parquet_arrow
-    from storage.readers.parquet import _child_memory
+    from storage.datasets.readers import parquet_arrow
+    from storage.datasets.readers.parquet import _child_memory
 
     options = {"max_decoded_bytes": limits.max_decoded_bytes, "max_rows": limits.max_rows,
                "max_columns": limits.max_columns, "max_cell_chars": limits.max_cell_chars,
@@ -762,7 +762,7 @@ def _child_growth(content: bytes, limits: ImportLimits) -> int:
 
 
 def _stored(outcome: Outcome, db: Any) -> list[str]:
-    from storage.dataset_store import load_items, save_dataset
+    from storage.datasets.dataset_store import load_items, save_dataset
 
     if outcome.parsed is not None:
         try:

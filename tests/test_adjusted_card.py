@@ -16,13 +16,13 @@ import pytest
 
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
-from pages.ui.progress import critic_rows, stored_critic_rows
-from storage.calls import adjusted_parameters, call_counts
-from storage.dataset_store import save_dataset
+from pages.ui.run.progress import critic_rows, stored_critic_rows
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
-from storage.runs import get_run
+from storage.results.calls import adjusted_parameters, call_counts
+from storage.results.runs import get_run
 from tests.fixtures_simulator import SimulatorFactory
 from tests.fixtures_storage import make_parsed
 
@@ -127,7 +127,7 @@ def test_the_cli_says_each_adjusted_parameter_once_whole_and_apart(
     data.write_text("id,text\n" + "".join(f"r{i},thing {i}\n" for i in range(N_ITEMS)),
                     encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-m", "judging.runs.cli", "judge", "--data", str(data), "--panel",
+        [sys.executable, "-m", "judging.runs.commands.cli", "judge", "--data", str(data), "--panel",
          str(panel), "--quiet", "--db", str(tmp_path / "cli.db")],
         cwd=pathlib.Path(__file__).resolve().parents[1], capture_output=True, text=True,
         timeout=120)

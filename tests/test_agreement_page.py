@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.ui.agreement_data as agreement_data
-from judging.runs.run_report import run_agreement_report
-from pages.ui import charts
-from storage.calls import write_verdicts
+import pages.ui.agreement.agreement_data as agreement_data
+from judging.runs.stored.run_report import run_agreement_report
+from pages.ui.agreement import charts
 from storage.db import open_db
-from storage.overrides import add_override, human_labels
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
-from storage.runs import add_to_ledger
+from storage.results.calls import write_verdicts
+from storage.results.runs import add_to_ledger
+from storage.reviewing.overrides import add_override, human_labels
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page
 
 
@@ -32,7 +32,7 @@ from tests.test_app_smoke import all_text, no_exception, open_page
 def computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The runs whose critics' figures were computed (a cache hit, or a report kept in the
     database by the worker when the run finished, adds nothing)."""
-    from judging.runs import kept_figures as figures
+    from judging.runs.stored import kept_figures as figures
 
     runs: list[int] = []
     real: Callable[..., Any] = figures.run_agreement_report
@@ -100,7 +100,7 @@ def test_a_re_judged_item_gives_fresh_critics_figures(
     # What a re-judge writes: the item's verdicts replaced (the counts of stored successes
     # and failures unchanged), and its calls added to the run's ledger by the writer.
     db = open_db(path)
-    from pages.ui.review_evidence import verdict_from_row
+    from pages.ui.review.review_evidence import verdict_from_row
 
     # Ten items, so the change shows in the three decimals the page prints (one item moved
     # alpha by 0.0005 on some demo runs).
@@ -207,7 +207,7 @@ def test_the_run_page_opens_with_the_panel_a_link_names(
 ) -> None:
     from judging.demo import demo_panel_path
     from judging.panel.panel_files import dump_panel, load_panel, panel_hash
-    from pages.ui.panel_draft import RUN_PANEL_PARAM
+    from pages.ui.panel.panel_draft import RUN_PANEL_PARAM
     from storage.panels import save_panel
 
     path, _ = demo_db
@@ -231,10 +231,10 @@ def test_a_swap_run_shows_each_percentage_in_one_format_and_both_gold_figures(
 
     from judging.demo import pairwise_dataset_path, pairwise_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from judging.runs.run_report import run_pairwise
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from judging.runs.stored.run_report import run_pairwise
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     db = open_db(app_db)
     dataset = save_dataset(db, read_dataset(pairwise_dataset_path(), id_column="id",

@@ -150,7 +150,7 @@ def test_an_id_column_named_review_id_is_guessed(app_db: pathlib.Path) -> None:
 
 
 def test_after_an_import_the_page_points_to_panel_and_run(app_db: pathlib.Path) -> None:
-    from storage.dataset_store import list_datasets
+    from storage.datasets.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -173,7 +173,7 @@ def test_after_an_import_the_page_points_to_panel_and_run(app_db: pathlib.Path) 
 def test_home_opens_the_existing_demo_run_instead_of_making_another(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from storage.runs import list_runs
+    from storage.results.runs import list_runs
 
     path, run_id = demo_db
     at = open_page("home")
@@ -188,7 +188,7 @@ def test_home_opens_the_existing_demo_run_instead_of_making_another(
 
 def test_home_can_still_start_a_new_demo_run(demo_db: tuple[pathlib.Path, int]) -> None:
     from pages.ui.state import registry
-    from storage.runs import list_runs
+    from storage.results.runs import list_runs
 
     path, run_id = demo_db
     at = open_page("home")
@@ -207,8 +207,8 @@ def test_home_can_still_start_a_new_demo_run(demo_db: tuple[pathlib.Path, int]) 
 
 def _own_data_run(path: pathlib.Path, *, dataset_name: str = "my data") -> int:
     """A pending run of simulated critics over a dataset that is not the demo's."""
-    from judging.runs.jobs import prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import prepare_run
+    from storage.datasets.dataset_store import save_dataset
     from tests.fixtures_storage import make_parsed, tiny_panel
 
     db = open_db(path)
@@ -242,10 +242,10 @@ def test_the_demo_run_needs_no_such_notice(demo_db: tuple[pathlib.Path, int], pa
 
 def test_simulated_notice_names_only_the_simulated_critics(app_db: pathlib.Path) -> None:
     from judging.panel.critics import Critic
-    from judging.runs.jobs import prepare_run
+    from judging.runs.background.jobs import prepare_run
     from pages.ui.simulated import simulated_notice
-    from storage.dataset_store import save_dataset
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.results.runs import get_run
     from tests.fixtures_storage import make_parsed, tiny_panel
 
     db = open_db(app_db)
@@ -288,9 +288,9 @@ def test_what_answers_each_critic_comes_from_the_panel() -> None:
 def test_a_run_is_simulated_when_a_critic_calls_the_simulator(
     app_db: pathlib.Path, critics: tuple[dict[str, object], ...], simulated: bool
 ) -> None:
-    from judging.runs.jobs import prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.runs import get_run
+    from judging.runs.background.jobs import prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.results.runs import get_run
     from tests.fixtures_storage import make_parsed
 
     db = open_db(app_db)
@@ -304,8 +304,8 @@ def test_a_run_of_checks_is_called_checks_and_its_gold_figures_are_not_chance(
 ) -> None:
     """A rule critic keeps the default `vendor`; it never calls the simulator, so no page calls
     its run simulated or its agreement with the gold labels chance."""
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
     from tests.fixtures_storage import make_parsed
 
     db = open_db(app_db)
@@ -327,10 +327,10 @@ def test_a_run_of_checks_is_called_checks_and_its_gold_figures_are_not_chance(
 def test_a_mixed_panel_says_each_source_and_calls_only_the_simulated_critic_chance(
     app_db: pathlib.Path,
 ) -> None:
-    from judging.runs.jobs import prepare_run
+    from judging.runs.background.jobs import prepare_run
     from pages.ui.simulated import simulated_notice, what_ran
-    from storage.dataset_store import save_dataset
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.results.runs import get_run
     from tests.fixtures_storage import make_parsed
 
     db = open_db(app_db)
@@ -383,9 +383,9 @@ def _escaped_said(at: AppTest) -> int | None:
 def test_the_export_page_says_how_many_cells_a_spreadsheet_csv_changes(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from judging.runs.stored_run import export_options
-    from storage.export_files import escaped_cells, export_frame
-    from storage.overrides import add_override
+    from judging.runs.stored.stored_run import export_options
+    from storage.results.export_files import escaped_cells, export_frame
+    from storage.reviewing.overrides import add_override
 
     path, run_id = demo_db
     at = open_page("export", query={"run": str(run_id)})
@@ -413,9 +413,9 @@ def test_agreement_and_review_say_simulated_critics_do_not_read_the_users_items(
     """Simulated critics on an uploaded CSV: the gold figures sit beside the warning."""
     from judging.demo import demo_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     data = app_db.parent / "mine.csv"
     data.write_text("id,candidate_class,parent,description,example_members,existing_siblings,gold\n"

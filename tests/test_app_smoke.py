@@ -28,7 +28,7 @@ def open_page(page: str, *, query: dict[str, str] | None = None) -> AppTest:
 
 def panel_key(at: AppTest, path: str) -> str:
     """The Panel page's widget key of a field path ("name", "scale.kind", "critics.1.name")."""
-    from pages.ui.panel_draft import DRAFT_KEY, widget_key
+    from pages.ui.panel.panel_draft import DRAFT_KEY, widget_key
 
     return widget_key(at.session_state[DRAFT_KEY], path)
 
@@ -91,9 +91,9 @@ def test_home_shows_key_status_but_never_the_key(
 
 
 def test_demo_click_starts_the_run_then_cancel_and_resume(app_db: pathlib.Path) -> None:
-    from judging.runs.jobs import JobRegistry
+    from judging.runs.background.jobs import JobRegistry
     from pages.ui.state import registry
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     at = open_page("home")
     at.button(key="try_demo").click().run()
@@ -123,7 +123,7 @@ def test_demo_click_starts_the_run_then_cancel_and_resume(app_db: pathlib.Path) 
 
 
 def test_datasets_bad_upload_shows_the_error_and_writes_nothing(app_db: pathlib.Path) -> None:
-    from storage.dataset_store import list_datasets
+    from storage.datasets.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -139,7 +139,7 @@ def test_datasets_bad_upload_shows_the_error_and_writes_nothing(app_db: pathlib.
 
 
 def test_datasets_good_upload_imports_with_the_chosen_mapping(app_db: pathlib.Path) -> None:
-    from storage.dataset_store import list_datasets
+    from storage.datasets.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -194,7 +194,7 @@ def test_panel_page_loads_the_demo_panel(app_db: pathlib.Path) -> None:
 def test_review_override_is_saved_and_moves_to_the_next_contested_item(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from storage.overrides import override_history
+    from storage.reviewing.overrides import override_history
 
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id)})
@@ -242,7 +242,7 @@ def test_review_filters_narrow_the_table(demo_db: tuple[pathlib.Path, int]) -> N
 
 
 def test_agreement_follows_a_new_override(demo_db: tuple[pathlib.Path, int]) -> None:
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     path, run_id = demo_db
     at = open_page("agreement", query={"run": str(run_id)})
@@ -265,7 +265,7 @@ def test_export_offers_every_format_and_the_panel(demo_db: tuple[pathlib.Path, i
 
 
 def test_review_opens_the_items_two_critics_disagree_on(demo_db: tuple[pathlib.Path, int]) -> None:
-    from storage.review_queue import review_table
+    from storage.reviewing.review_queue import review_table
 
     path, run_id = demo_db
     at = open_page("review", query={"run": str(run_id), "critic_a": "careful",
@@ -303,8 +303,8 @@ def test_panel_page_tests_one_critic_on_one_item_and_shows_the_raw_exchange(
 def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import review_table
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import review_table
 
     path, run_id = demo_db
     k = f"rv{run_id}."
@@ -338,7 +338,7 @@ def test_review_accepts_the_consensus_of_the_filtered_items_after_confirmation(
 
 def test_run_page_reruns_only_the_failed_calls(demo_db: tuple[pathlib.Path, int]) -> None:
     from pages.ui.state import registry
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     path, run_id = demo_db
     db = open_db(path)
@@ -379,11 +379,11 @@ def test_a_run_left_running_by_a_dead_process_shows_interrupted_and_resumes(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
     from pages.ui.state import registry
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     path, run_id = demo_db
     # Another process marks the run running, then dies (it exits without finishing it).
-    script = ("import sys; from storage.db import open_db; from storage.runs import set_run_status;"
+    script = ("import sys; from storage.db import open_db; from storage.results.runs import set_run_status;"
               " set_run_status(open_db(sys.argv[1]), int(sys.argv[2]), 'running')")
     subprocess.run([sys.executable, "-c", script, str(path), str(run_id)], check=True,
                    cwd=APP.parent, timeout=60)
@@ -401,7 +401,7 @@ def test_a_run_left_running_by_a_dead_process_shows_interrupted_and_resumes(
 
 
 def test_datasets_page_deletes_an_unused_dataset_after_confirmation(app_db: pathlib.Path) -> None:
-    from storage.dataset_store import list_datasets
+    from storage.datasets.dataset_store import list_datasets
 
     at = open_page("datasets")
     at.file_uploader(key="dataset_upload").upload(
@@ -417,7 +417,7 @@ def test_run_page_estimates_then_starts_a_run_of_a_saved_panel(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
     from pages.ui.state import registry
-    from storage.runs import list_runs
+    from storage.results.runs import list_runs
 
     path, first = demo_db
     at = open_page("run")
@@ -443,10 +443,10 @@ def test_run_page_counts_a_swap_run_in_verdicts_in_the_estimate_and_the_progress
     "x / 180": both now count verdicts and say so, the calls beside them."""
     from judging.demo import pairwise_dataset_path, pairwise_panel_path
     from judging.panel.panel_files import dump_panel, load_panel, panel_hash
-    from pages.ui.progress import progress_text
+    from pages.ui.run.progress import progress_text
     from pages.ui.state import registry
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.panels import save_panel
 
     db = open_db(app_db)
@@ -514,7 +514,7 @@ def test_review_with_no_match_says_how_to_widen_the_filters(
 def test_agreement_table_shows_only_references_that_have_figures(
     demo_db: tuple[pathlib.Path, int],
 ) -> None:
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     path, run_id = demo_db
     at = open_page("agreement", query={"run": str(run_id)})

@@ -16,12 +16,12 @@ from judging.analysis.audit_design import design_sentence, saving_sentence
 from judging.analysis.audit_stats import STRATA, stratified_mean, stratum_codes
 from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.errors import StorageError
-from judging.runs.audit_run import draw_audit_sample, refresh_label_next, run_audit, usable_labels
-from storage.audit import audit_items
+from judging.runs.stored.audit_run import draw_audit_sample, refresh_label_next, run_audit, usable_labels
 from storage.db import open_db
-from storage.overrides import add_override
-from storage.review_queue import gold_labels, item_position, review_table
-from storage.runs import set_run_status
+from storage.results.runs import set_run_status
+from storage.reviewing.audit import audit_items
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import gold_labels, item_position, review_table
 from tests.fixtures_app import shown
 from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 

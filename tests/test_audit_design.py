@@ -31,22 +31,22 @@ from judging.analysis.audit_strata import (
 )
 from judging.errors import StorageError
 from judging.panel.panel_files import load_panel
-from judging.runs import kept_figures as figures
-from judging.runs.audit_live import LiveAudit
-from judging.runs.audit_run import (
+from judging.runs.stored import kept_figures as figures
+from judging.runs.stored.audit_live import LiveAudit
+from judging.runs.stored.audit_run import (
     draw_audit_sample,
     refresh_label_next,
     run_audit,
     run_population,
     stats_population,
 )
-from storage import audit as store
 from storage.db import open_db
-from storage.item_confidence import confidence_of
-from storage.overrides import add_override
-from storage.review_queue import gold_labels, ratings_grid, review_table
-from storage.run_figures import load_figures, save_figures
-from storage.runs import get_run
+from storage.results.item_confidence import confidence_of
+from storage.results.run_figures import load_figures, save_figures
+from storage.results.runs import get_run
+from storage.reviewing import audit as store
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import gold_labels, ratings_grid, review_table
 from tests.fixtures_app import shown
 
 AGREEMENT_CUTS = design_cuts("agreement")

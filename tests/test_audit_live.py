@@ -14,12 +14,12 @@ import pytest
 from judging.analysis.audit_stats import AuditPopulation, AuditSample, audit_estimate
 from judging.analysis.audit_strata import CONFIDENCE_STRATA
 from judging.analysis.audit_tally import AuditTally
-from judging.runs.audit_live import LiveAudit
-from judging.runs.audit_run import draw_audit_sample, refresh_label_next, run_audit
-from storage.audit import audit_items, stratum_sizes
+from judging.runs.stored.audit_live import LiveAudit
+from judging.runs.stored.audit_run import draw_audit_sample, refresh_label_next, run_audit
 from storage.db import open_db
-from storage.overrides import add_override
-from storage.review_queue import gold_labels, review_table
+from storage.reviewing.audit import audit_items, stratum_sizes
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import gold_labels, review_table
 
 CUTS = {"unanimous": 1.0 - 1e-9, "majority": 0.5 + 1e-9}
 LABELS = ["KEEP", "REJECT", "SPLIT", "MERGE"]

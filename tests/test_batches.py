@@ -30,15 +30,15 @@ from judging.panel.panel_checks import check_panel
 from judging.panel.panel_files import save_panel
 from judging.panel.panel_model import Panel
 from judging.panel.vendors import cost_usd
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
 from judging.simulator.sim_server import SimulatorServer
 from judging.verdicts import Item
-from storage.calls import load_verdicts
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
-from storage.runs import get_run
-from storage.vendor_batches import run_batches
+from storage.results.calls import load_verdicts
+from storage.results.runs import get_run
+from storage.results.vendor_batches import run_batches
 from tests.fixtures_network import Reply
 from tests.fixtures_storage import LABELS, assert_secret_stored_nowhere, make_parsed
 
@@ -227,7 +227,7 @@ def test_a_second_run_on_the_same_items_takes_batch_answers_from_the_cache(
 
 
 def _jurybox(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judging.runs.cli", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "judging.runs.commands.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(pathlib.Path.cwd())})
 
@@ -271,11 +271,11 @@ def test_no_wait_leaves_the_batches_with_the_vendor_and_a_resume_in_another_proc
 
 def test_expired_requests_fail_unpaid_and_a_resume_submits_only_them(
         batch_sim, db, db_path, monkeypatch) -> None:
-    import judging.runs.batch_phase
+    import judging.runs.background.batch_phase
 
     # What is missing is looked up 3 items at a time (2,000 in a real run): the resume must
     # still find exactly the 5 expired requests across the pages.
-    monkeypatch.setattr(judging.runs.batch_phase, "PAGE_ITEMS", 3)
+    monkeypatch.setattr(judging.runs.background.batch_phase, "PAGE_ITEMS", 3)
     sim = batch_sim(batch_expire_every=4)
     panel = _panel(sim.base_url, ("opus", {"mode": "batch"}), ("live", {}))
     run_id, job = _run(db, db_path, panel, 20)
@@ -405,7 +405,7 @@ def test_the_estimate_prices_batch_critics_at_the_batch_price() -> None:
 
 
 def test_waiting_results_are_found_among_a_page_of_keys(db) -> None:
-    from storage.vendor_batches import result_keys, store_results
+    from storage.results.vendor_batches import result_keys, store_results
 
     dataset_id = save_dataset(db, make_parsed(2)).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=_panel("http://127.0.0.1:9/v1",

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.simulator.sim_server import SimulatorServer
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
-from storage.runs import get_run
-from storage.vendor_batches import run_batches
+from storage.results.runs import get_run
+from storage.results.vendor_batches import run_batches
 from tests.fixtures_storage import make_parsed
 from tests.test_app_smoke import all_text, no_exception, open_page
 from tests.test_batches import MIXED, _panel

@@ -43,7 +43,7 @@ def main(page: Any) -> Any:
 
 
 def first_run_id(server: dict[str, Any]) -> int:
-    from storage.runs import list_runs
+    from storage.results.runs import list_runs
 
     runs = list_runs(open_db(server["db"]))
     assert runs, "the demo test must run first"
@@ -51,7 +51,7 @@ def first_run_id(server: dict[str, Any]) -> int:
 
 
 def test_demo_click_runs_to_completion(app_page: Any, app_server: dict[str, Any]) -> None:
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     goto(app_page, app_server, "/")
     app_page.get_by_role("button", name="Try the demo").click()
@@ -69,7 +69,7 @@ def test_demo_click_runs_to_completion(app_page: Any, app_server: dict[str, Any]
 
 
 def test_home_offers_the_demo_run_it_already_has(app_page: Any, app_server: dict[str, Any]) -> None:
-    from storage.runs import list_runs
+    from storage.results.runs import list_runs
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, "/")
@@ -84,8 +84,8 @@ def test_home_offers_the_demo_run_it_already_has(app_page: Any, app_server: dict
 
 
 def test_review_shows_the_contested_items(app_page: Any, app_server: dict[str, Any]) -> None:
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import review_table
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import review_table
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/review?run={run_id}")
@@ -107,7 +107,7 @@ def test_review_shows_the_contested_items(app_page: Any, app_server: dict[str, A
 def test_override_is_saved_survives_a_reload_and_moves_agreement(
     app_page: Any, app_server: dict[str, Any]
 ) -> None:
-    from storage.overrides import override_history
+    from storage.reviewing.overrides import override_history
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/agreement?run={run_id}")
@@ -161,7 +161,7 @@ def test_kappa_heatmap_click_opens_those_items_in_review(
 def test_export_downloads_the_rows_of_the_database(
     app_page: Any, app_server: dict[str, Any]
 ) -> None:
-    from storage.overrides import final_labels
+    from storage.reviewing.overrides import final_labels
 
     run_id = first_run_id(app_server)
     goto(app_page, app_server, f"/export?run={run_id}")
@@ -182,7 +182,7 @@ def test_export_downloads_the_rows_of_the_database(
 def test_malformed_upload_shows_its_error_and_adds_nothing(
     app_page: Any, app_server: dict[str, Any]
 ) -> None:
-    from storage.dataset_store import list_datasets
+    from storage.datasets.dataset_store import list_datasets
 
     before = len(list_datasets(open_db(app_server["db"])))
     goto(app_page, app_server, "/datasets")

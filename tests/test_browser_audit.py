@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from judging.runs.audit_run import run_audit
-from storage.audit import queue_ranks
+from judging.runs.stored.audit_run import run_audit
 from storage.db import open_db
-from storage.overrides import blind_labels
+from storage.reviewing.audit import queue_ranks
+from storage.reviewing.overrides import blind_labels
 from tests.fixtures_app import (
     BROWSER_TIMEOUT_MS,
     as_shown,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from judging.runs.compare_runs import compare_runs
+from judging.runs.stored.compare_runs import compare_runs
 from storage.db import open_db
 from tests.fixtures_app import Watch, choose_option, running_app, settled
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from storage.db import open_db
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
 from tests.test_conversations import _demo_run
 

@@ -103,11 +103,11 @@ def test_llmbar_verdicts_imported_reviewed_measured_exported_and_verified(
 
     # 5. Export and verify, from the command line on the same file.
     out = tmp_path / "llmbar.csv"
-    done = subprocess.run([sys.executable, "-m", "judging.runs.cli", "export", "1", "--out",
+    done = subprocess.run([sys.executable, "-m", "judging.runs.commands.cli", "export", "1", "--out",
                            str(out), "--db", str(app["db"])], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     exported = pd.read_csv(out, dtype=str, keep_default_na=False)
     assert len(exported) == 419
-    verified = subprocess.run([sys.executable, "-m", "judging.runs.cli", "verify", "1", "--db",
+    verified = subprocess.run([sys.executable, "-m", "judging.runs.commands.cli", "verify", "1", "--db",
                                str(app["db"])], capture_output=True, text=True)
     assert verified.returncode == 0 and "intact" in verified.stdout, verified.stdout

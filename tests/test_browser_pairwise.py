@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 def test_the_pairwise_demo_walks_to_review_and_agreement(app_page: Any,
                                                          app_server: dict[str, Any]) -> None:
-    from judging.runs.run_report import run_pairwise
-    from storage.review_queue import item_detail
+    from judging.runs.stored.run_report import run_pairwise
+    from storage.reviewing.review_queue import item_detail
 
     watch = Watch(app_page, app_server["url"])
     goto(app_page, app_server, "/")

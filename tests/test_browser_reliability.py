@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from judging.runs.reliability import run_reliability
+from judging.runs.stored.reliability import run_reliability
 from storage.db import open_db
-from storage.overrides import add_override
-from storage.review_queue import gold_labels
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import gold_labels
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, as_shown, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

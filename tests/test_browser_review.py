@@ -18,9 +18,9 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from storage.db import open_db
-from storage.overrides import override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.overrides import override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_app import (
     BROWSER_TIMEOUT_MS,
     Watch,
@@ -257,9 +257,9 @@ def long_pair_db(app_db: pathlib.Path) -> tuple[pathlib.Path, int, str]:
     with an answer A of about 27,000 characters. Returns (path, run id, that item's id)."""
     from judging.demo import pairwise_dataset_path, pairwise_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     with pairwise_dataset_path().open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))[:4]

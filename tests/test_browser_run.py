@@ -12,12 +12,12 @@ import pytest
 from judging.demo import demo_dataset_path
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.simulator.sim_server import Profile
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.overrides import override_history
 from storage.panels import save_panel
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.overrides import override_history
 from tests.fixtures_app import choose_option, name_the_reviewer, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -73,8 +73,8 @@ def test_start_then_cancel_at_once_cancels_that_run(app_page: Any, slow_vendor_a
 
 
 def test_three_overrides_in_a_row_with_a_filter_on(app_page: Any, demo_db: Any) -> None:
-    from storage.review_filter import ReviewFilter
-    from storage.review_queue import review_table
+    from storage.reviewing.review_filter import ReviewFilter
+    from storage.reviewing.review_queue import review_table
 
     expect = _expect()
     path, run_id = demo_db

@@ -19,7 +19,7 @@ from oidc_provider_mock import User
 from oidc_provider_mock import app as oidc_app
 
 from storage.db import open_db
-from storage.overrides import override_history
+from storage.reviewing.overrides import override_history
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, as_shown, free_port, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 
 from storage.db import open_db
-from storage.overrides import override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
-from storage.runs import get_run, list_runs
+from storage.results.runs import get_run, list_runs
+from storage.reviewing.overrides import override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_app import Watch, choose_option, name_the_reviewer, running_app, script_run, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(420)]

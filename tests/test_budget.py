@@ -13,13 +13,13 @@ from judging.engine.budget import BudgetCap, BudgetGuard
 from judging.engine.ledger import Ledger
 from judging.errors import ConfigError
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.simulator.sim_server import Profile
-from storage.calls import successful_pairs
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.calls import successful_pairs
+from storage.results.runs import get_run
 
 N_ITEMS = 40
 
@@ -118,7 +118,7 @@ def test_a_token_cap_counts_unpriced_calls_and_a_dollar_cap_refuses_them(
 
 def test_the_cli_stops_at_the_cap_says_how_to_go_on_and_resumes(tmp_path, simulator_factory,
                                                                  capsys):
-    from judging.runs.cli import main
+    from judging.runs.commands.cli import main
 
     server = simulator_factory(profiles={"a": Profile(), "b": Profile()}, gold=None)
     _, _, panel = _setup(tmp_path, server, priced=True)

@@ -25,11 +25,11 @@ from judging.demo import demo_dataset_path, demo_gold, demo_panel_path, demo_pro
 from judging.engine.budget import TYPICAL_REPLY_TOKENS, BudgetCap, BudgetGuard
 from judging.engine.ledger import Ledger
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.runs import get_run
 from tests.fixtures_simulator import SimulatorFactory
 
 

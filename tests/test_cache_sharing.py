@@ -21,14 +21,14 @@ from judging.engine.ledger import Ledger
 from judging.engine.panel_runner import judge_many
 from judging.panel.critics import Critic
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
 from judging.verdicts import Item
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.runs import get_run
 from tests.fixtures_simulator import SimulatorFactory
 
 N_ITEMS = 10

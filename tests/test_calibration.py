@@ -19,17 +19,17 @@ from judging.analysis.few_shot import (
 )
 from judging.panel.critics import Critic
 from judging.panel.panel_files import load_panel, panel_hash
-from judging.runs.calibrate import few_shot_panel, run_calibration, save_panel_version
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.stored.calibrate import few_shot_panel, run_calibration, save_panel_version
 from judging.simulator.sim_server import Profile
-from storage.consensus import load_panel_verdicts
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.overrides import add_override, human_labels
 from storage.panels import list_panels
-from storage.review_queue import review_table
-from storage.runs import get_run
+from storage.results.consensus import load_panel_verdicts
+from storage.results.runs import get_run
+from storage.reviewing.overrides import add_override, human_labels
+from storage.reviewing.review_queue import review_table
 
 LABELS = ["KEEP", "REJECT", "SPLIT"]
 
@@ -164,10 +164,10 @@ def test_a_few_shot_panel_is_a_new_version_of_the_run_panel(calibration_run):
     original = load_panel(db.execute("SELECT yaml FROM panels").fetchone()[0])
     assert panel_hash(panel) != panel_hash(original)
     # Only the reviewed items are read; the examples are the ones the whole run gives.
-    from storage.calls import load_verdicts
-    from storage.dataset_store import load_items
-    from storage.overrides import latest_overrides
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import load_items
+    from storage.results.calls import load_verdicts
+    from storage.results.runs import get_run
+    from storage.reviewing.overrides import latest_overrides
 
     run_id = calibration_run["run"]
     said = {v.item_id: (v.label if v.failure is None else None)
@@ -206,8 +206,8 @@ def test_the_agreement_page_shows_the_calibration_and_saves_the_suggestion(
 def test_the_taught_critic_is_tried_on_the_items_it_got_wrong_and_nothing_is_stored(
     calibration_run,
 ):
-    from judging.runs.calibrate import try_on_disputed
-    from storage.overrides import human_labels
+    from judging.runs.stored.calibrate import try_on_disputed
+    from storage.reviewing.overrides import human_labels
 
     db = open_db(calibration_run["db"])
     _, taught = few_shot_panel(db, calibration_run["run"], "poor", k=3)
@@ -218,9 +218,9 @@ def test_the_taught_critic_is_tried_on_the_items_it_got_wrong_and_nothing_is_sto
     assert 1 <= len(rows) <= 5
     assert all(r.human == humans[r.item_id] and r.before != r.human for r in rows)
     # Read item by item for the reviewed items only: the first 5 it got wrong, in file order.
-    from storage.calls import load_verdicts
-    from storage.dataset_store import load_items
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import load_items
+    from storage.results.calls import load_verdicts
+    from storage.results.runs import get_run
 
     said = {v.item_id: (v.label if v.failure is None else None)
             for v in load_verdicts(db, calibration_run["run"]) if v.critic == "poor"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from storage.calls import adjusted_parameters, call_counts
+from storage.results.calls import adjusted_parameters, call_counts
 from tests.fixtures_storage import seed_run
 
 

@@ -19,14 +19,14 @@ from judging.engine.panel_runner import run_panel
 from judging.panel.cascade import CascadeConfig
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
 from judging.verdicts import Item
-from storage.consensus import load_panel_verdicts
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.review_queue import item_detail
-from storage.runs import get_run
+from storage.results.consensus import load_panel_verdicts
+from storage.results.runs import get_run
+from storage.reviewing.review_queue import item_detail
 from tests.fixtures_simulator import SimulatorFactory
 from tests.test_app_smoke import APP, no_exception, open_page
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import storage.record_chain as record_chain
+import storage.reviewing.record_chain as record_chain
 from judging.analysis.hash_chain import (
     CHAIN_VERSION,
     VERSIONS,
@@ -27,15 +27,15 @@ from judging.analysis.hash_chain import (
 from judging.demo import demo_dataset_path, demo_gold, demo_profiles
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.audit_run import draw_audit_sample
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.stored.audit_run import draw_audit_sample
 from judging.simulator.sim_server import Profile
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.overrides import add_override
-from storage.record_chain import chain_version, verify_run
+from storage.reviewing.overrides import add_override
+from storage.reviewing.record_chain import chain_version, verify_run
 from tests.fixtures_simulator import SimulatorFactory
 from tests.fixtures_storage import make_parsed, tiny_panel
 

@@ -23,19 +23,19 @@ from judging.errors import ConfigError
 from judging.panel.compound import Argument, delimited, transcript
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.run_report import run_stability
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.stored.run_report import run_stability
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
-from storage.calls import CallCacheStore, successful_pairs, write_verdicts
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
-from storage.runs import get_run
+from storage.results.calls import CallCacheStore, successful_pairs, write_verdicts
+from storage.results.runs import get_run
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 
 LABELS = "{kind: nominal, labels: [KEEP, REJECT, SPLIT]}"
 

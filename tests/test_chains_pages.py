@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from judging.runs.run_report import run_stability
+from judging.runs.stored.run_report import run_stability
 from storage.db import open_db
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -20,10 +20,10 @@ def chains_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.P
     """One finished run of the compound-critics demo panel, copied by each test."""
     from judging.demo import demo_dataset_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
-    from storage.runs import get_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
+    from storage.results.runs import get_run
 
     path = tmp_path_factory.mktemp("chains") / "template.db"
     db = open_db(path)

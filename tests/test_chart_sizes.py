@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from storage.db import open_db
-from storage.overrides import add_override
-from storage.review_queue import review_table
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_app import Watch, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]

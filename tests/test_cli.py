@@ -15,8 +15,8 @@ import yaml
 
 from judging.engine.ledger import Ledger
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main
-from judging.runs.summary import format_summary, summarize, summarize_counts
+from judging.runs.commands.cli import main
+from judging.runs.commands.summary import format_summary, summarize, summarize_counts
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile, SimulatorServer
 from judging.simulator.sim_vendor import shared_simulator
@@ -227,7 +227,7 @@ def test_the_summary_of_a_score_panel_counts_bands_not_every_score(
 
 def test_simulator_command_serves_until_terminated() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "judging.runs.cli", "simulator", "--port", "0", "--latency-ms", "1",
+        [sys.executable, "-m", "judging.runs.commands.cli", "simulator", "--port", "0", "--latency-ms", "1",
          "--seed", "3"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -255,7 +255,7 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: pathlib.Path) -> None:
     os.close(read_end)  # the reader is gone before anything is written
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "judging.runs.cli", "runs", "--db", str(tmp_path / "pipe.db")],
+            [sys.executable, "-m", "judging.runs.commands.cli", "runs", "--db", str(tmp_path / "pipe.db")],
             cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60)
     finally:
         os.close(write_end)
@@ -330,6 +330,6 @@ def test_demo_content_is_consistent() -> None:
 
 def test_the_progress_bar_counts_verdicts_as_the_run_page_does() -> None:
     from judging.engine.panel_runner import RunProgress
-    from judging.runs.summary import ProgressBar
+    from judging.runs.commands.summary import ProgressBar
 
     assert "0/4 verdicts" in ProgressBar.render(RunProgress(total=4, items_total=2))

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from judging.runs.cli import main
-from judging.runs.cli_app import app_environment, app_script, streamlit_argv
+from judging.runs.commands.cli import main
+from judging.runs.commands.cli_app import app_environment, app_script, streamlit_argv
 from tests.fixtures_app import ROOT
 
 
@@ -32,7 +32,7 @@ def test_streamlit_is_started_as_make_run_starts_it() -> None:
 
 
 def test_host_defaults_to_this_machine_only() -> None:
-    from judging.runs.cli import build_parser
+    from judging.runs.commands.cli import build_parser
 
     args = build_parser().parse_args(["app"])
     assert (args.host, args.port, args.db) == ("127.0.0.1", 8501, None)

@@ -14,11 +14,11 @@ from streamlit.testing.v1 import AppTest
 
 from judging.demo import demo_panel_path
 from judging.errors import DataError
-from judging.runs.cli import main as cli_main
-from judging.runs.cli_runs import read_for_cli
-from storage.dataset_store import list_datasets, load_items
+from judging.runs.commands.cli import main as cli_main
+from judging.runs.commands.cli_runs import read_for_cli
+from storage.datasets.dataset_store import list_datasets, load_items
 from storage.db import open_db
-from storage.runs import get_run
+from storage.results.runs import get_run
 
 APP = pathlib.Path(__file__).resolve().parent.parent / "app.py"
 FIELDS = ("candidate_class", "parent", "description", "example_members", "existing_siblings")

@@ -1,7 +1,7 @@
 """Calibration from code matrices (issue 25 part 6): the same `Calibration` as the one computed
 from `Verdict` objects, for every label strategy, error policy and tie policy, with failed,
 unusable and absent verdicts and verdicts stored in a shuffled order; and read from a real
-SQLite run through `storage.vote_grid`."""
+SQLite run through `storage.results.vote_grid`."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def _data(seed: int, n: int = 400) -> tuple[dict[str, list[Verdict]], dict[str, 
 
 
 def _arrays(verdicts: dict[str, list[Verdict]]) -> dict[str, object]:
-    """The arrays `storage.vote_grid` reads, built here from the verdicts themselves."""
+    """The arrays `storage.results.vote_grid` reads, built here from the verdicts themselves."""
     values: dict[tuple[str | None, float | None], int] = {}
     n = len(verdicts)
     codes = np.full((n, len(CRITICS)), ABSENT, dtype=np.int32)
@@ -127,18 +127,18 @@ def test_mismatched_arrays_are_refused_with_a_sentence():
 
 
 def test_the_stored_grid_is_the_stored_verdicts(tmp_path):
-    """`storage.vote_grid` over a real SQLite run: one row per consensus row, in file order,
+    """`storage.results.vote_grid` over a real SQLite run: one row per consensus row, in file order,
     a failed call FAILED, a critic never asked ABSENT, the values the stored labels."""
-    from judging.runs.calibrate import run_calibration
-    from judging.runs.jobs import prepare_run
+    from judging.runs.background.jobs import prepare_run
+    from judging.runs.stored.calibrate import run_calibration
     from judging.verdicts import PanelVerdict, VoteOutcome
-    from storage.calls import write_verdicts
-    from storage.consensus import load_panel_verdicts, write_consensus
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
-    from storage.overrides import add_override, human_labels
-    from storage.vote_grid import vote_grid
+    from storage.results.calls import write_verdicts
+    from storage.results.consensus import load_panel_verdicts, write_consensus
+    from storage.results.vote_grid import vote_grid
+    from storage.reviewing.overrides import add_override, human_labels
 
     verdicts, humans = _data(5, n=120)
     data = tmp_path / "d.csv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from storage.column_guess import guess_id_column, is_gold_like
+from storage.datasets.column_guess import guess_id_column, is_gold_like
 
 
 def _table(**columns: list[object]) -> tuple[list[str], dict[str, list[object]]]:

@@ -1,6 +1,6 @@
 """Version against version on two real runs: the demo panel (A) and its second version (B, one
 critic changed) over the demo dataset, judged over HTTP by the simulator on 127.0.0.1 and stored
-in a real SQLite file. `judging.runs.compare_runs.compare_runs` and `jurybox compare`."""
+in a real SQLite file. `judging.runs.stored.compare_runs.compare_runs` and `jurybox compare`."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from judging.engine.budget import BudgetCap
 from judging.engine.ledger import Ledger
 from judging.errors import DataError
 from judging.panel.panel_files import load_panel
-from judging.runs.cli import main
-from judging.runs.compare_runs import changes_text, compare_runs
-from judging.runs.jobs import prepare_run
-from storage.consensus import load_consensus
-from storage.dataset_store import load_items, save_dataset
+from judging.runs.background.jobs import prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.stored.compare_runs import changes_text, compare_runs
+from storage.datasets.dataset_store import load_items, save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import NotFoundError, open_db
-from storage.importing import read_dataset
-from storage.overrides import add_override, final_labels
-from storage.runs import get_run
+from storage.results.consensus import load_consensus
+from storage.results.runs import get_run
+from storage.reviewing.overrides import add_override, final_labels
 from tests.fixtures_compare import demo_panel_v2, run_panel
 
 Runs = tuple[pathlib.Path, int, int]

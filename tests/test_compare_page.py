@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.compare_runs import compare_runs
-from judging.runs.jobs import prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import prepare_run
+from judging.runs.stored.compare_runs import compare_runs
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.overrides import add_override
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.overrides import add_override
 from tests.fixtures_app import shown
 from tests.fixtures_compare import demo_panel_v2
 from tests.test_app_smoke import all_text, no_exception, open_page

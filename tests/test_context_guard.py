@@ -22,16 +22,16 @@ from judging.panel.conversation import Message, last_messages, transcript
 from judging.panel.critics import Critic
 from judging.panel.panel_files import dump_panel, load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.batch_phase import _missing
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.stored_run import load_run
+from judging.runs.background.batch_phase import _missing
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.stored.stored_run import load_run
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from storage.panels import save_panel
 from tests.test_app_smoke import no_exception, open_page
 

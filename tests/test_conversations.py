@@ -32,17 +32,17 @@ from judging.panel.conversation import (
 from judging.panel.critics import DATA_PREAMBLE, Critic
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.stored_run import run_decisions
-from judging.runs.threads import run_threads, threads_csv
-from judging.runs.turn_dataset import turns_dataset
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.intake.turn_dataset import turns_dataset
+from judging.runs.stored.stored_run import run_decisions
+from judging.runs.stored.threads import run_threads, threads_csv
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
 from judging.verdicts import Item
-from storage.dataset_store import list_datasets, load_items, save_dataset
+from storage.datasets.dataset_store import list_datasets, load_items, save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from tests.test_app_smoke import no_exception, open_page
 
 CHAT = [

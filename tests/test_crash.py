@@ -14,10 +14,10 @@ import time
 
 import httpx
 
-from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
-from storage.runs import get_run
+from storage.results.runs import get_run
 from tests.fixtures_storage import assert_secret_stored_nowhere, make_parsed, tiny_panel
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -28,7 +28,7 @@ CONCURRENCY = 16
 CHILD = textwrap.dedent(
     """
     import os, sys
-    from judging.runs.jobs import JobRegistry
+    from judging.runs.background.jobs import JobRegistry
     registry = JobRegistry()
     job = registry.start_run(sys.argv[1], int(sys.argv[2]), concurrency=int(sys.argv[3]),
                              key_lookup=lambda name: os.environ.get(name))

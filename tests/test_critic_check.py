@@ -1,4 +1,4 @@
-"""Checking critics before a run (`judging.runs.critic_check`, `jurybox check`): one sentence per
+"""Checking critics before a run (`judging.runs.stored.critic_check`, `jurybox check`): one sentence per
 critic naming the cause and the fix, from real requests to the simulator and to a scripted
 vendor on 127.0.0.1; the cache makes a second check free, and a $0 cap sends nothing priced."""
 
@@ -16,8 +16,8 @@ from judging.engine.calls import CallRunner, CriticGate, MemoryCache, RetryPolic
 from judging.engine.panel_runner import judge_many
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main
-from judging.runs.critic_check import (
+from judging.runs.commands.cli import main
+from judging.runs.stored.critic_check import (
     CriticCheck,
     check_budget,
     check_critics,

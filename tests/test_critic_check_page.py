@@ -17,7 +17,7 @@ from judging.panel.panel_model import Panel
 from judging.simulator.sim_server import Profile, SimulatorServer
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.runs import list_runs
+from storage.results.runs import list_runs
 from tests.fixtures_simulator import SimulatorFactory
 from tests.test_app_smoke import no_exception, open_page
 

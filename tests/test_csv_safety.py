@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from judging.runs.cli import main as cli_main
-from storage.dataset_store import load_items
+from judging.runs.commands.cli import main as cli_main
+from storage.datasets.dataset_store import load_items
 from storage.db import open_db
-from storage.export_files import (
+from storage.results.export_files import (
     ExportOptions,
     csv_bytes,
     csv_cell,
@@ -29,7 +29,7 @@ from storage.export_files import (
     export_bytes,
     export_frame,
 )
-from storage.overrides import add_override
+from storage.reviewing.overrides import add_override
 
 N = 10
 STARTERS = ("=", "+", "-", "@", "\t", "\r")

@@ -15,11 +15,11 @@ from judging.demo import demo_panel_path
 from judging.errors import ConfigError, DataError
 from judging.panel.curation import CurationConfig, check_decision, curate, parse_children
 from judging.panel.panel_files import load_panel
-from judging.runs.cli import main
-from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
+from judging.runs.commands.cli import main
+from judging.runs.stored.taxonomy import curated_taxonomy, taxonomy_bytes
 from storage.db import open_db
-from storage.overrides import add_override, final_labels
-from storage.review_queue import item_detail
+from storage.reviewing.overrides import add_override, final_labels
+from storage.reviewing.review_queue import item_detail
 from tests.test_app_smoke import no_exception, open_page, save_button
 
 DEMO = CurationConfig(class_field="candidate_class", parent_field="parent", keep_label="KEEP",

@@ -17,7 +17,7 @@ import pytest
 
 from storage.db import DatabaseFault, open_db
 from storage.faults import database_fault
-from storage.runs import get_run
+from storage.results.runs import get_run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ READS = {"runs", "stats", "export"}
 def _cli(args: list[str], cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("JURYBOX_DB", None)
-    return subprocess.run([sys.executable, "-m", "judging.runs.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "judging.runs.commands.cli", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 
@@ -117,7 +117,7 @@ def test_a_read_only_database_can_be_read_but_not_written(command: list[str],
         args_prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
         env.pop("JURYBOX_DB", None)
-        result = subprocess.run([*args_prefix, sys.executable, "-m", "judging.runs.cli", *args],
+        result = subprocess.run([*args_prefix, sys.executable, "-m", "judging.runs.commands.cli", *args],
                                 cwd=tmp_path, env=env, capture_output=True, text=True,
                                 timeout=120)
     else:
@@ -137,7 +137,7 @@ def test_a_read_only_database_can_be_read_but_not_written(command: list[str],
 
 def test_a_full_disk_mid_write_is_a_sentence_and_keeps_what_was_saved(finished_db,
                                                                        tmp_path: pathlib.Path) -> None:
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     source, run_id = finished_db
     path = tmp_path / "full.db"

@@ -11,9 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from judging.verdicts import Verdict
-from storage.calls import write_verdicts
 from storage.db import StorageError
-from storage.export_files import (
+from storage.results.calls import write_verdicts
+from storage.results.export_files import (
     EXPORT_SCHEMA_VERSION,
     ExportOptions,
     escape_cell,
@@ -22,7 +22,7 @@ from storage.export_files import (
     export_run,
     override_history_bytes,
 )
-from storage.overrides import add_override, final_labels
+from storage.reviewing.overrides import add_override, final_labels
 from tests.fixtures_storage import seed_run
 
 PLANTED_KEY = "sk-live-PLANTEDKEY-9876543210zyxwvut"

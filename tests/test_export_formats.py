@@ -16,10 +16,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from judging.runs.cli import main as cli_main
+from judging.runs.commands.cli import main as cli_main
 from storage.db import open_db
-from storage.export_files import ExportOptions, export_bytes, override_history_bytes
-from storage.overrides import add_override
+from storage.results.export_files import ExportOptions, export_bytes, override_history_bytes
+from storage.reviewing.overrides import add_override
 from tests.fixtures_app import running_app, settled
 
 SPLIT_ITEM, MERGE_ITEM = "item-000003", "item-000004"
@@ -146,7 +146,7 @@ def test_each_format_button_downloads_that_format(
 
 def test_judge_out_has_the_stored_steps_of_compound_critics(tmp_path: pathlib.Path) -> None:
     from judging.demo import demo_dataset_path
-    from storage.calls import load_steps
+    from storage.results.calls import load_steps
 
     db_path, out = tmp_path / "cli.db", tmp_path / "out.jsonl"
     assert cli_main(["judge", "--data", str(demo_dataset_path()), "--panel",

@@ -1,5 +1,5 @@
 """One final decision per item, whatever the panel kind (issue 23, part 2): the rule of
-`storage.decisions` for label, pairwise, curation, score and rubric panels, the "needs a
+`storage.reviewing.decisions` for label, pairwise, curation, score and rubric panels, the "needs a
 decision" state (a SPLIT without children, a MERGE without target, no consensus), the Review
 filter that lists it, bulk accept that skips it, and the humans' labels Agreement reads."""
 
@@ -13,17 +13,17 @@ import sqlite_utils
 
 from judging.panel.panel_model import Panel
 from judging.panel.rubric import MET, UNMET
-from judging.runs.stored_run import decision_rule
+from judging.runs.stored.stored_run import decision_rule
 from judging.verdicts import PanelVerdict, VoteOutcome
-from storage.consensus import write_consensus
-from storage.criteria import add_criterion_override
-from storage.dataset_store import save_dataset
-from storage.decisions import DECIDED, NEEDS_DECISION, decision_counts, final_decisions
-from storage.overrides import accept_consensus, add_override, human_labels
+from storage.datasets.dataset_store import save_dataset
 from storage.panels import save_panel
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_position, review_table
-from storage.runs import create_run
+from storage.results.consensus import write_consensus
+from storage.results.runs import create_run
+from storage.reviewing.criteria import add_criterion_override
+from storage.reviewing.decisions import DECIDED, NEEDS_DECISION, decision_counts, final_decisions
+from storage.reviewing.overrides import accept_consensus, add_override, human_labels
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_position, review_table
 from tests.fixtures_storage import make_parsed
 
 CRITIC = {"name": "c", "vendor": "simulated", "model": "m", "prompt_template": "{text}"}

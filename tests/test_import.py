@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from judging.errors import DataError
-from storage.importing import (
+from storage.datasets.importing import (
     SUPPORTED_EXTENSIONS,
     SUPPORTED_FORMATS,
     ImportLimits,
@@ -154,7 +154,7 @@ def test_numpy_scalars_and_nan_become_python_values() -> None:
     import numpy as np
     import pandas as pd
 
-    from storage.readers import plain
+    from storage.datasets.readers import plain
 
     values = plain({"i": np.int64(3), "f": np.float32(0.5), "nan": np.float64("nan"),
                      "b": np.bool_(True), "a": np.array([1, 2]), "na": pd.NA, "nat": pd.NaT})
@@ -251,7 +251,7 @@ def test_western_languages_are_not_mistaken_for_other_encodings(sentence: str) -
         ("id,text\n1,日本語のテキスト\n2,東京\n", "shift_jis"),
         ("id,text\n1,中文文本\n2,北京\n", "gbk"),
         ("id,text\n1,Привет мир\n", "cp1251"),
-        # Each of these is caught by one sign alone (see storage.importing._as_cp1252):
+        # Each of these is caught by one sign alone (see storage.datasets.importing._as_cp1252):
         ("id,label\n1,да\n2,нет\n", "cp1251"),  # "äà": a word with no ASCII letter
         ("id,text\n1,北京\n", "gbk"),  # "±±¾©": four non-ASCII characters in a row
         ("id,text\n1,ソ\n", "shift_jis"),  # "ƒ\\": a character Western text hardly uses
@@ -460,7 +460,7 @@ def test_xlsx_values_match_openpyxl(tmp_path: Path, mac_epoch: bool) -> None:
     import openpyxl
     from openpyxl.utils.datetime import CALENDAR_MAC_1904
 
-    from storage.readers import plain
+    from storage.datasets.readers import plain
 
     rows = [
         ["id", "when", "day", "clock", "flag", "ratio", "big", "text"],

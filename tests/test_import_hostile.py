@@ -20,8 +20,8 @@ import sqlite_utils
 
 from judging.errors import DataError
 from judging.verdicts import Item
-from storage.dataset_store import save_dataset
-from storage.importing import read_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from tests.fixtures_import import write_dataset_file
 from tests.fixtures_storage import make_parsed
 from tests.hostile_imports import CASES, MEMORY_BOUND, Accept, Case, Refuse, run_case
@@ -54,7 +54,7 @@ def test_a_parquet_file_too_big_for_the_childs_memory_is_refused(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from storage.readers import parquet as reader
+    from storage.datasets.readers import parquet as reader
 
     monkeypatch.setattr(reader, "_child_memory", lambda max_decoded_bytes: 8 * 1024**2)
     buffer = io.BytesIO()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from judging.errors import DataError
-from storage.readers.eval_logs import read_inspect_log
+from storage.datasets.readers.eval_logs import read_inspect_log
 
 pytest.importorskip("inspect_ai")
 
@@ -104,7 +104,7 @@ def test_a_log_is_read_one_sample_at_a_time(inspect_logs: dict[str, pathlib.Path
     """Every member Inspect compresses (zstd) is read by our own code, one sample at a time."""
     opened: list[str] = []
     real = json.loads
-    monkeypatch.setattr("storage.readers.eval_logs.json.loads",
+    monkeypatch.setattr("storage.datasets.readers.eval_logs.json.loads",
                         lambda text, *a, **k: opened.append(text[:20]) or real(text, *a, **k))
     with zipfile.ZipFile(inspect_logs["eval"]) as archive:
         assert {i.compress_type for i in archive.infolist()} == {93}

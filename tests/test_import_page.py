@@ -11,7 +11,7 @@ import pathlib
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from storage.dataset_store import list_datasets
+from storage.datasets.dataset_store import list_datasets
 from storage.db import open_db
 from tests.fixtures_app import shown
 from tests.hostile_imports import CASES

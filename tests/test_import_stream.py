@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-import storage.dataset_store
-import storage.importing
+import storage.datasets.dataset_store
+import storage.datasets.importing
 from judging.errors import DataError
 from judging.verdicts import Item
-from storage.dataset_store import list_datasets, load_items, save_dataset
-from storage.import_limits import Budget
-from storage.importing import ImportLimits, StreamedItems, dataset_columns, read_dataset
-from storage.readers import iter_records, parquet_arrow
+from storage.datasets.dataset_store import list_datasets, load_items, save_dataset
+from storage.datasets.import_limits import Budget
+from storage.datasets.importing import ImportLimits, StreamedItems, dataset_columns, read_dataset
+from storage.datasets.readers import iter_records, parquet_arrow
 from tests.fixtures_import import write_dataset_file
 from tests.test_import import BAD, FORMATS, ROWS
 
@@ -60,7 +60,7 @@ def test_jsonl_columns_are_every_records_keys_streamed_too() -> None:
 
 
 def test_many_duplicates_are_summarised_across_id_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(storage.importing, "ID_CHUNK", 7)
+    monkeypatch.setattr(storage.datasets.importing, "ID_CHUNK", 7)
     raw = b"id\n" + b"".join(b"%d\n%d\n" % (n, n) for n in range(40))
     assert _message(raw, filename="a.csv", id_column="id", stream=True) == _message(
         raw, filename="a.csv", id_column="id")
@@ -69,8 +69,8 @@ def test_many_duplicates_are_summarised_across_id_chunks(monkeypatch: pytest.Mon
 def test_a_duplicate_id_in_a_later_chunk_leaves_no_dataset_and_names_it(
     db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.importing, "ID_CHUNK", 5)
-    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 5)
+    monkeypatch.setattr(storage.datasets.importing, "ID_CHUNK", 5)
+    monkeypatch.setattr(storage.datasets.dataset_store, "SAVE_CHUNK", 5)
     lines = [f"c{n:03d},class {n}" for n in range(23)] + ["c004,again"]
     path = tmp_path / "items.csv"
     path.write_text("id,text\n" + "\n".join(lines) + "\n", encoding="utf-8")
@@ -105,7 +105,7 @@ class _Parsed:
 def test_an_error_part_way_through_saving_rolls_the_whole_dataset_back(
     db: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 5)
+    monkeypatch.setattr(storage.datasets.dataset_store, "SAVE_CHUNK", 5)
     with pytest.raises(DataError, match="changed while it was read"):
         save_dataset(db, _Parsed())
     assert list_datasets(db) == []
@@ -115,7 +115,7 @@ def test_an_error_part_way_through_saving_rolls_the_whole_dataset_back(
 def test_a_streamed_dataset_is_saved_in_chunks_whole(
     db: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage.dataset_store, "SAVE_CHUNK", 4)
+    monkeypatch.setattr(storage.datasets.dataset_store, "SAVE_CHUNK", 4)
     path = tmp_path / "items.csv"
     path.write_text("id,text\n" + "".join(f"i{n},t{n}\n" for n in range(11)), encoding="utf-8")
     saved = save_dataset(db, read_dataset(path, id_column="id", stream=True))

@@ -9,7 +9,7 @@ import pytest
 
 from judging.errors import DataError
 from judging.verdicts import ImportedAnnotation
-from storage.readers.eval_logs import read_label_studio_export, read_promptfoo_results
+from storage.datasets.readers.eval_logs import read_label_studio_export, read_promptfoo_results
 from tests.tool_documented import (
     LABEL_STUDIO_EXPORT,
     PROMPTFOO_RESULTS,

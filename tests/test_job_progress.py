@@ -8,8 +8,8 @@ import io
 from judging.engine.ledger import Ledger
 from judging.engine.panel_runner import RunProgress
 from judging.run_status import RunStatus
-from judging.runs.job import CriticProgress, JobProgress
-from judging.runs.summary import ProgressBar
+from judging.runs.background.job import CriticProgress, JobProgress
+from judging.runs.commands.summary import ProgressBar
 
 
 def _run() -> RunProgress:

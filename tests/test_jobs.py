@@ -9,15 +9,15 @@ import time
 
 import pytest
 
-import judging.runs.worker
-import judging.runs.writer
+import judging.runs.background.worker
+import judging.runs.background.writer
 from judging.errors import JobConflict
-from judging.runs.evidence import fill_requests
-from judging.runs.jobs import JobRegistry, mark_interrupted_runs, prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import JobRegistry, mark_interrupted_runs, prepare_run
+from judging.runs.stored.evidence import fill_requests
+from storage.datasets.dataset_store import save_dataset
 from storage.db import NotFoundError
-from storage.review_queue import item_detail, review_table
-from storage.runs import get_run, set_run_status
+from storage.results.runs import get_run, set_run_status
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.fixtures_storage import assert_secret_stored_nowhere, make_parsed, tiny_panel
 
 PLANTED_KEY = "sk-proj-PLANTED-KEY-for-jobs-test-000111222"
@@ -182,7 +182,7 @@ def test_a_crash_inside_the_worker_marks_the_run_failed(db, db_path, simulator_f
         raise RuntimeError("consensus table on fire (injected)")
 
     # The one place a job writes decisions: the writer thread, as the runner makes them.
-    monkeypatch.setattr(judging.runs.writer, "write_consensus", broken)
+    monkeypatch.setattr(judging.runs.background.writer, "write_consensus", broken)
     job = JobRegistry().start_run(db_path, run_id)
     assert job.wait(60)
     assert job.progress().status == "failed"
@@ -271,10 +271,10 @@ def test_the_writer_stores_verdicts_queued_just_before_it_closes(db, db_path, si
     idle tick and the close are still written (they were once all lost under load)."""
     import threading as _threading
 
-    from judging.runs.writer import Writer
+    from judging.runs.background.writer import Writer
     from judging.verdicts import Verdict
-    from storage.dataset_store import load_items
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import load_items
+    from storage.results.runs import get_run
 
     sim = simulator_factory(latency_ms=1)
     run_id = _new_run(db, sim, 5)

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
-import judging.runs.worker
+import judging.runs.background.worker
 from judging.agreement import per_item_alpha
 from judging.engine.ledger import Ledger
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.summary import format_summary, summarize, summarize_counts
-from storage.consensus import (
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.summary import format_summary, summarize, summarize_counts
+from storage.datasets.dataset_store import DatasetItems, load_items, save_dataset
+from storage.results.consensus import (
     decided_call_counts,
     decision_counts,
     iter_panel_verdicts,
@@ -23,9 +24,8 @@ from storage.consensus import (
     load_panel_verdicts,
     run_gold_labels,
 )
-from storage.dataset_store import DatasetItems, load_items, save_dataset
-from storage.review_queue import ratings_frame
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.review_queue import ratings_frame
 from tests.fixtures_storage import make_parsed, tiny_panel
 
 
@@ -46,8 +46,8 @@ def _whole_table_alphas(panel: Any, ratings: Any) -> dict[str, float | None]:
 @pytest.fixture
 def paged_run(db: Any, db_path: str, simulator_factory: Any, monkeypatch: pytest.MonkeyPatch
               ) -> int:
-    monkeypatch.setattr(judging.runs.worker, "ITEM_PAGE_SIZE", 3)
-    monkeypatch.setattr(judging.runs.worker, "ALPHA_CHUNK_SIZE", 4)
+    monkeypatch.setattr(judging.runs.background.worker, "ITEM_PAGE_SIZE", 3)
+    monkeypatch.setattr(judging.runs.background.worker, "ALPHA_CHUNK_SIZE", 4)
     sim = simulator_factory(latency_ms=1)
     dataset_id = save_dataset(db, make_parsed(41)).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
@@ -106,7 +106,7 @@ def test_decisions_and_items_read_in_small_chunks_are_the_whole_ones(db: Any, pa
 def test_a_resume_read_in_pages_neither_pays_nor_counts_a_stored_success_again(
     db: Any, db_path: str, simulator_factory: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(judging.runs.worker, "ITEM_PAGE_SIZE", 2)
+    monkeypatch.setattr(judging.runs.background.worker, "ITEM_PAGE_SIZE", 2)
     sim = simulator_factory(latency_ms=20)
     dataset_id = save_dataset(db, make_parsed(40, salt="resume")).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel(sim.base_url))
@@ -134,23 +134,23 @@ def test_the_writer_makes_calls_wait_while_it_falls_behind(
 ) -> None:
     import threading
 
-    import judging.runs.writer
-    from judging.runs.writer import Writer
+    import judging.runs.background.writer
+    from judging.runs.background.writer import Writer
     from judging.verdicts import Verdict
 
     items = make_parsed(30, salt="writer").items
     dataset_id = save_dataset(db, make_parsed(30, salt="writer")).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
     release, stuck = threading.Event(), threading.Event()
-    real = judging.runs.writer.write_verdicts
+    real = judging.runs.background.writer.write_verdicts
 
     def slow_disk(*args: Any, **kwargs: Any) -> int:
         stuck.set()
         assert release.wait(30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(judging.runs.writer, "write_verdicts", slow_disk)
-    monkeypatch.setattr(judging.runs.writer, "MAX_QUEUED", 5)
+    monkeypatch.setattr(judging.runs.background.writer, "write_verdicts", slow_disk)
+    monkeypatch.setattr(judging.runs.background.writer, "MAX_QUEUED", 5)
     writer = Writer(db_path, run_id, already_ok=set(), replace_success=False, batch_size=2,
                     flush_interval_s=0.01)
     handed: list[str] = []
@@ -184,14 +184,14 @@ def test_the_writer_counts_totals_less_often_when_counting_is_slow(
     are exact once it closes."""
     import time
 
-    import judging.runs.writer
-    from judging.runs.writer import Writer
+    import judging.runs.background.writer
+    from judging.runs.background.writer import Writer
     from judging.verdicts import Verdict
 
     parsed = make_parsed(400, salt="totals")
     dataset_id = save_dataset(db, parsed).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
-    real = judging.runs.writer.refresh_run_totals
+    real = judging.runs.background.writer.refresh_run_totals
     counted_at: list[float] = []
 
     def slow_count(*args: Any) -> None:
@@ -199,8 +199,8 @@ def test_the_writer_counts_totals_less_often_when_counting_is_slow(
         time.sleep(0.2)  # a large run's scan
         real(*args)
 
-    monkeypatch.setattr(judging.runs.writer, "refresh_run_totals", slow_count)
-    monkeypatch.setattr(judging.runs.writer, "TOTALS_EVERY_S", 0.01)
+    monkeypatch.setattr(judging.runs.background.writer, "refresh_run_totals", slow_count)
+    monkeypatch.setattr(judging.runs.background.writer, "TOTALS_EVERY_S", 0.01)
     writer = Writer(db_path, run_id, already_ok=set(), replace_success=False, batch_size=5,
                     flush_interval_s=0.005)
     started = time.monotonic()
@@ -228,16 +228,16 @@ def test_the_writer_commits_in_short_parts_and_pauses_for_a_waiting_save(
     import time
     import types
 
-    import judging.runs.writer
-    from judging.runs.writer import WRITE_ROWS, YIELD_S, Writer
+    import judging.runs.background.writer
+    from judging.runs.background.writer import WRITE_ROWS, YIELD_S, Writer
     from judging.verdicts import PanelVerdict, Verdict, VoteOutcome
 
     parsed = make_parsed(4 * WRITE_ROWS, salt="parts")
     dataset_id = save_dataset(db, parsed).id
     run_id = prepare_run(db, dataset_id=dataset_id, panel=tiny_panel())
     events: list[tuple[str, float]] = []
-    real_verdicts, real_consensus = (judging.runs.writer.write_verdicts,
-                                     judging.runs.writer.write_consensus)
+    real_verdicts, real_consensus = (judging.runs.background.writer.write_verdicts,
+                                     judging.runs.background.writer.write_consensus)
 
     def verdicts(db: Any, run: int, batch: list[Verdict], **how: Any) -> int:
         events.append(("verdicts", len(batch)))
@@ -247,11 +247,11 @@ def test_the_writer_commits_in_short_parts_and_pauses_for_a_waiting_save(
         events.append(("decisions", len(decided)))
         return real_consensus(db, run, decided)
 
-    monkeypatch.setattr(judging.runs.writer, "write_verdicts", verdicts)
-    monkeypatch.setattr(judging.runs.writer, "write_consensus", consensus)
-    monkeypatch.setattr(judging.runs.writer, "YIELD_EVERY_S", 0.0)  # a pause before each part
+    monkeypatch.setattr(judging.runs.background.writer, "write_verdicts", verdicts)
+    monkeypatch.setattr(judging.runs.background.writer, "write_consensus", consensus)
+    monkeypatch.setattr(judging.runs.background.writer, "YIELD_EVERY_S", 0.0)  # a pause before each part
     # The writer's clock only: its pauses are recorded, not slept.
-    monkeypatch.setattr(judging.runs.writer, "time", types.SimpleNamespace(
+    monkeypatch.setattr(judging.runs.background.writer, "time", types.SimpleNamespace(
         monotonic=time.monotonic, sleep=lambda s: events.append(("pause", s))))
     writer = Writer(db_path, run_id, already_ok=set(), replace_success=False,
                     batch_size=10 * len(parsed.items), flush_interval_s=60)  # all at close

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judging.runs.jury_report import run_jury_report
-from pages.ui.jury_view import jury_decision_line, jury_heading, top_line
-from storage.consensus import load_consensus
+from judging.runs.stored.jury_report import run_jury_report
+from pages.ui.review.jury_view import jury_decision_line, jury_heading, top_line
 from storage.db import open_db
-from storage.jury_decisions import item_jury_decisions
-from storage.runs import get_run
+from storage.results.consensus import load_consensus
+from storage.results.jury_decisions import item_jury_decisions
+from storage.results.runs import get_run
 from tests.test_app_smoke import no_exception, open_page
 
 
@@ -95,7 +95,7 @@ def test_agreement_has_a_row_per_jury(juries_app: tuple[pathlib.Path, int]) -> N
 
 
 def test_the_panel_page_edits_the_juries(juries_app: tuple[pathlib.Path, int]) -> None:
-    from pages.ui.panel_draft import DRAFT_KEY
+    from pages.ui.panel.panel_draft import DRAFT_KEY
     from tests.fixtures_juries import JURIES_PANEL
     from tests.test_app_smoke import panel_key
     from tests.test_panel_page import _import

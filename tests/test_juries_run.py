@@ -20,14 +20,14 @@ import pytest
 from judging.agreement import cohen_kappa, fleiss_kappa
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.jobs import prepare_run
-from judging.runs.jury_report import run_jury_report
-from storage.consensus import load_panel_verdicts
+from judging.runs.background.jobs import prepare_run
+from judging.runs.stored.jury_report import run_jury_report
 from storage.db import open_db
-from storage.export_files import export_frame, jury_column
-from storage.jury_decisions import item_jury_decisions
-from storage.record_chain import verify_run
-from storage.runs import get_run
+from storage.results.consensus import load_panel_verdicts
+from storage.results.export_files import export_frame, jury_column
+from storage.results.jury_decisions import item_jury_decisions
+from storage.results.runs import get_run
+from storage.reviewing.record_chain import verify_run
 
 PANEL = pathlib.Path(__file__).resolve().parent.parent / "judging" / "demo" / "juries_panel.yaml"
 PRIORITY = ["REJECT", "SPLIT", "MERGE", "KEEP"]  # the demo's tie priority, most cautious first
@@ -197,7 +197,7 @@ def test_jury_decisions_are_in_the_verifiable_record(juries_run: Any) -> None:
 def test_the_cli_jsonl_carries_each_jury(juries_run: Any, tmp_path: pathlib.Path) -> None:
     import json
 
-    from judging.runs.summary import write_jsonl
+    from judging.runs.commands.summary import write_jsonl
 
     db, run_id, _ = juries_run
     decided = load_panel_verdicts(db, run_id)[:20]

@@ -9,12 +9,12 @@ import pathlib
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from storage.assignments import PACE_BREAK_SECONDS, reviewer_pace
 from storage.db import StorageError, open_db
-from storage.leases import LEASE_SECONDS, held_by_others, release_lease, take_lease
-from storage.overrides import add_override, override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.assignments import PACE_BREAK_SECONDS, reviewer_pace
+from storage.reviewing.leases import LEASE_SECONDS, held_by_others, release_lease, take_lease
+from storage.reviewing.overrides import add_override, override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.test_app_smoke import APP, all_text, no_exception, open_page, save_button
 
 T0 = "2026-11-26T10:00:00.000000+00:00"

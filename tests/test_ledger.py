@@ -7,12 +7,12 @@ import pathlib
 import pytest
 
 from judging.engine.ledger import Ledger
-from judging.runs.cli import main
+from judging.runs.commands.cli import main
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Verdict
-from pages.ui.progress import run_summary_line
+from pages.ui.run.progress import run_summary_line
 from storage.db import open_db
-from storage.runs import add_to_ledger, get_run
+from storage.results.runs import add_to_ledger, get_run
 from tests.test_app_smoke import all_text, no_exception, open_page
 
 

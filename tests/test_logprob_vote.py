@@ -205,14 +205,14 @@ def test_calibration_error_worked_by_hand():
 
 
 def test_a_simulated_run_stores_votes_and_exports_expected_scores(simulator_factory, db_path):
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.calls import load_verdicts, request_templates
-    from storage.consensus import iter_panel_verdicts, load_consensus
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.expected_scores import expected_score_rows, pooled_against_humans
-    from storage.export_files import export_bytes
-    from storage.importing import read_dataset
+    from storage.results.calls import load_verdicts, request_templates
+    from storage.results.consensus import iter_panel_verdicts, load_consensus
+    from storage.results.expected_scores import expected_score_rows, pooled_against_humans
+    from storage.results.export_files import export_bytes
 
     gold = {f"answer {n}": str(1 + n % 5) for n in range(12)}
     server = simulator_factory(profiles={"m-lp": Profile(accuracy=0.7),
@@ -296,10 +296,10 @@ def test_a_simulated_run_stores_votes_and_exports_expected_scores(simulator_fact
 
 
 def test_a_run_without_logprobs_exports_no_expected_columns(db, tmp_path):
-    from judging.runs.jobs import prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.export_files import export_frame
-    from storage.importing import read_dataset
+    from judging.runs.background.jobs import prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
+    from storage.results.export_files import export_frame
     from tests.fixtures_storage import tiny_panel
 
     panel = tiny_panel()
@@ -313,11 +313,11 @@ def test_a_run_without_logprobs_exports_no_expected_columns(db, tmp_path):
 
 
 def test_the_agreement_page_shows_alpha_on_expected_scores_and_calibration(app_db, tmp_path):
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from judging.runs.run_report import run_expected_scores
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from judging.runs.stored.run_report import run_expected_scores
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
     from tests.test_app_smoke import no_exception, open_page
 
     data = tmp_path / "d.csv"
@@ -349,9 +349,9 @@ def test_the_agreement_page_shows_alpha_on_expected_scores_and_calibration(app_d
 def test_a_run_without_a_logprobs_critic_is_answered_without_reading_its_calls(db_path):
     # At 3,000,000 calls the question "does any call carry probabilities?" read them all
     # (2 s on the Agreement page): a panel with no critic asking for logprobs answers it.
-    from judging.runs.jobs import prepare_run
-    from judging.runs.run_report import run_expected_scores
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import prepare_run
+    from judging.runs.stored.run_report import run_expected_scores
+    from storage.datasets.dataset_store import save_dataset
     from storage.db import open_db
     from tests.fixtures_storage import make_parsed, tiny_panel
 

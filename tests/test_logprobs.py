@@ -112,10 +112,10 @@ def test_a_run_against_the_simulator_stores_replies_that_carry_the_probabilities
 
 
 def test_review_cards_show_the_label_probabilities(app_db, tmp_path):
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
     from tests.test_app_smoke import no_exception, open_page
 
     data = tmp_path / "d.csv"

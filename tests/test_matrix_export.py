@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from judging.runs.taxonomy import curated_taxonomy, taxonomy_bytes
-from storage.decisions import NEEDS_DECISION
+from judging.runs.stored.taxonomy import curated_taxonomy, taxonomy_bytes
+from storage.reviewing.decisions import NEEDS_DECISION
 from tests.fixtures_matrix import (
     FORMATS,
     KIND_NAMES,

@@ -14,9 +14,9 @@ import pytest
 
 from judging.panel.panel_files import load_panel
 from judging.panel.rubric import rubric_score
-from storage.decisions import NEEDS_DECISION
-from storage.review_queue import item_detail
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.decisions import NEEDS_DECISION
+from storage.reviewing.review_queue import item_detail
 from tests.fixtures_matrix import (
     FORMATS,
     KIND_NAMES,

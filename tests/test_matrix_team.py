@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from judging.runs.calibrate import run_calibration
-from storage.assignments import assigned_count, assignment, reviewer_labels
-from storage.review_queue import item_detail
+from judging.runs.stored.calibrate import run_calibration
+from storage.reviewing.assignments import assigned_count, assignment, reviewer_labels
+from storage.reviewing.review_queue import item_detail
 from tests.fixtures_matrix import (
     KIND_NAMES,
     LABEL_KINDS,

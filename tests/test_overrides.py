@@ -8,17 +8,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import NotFoundError, StorageError, open_db
-from storage.overrides import (
+from storage.panels import save_panel
+from storage.results.runs import create_run
+from storage.reviewing.overrides import (
     accept_consensus,
     add_override,
     final_labels,
     human_labels,
     override_history,
 )
-from storage.panels import save_panel
-from storage.runs import create_run
 from tests.fixtures_storage import make_parsed, seed_run
 
 
@@ -116,7 +116,7 @@ def test_accept_consensus_for_a_filtered_set(db, run):
 
 
 def test_a_blind_label_is_the_human_label_even_after_a_revision(db, run):
-    from storage.overrides import blind_label, blind_labels
+    from storage.reviewing.overrides import blind_label, blind_labels
 
     add_override(db, run.run_id, "item-000002", "KEEP", "before the critics", "ann", blind=True)
     add_override(db, run.run_id, "item-000002", "SPLIT", "they convinced me", "ann")

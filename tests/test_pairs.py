@@ -15,15 +15,15 @@ import pytest
 from judging.errors import DataError
 from judging.panel.pairwise import compared_in_pairs
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.pairs import pairs_dataset
-from judging.runs.run_report import run_pairwise
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.intake.pairs import pairs_dataset
+from judging.runs.stored.run_report import run_pairwise
 from judging.simulator.sim_server import Profile
 from judging.verdicts import Item
-from storage.dataset_store import list_datasets, load_items, save_dataset
+from storage.datasets.dataset_store import list_datasets, load_items, save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from tests.test_app_smoke import no_exception, open_page
 
 WIDE = ("id,question,atlas,breeze,comet\n"

@@ -22,16 +22,16 @@ from judging.panel.critics import Critic
 from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.cli import main as cli_main
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.run_report import run_pairwise
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main as cli_main
+from judging.runs.stored.run_report import run_pairwise
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Item, Verdict
-from storage.calls import order_answers
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.calls import order_answers
+from storage.results.runs import get_run
 
 CONFIG = PairwiseConfig(first_field="answer_a", second_field="answer_b")
 CRITIC = Critic(name="c", model="m", prompt_template="{answer_a} {answer_b}")
@@ -174,7 +174,7 @@ def test_a_pairwise_field_that_is_no_column_is_named_with_the_columns(tmp_path, 
     """`first_field: output1` on data without that column: the answer names the column and the
     columns there are (it said "use {output1} and {output2} in its prompt"), from the panel
     file on the command line, and from a built panel checked against the data."""
-    from judging.runs.cli import main
+    from judging.runs.commands.cli import main
 
     data = tmp_path / "pairs.csv"
     data.write_text("id,question,response_a,response_b\np1,q?,one,two\n", encoding="utf-8")

@@ -99,10 +99,10 @@ def test_on_llmbar_the_picked_three_beat_the_three_most_accurate(llmbar_run) -> 
     """The issue's test of the method, on real judges: the three-critic panel chosen by its
     vote's accuracy, held out, against the three critics most accurate on their own (the same
     cost). Figures as measured (seed 0, 5 folds)."""
-    from judging.runs.run_report import run_panel_choice
-    from judging.runs.stored_run import load_run
+    from judging.runs.stored.run_report import run_panel_choice
+    from judging.runs.stored.stored_run import load_run
     from storage.db import open_db
-    from storage.review_queue import gold_labels, ratings_grid
+    from storage.reviewing.review_queue import gold_labels, ratings_grid
 
     db_path, run_id = llmbar_run
     db = open_db(db_path)

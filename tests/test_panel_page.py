@@ -12,8 +12,8 @@ from streamlit.testing.v1 import AppTest
 from judging.demo import demo_panel_path, pairwise_panel_path
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
-from pages.ui.model_form import field_paths
-from pages.ui.panel_draft import DRAFT_KEY, NOT_EDITABLE, widget_key
+from pages.ui.panel.model_form import field_paths
+from pages.ui.panel.panel_draft import DRAFT_KEY, NOT_EDITABLE, widget_key
 from storage.db import open_db
 from storage.panels import list_panels
 from tests.test_app_smoke import no_exception, open_page, panel_key
@@ -221,8 +221,8 @@ def test_a_fresh_prompt_leaves_out_the_gold_and_gold_like_columns(app_db: pathli
     """On the pairwise demo's data the starting prompt showed quality_a and quality_b, the
     true quality of each answer: it shows the responses, never the answer key."""
     from judging.demo import pairwise_dataset_path
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     save_dataset(open_db(app_db), read_dataset(pairwise_dataset_path(), id_column="id",
                                                gold_column="gold"), name="pairs")
@@ -260,7 +260,7 @@ def test_the_critic_editor_opens_the_basics_and_folds_the_rest(app_db: pathlib.P
     """About 27 fields per critic were all open, labelled by their names ("Timeout s", "Price
     in per mtok"): the basics stay open, the rest folds, every label is written for people."""
     from judging.panel.critics import Critic
-    from pages.ui.panel_editors import CRITIC_BASIC, CRITIC_TEXTS
+    from pages.ui.panel.panel_editors import CRITIC_BASIC, CRITIC_TEXTS
 
     assert set(CRITIC_TEXTS) == set(Critic.model_fields)  # a new field needs its words too
     at = open_page("panel")

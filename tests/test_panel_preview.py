@@ -24,10 +24,10 @@ from judging.engine.chains import judge_with
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.verdicts import Item
-from pages.ui.panel_draft import DRAFT_KEY, draft_from_panel, key_prefix
-from storage.dataset_store import load_items, save_dataset
+from pages.ui.panel.panel_draft import DRAFT_KEY, draft_from_panel, key_prefix
+from storage.datasets.dataset_store import load_items, save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from tests.test_app_smoke import no_exception, open_page
 
 DEMO = demo_panel_path().parent

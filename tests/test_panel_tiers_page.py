@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 from judging.demo import demo_dataset_path
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
 from judging.panel.panel_model import Panel
-from pages.ui.panel_draft import DRAFT_KEY, key_prefix
+from pages.ui.panel.panel_draft import DRAFT_KEY, key_prefix
 from storage.db import open_db
 from storage.panels import list_panels
 from tests.fixtures_app import shown

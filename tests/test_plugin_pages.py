@@ -8,7 +8,7 @@ import pathlib
 import sys
 
 from judging.panel.panel_files import dump_panel, panel_from_dict, panel_hash
-from pages.ui.panel_draft import DRAFT_KEY
+from pages.ui.panel.panel_draft import DRAFT_KEY
 from storage.db import open_db
 from storage.panels import save_panel
 from tests.fixtures_app import shown
@@ -53,7 +53,7 @@ def test_an_uploaded_python_critic_is_refused_and_nothing_is_imported(
 
 def test_a_rule_critic_is_imported_previewed_and_tested_without_a_request(
         app_db: pathlib.Path) -> None:
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
     from tests.fixtures_storage import make_parsed
 
     db = open_db(app_db)
@@ -74,7 +74,7 @@ def test_a_rule_critic_is_imported_previewed_and_tested_without_a_request(
 
 
 def test_a_saved_python_panel_is_listed_but_not_run(app_db: pathlib.Path) -> None:
-    from storage.dataset_store import save_dataset
+    from storage.datasets.dataset_store import save_dataset
     from tests.fixtures_storage import make_parsed
 
     panel = panel_from_dict(PYTHON_PANEL)  # saved by a CLI user: the library accepts it

@@ -129,7 +129,7 @@ def test_the_web_apps_runner_never_imports_the_function() -> None:
 
 
 def test_checking_a_panel_says_a_rule_is_free_and_a_refused_function_why() -> None:
-    from judging.runs.critic_check import check_critics
+    from judging.runs.stored.critic_check import check_critics
     from judging.verdicts import Item
 
     panel = panel_from_dict({"scale": {"kind": "yesno"}, "critics": [
@@ -207,11 +207,11 @@ def test_python_critics_on_a_rubric_panel_and_rules_on_a_pairwise_one_are_refuse
 def test_a_stored_pairwise_run_of_stored_decisions_ranks_the_systems(tmp_path) -> None:
     """Through the background job and the database, as `jurybox judge` runs it: the
     benchmark's decisions become the run's, and the pairwise report ranks its systems."""
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from judging.runs.run_report import run_pairwise
-    from storage.dataset_store import save_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from judging.runs.stored.run_report import run_pairwise
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
     from storage.db import open_db
-    from storage.importing import read_dataset
 
     data = tmp_path / "benchmark.csv"
     data.write_text("id,q,sys_x,x,sys_y,y,verdict\n"

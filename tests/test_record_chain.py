@@ -13,15 +13,15 @@ import pytest
 
 from judging.analysis.audit_design import design_cuts
 from judging.analysis.hash_chain import CALL, DECISION, OVERRIDE, changed_groups, seal
-from judging.runs.audit_run import draw_audit_sample, refresh_label_next, sample_design
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
-from storage.audit import audit_items
-from storage.criteria import add_criterion_override
-from storage.dataset_store import save_dataset
-from storage.export_files import export_bytes, override_history_bytes
-from storage.overrides import accept_consensus, add_override
-from storage.record_chain import chain_head, verify_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
+from judging.runs.stored.audit_run import draw_audit_sample, refresh_label_next, sample_design
+from storage.datasets.dataset_store import save_dataset
+from storage.results.export_files import export_bytes, override_history_bytes
+from storage.reviewing.audit import audit_items
+from storage.reviewing.criteria import add_criterion_override
+from storage.reviewing.overrides import accept_consensus, add_override
+from storage.reviewing.record_chain import chain_head, verify_run
 from tests.fixtures_storage import make_parsed, tiny_panel
 
 # -- the hashing itself (pure) ---------------------------------------------------------------
@@ -219,8 +219,8 @@ def test_a_cancelled_resumed_and_rejudged_run_stays_verifiable(db, db_path, simu
 
 
 def test_a_call_deleted_on_purpose_is_recorded_as_deleted(db, judged) -> None:
-    from storage.calls import delete_item_calls
-    from storage.record_chain import seal_deleted_calls, sealing
+    from storage.results.calls import delete_item_calls
+    from storage.reviewing.record_chain import seal_deleted_calls, sealing
 
     # What a re-judge does when a critic is not called again (a later cascade tier).
     with sealing(db):

@@ -16,18 +16,18 @@ import pytest
 from judging.analysis.pairwise_stats import position_bias
 from judging.errors import DataError
 from judging.panel.panel_files import load_panel
-from judging.runs.audit_run import draw_audit_sample
-from judging.runs.calibrate import calibration_gate, few_shot_panel, run_calibration
-from judging.runs.cli import main
-from judging.runs.reliability import run_reliability
-from judging.runs.run_report import run_verbosity
-from storage.audit import audit_items
-from storage.calls import load_verdicts, order_answers
-from storage.dataset_store import text_field_lengths
+from judging.runs.commands.cli import main
+from judging.runs.stored.audit_run import draw_audit_sample
+from judging.runs.stored.calibrate import calibration_gate, few_shot_panel, run_calibration
+from judging.runs.stored.reliability import run_reliability
+from judging.runs.stored.run_report import run_verbosity
+from storage.datasets.dataset_store import text_field_lengths
 from storage.db import open_db
-from storage.overrides import add_override
-from storage.review_queue import gold_labels
-from storage.runs import get_run
+from storage.results.calls import load_verdicts, order_answers
+from storage.results.runs import get_run
+from storage.reviewing.audit import audit_items
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_queue import gold_labels
 from tests.fixtures_app import ROOT
 from tests.fixtures_matrix import MatrixRun, all_text, widget
 from tests.test_app_smoke import no_exception, open_page
@@ -134,10 +134,10 @@ def test_a_score_panel_has_no_card_and_says_why(kind: str, matrix_db: MatrixRun)
 def rubric_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
     """The rubric demo as its panel file says to run it: every support answer of
     `pairwise_answers.csv` (60), judged by the three simulated critics."""
-    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
     from judging.simulator.sim_vendor import shared_simulator
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     path = tmp_path_factory.mktemp("rubric") / "rubric.db"
     shared_simulator().reset_stats()  # the same answers whichever tests ran before

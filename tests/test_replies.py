@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from storage.calls import CallCacheStore, load_verdicts, write_verdicts
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.review_queue import item_detail
-from storage.runs import create_run
+from storage.results.calls import CallCacheStore, load_verdicts, write_verdicts
+from storage.results.runs import create_run
+from storage.reviewing.review_queue import item_detail
 
 
 def _reply(label: str, n: int) -> str:

@@ -14,16 +14,16 @@ from judging.engine.calls import prepare_call
 from judging.engine.calls.template import rebuild, rebuilds, request_template
 from judging.panel.critics import Critic
 from judging.panel.panel_model import Panel
-from judging.runs.evidence import fill_requests
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.stored.evidence import fill_requests
 from judging.scales import Scale
 from judging.simulator.sim_server import Profile
 from judging.verdicts import Item, Verdict
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.review_queue import item_detail
-from storage.runs import get_run
+from storage.results.runs import get_run
+from storage.reviewing.review_queue import item_detail
 
 HOSTILE = [
     "plain text",
@@ -127,7 +127,7 @@ def test_cache_hits_of_a_second_run_are_rebuilt_from_its_own_template(tmp_path,
 
 
 def test_a_request_stored_whole_is_left_as_it_is(tmp_path):
-    from storage.calls import write_verdicts
+    from storage.results.calls import write_verdicts
     from tests.fixtures_storage import seed_run
 
     db = open_db(tmp_path / "old.db")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
-from storage.overrides import human_labels, override_history
-from storage.review_queue import item_detail
+from storage.reviewing.overrides import human_labels, override_history
+from storage.reviewing.review_queue import item_detail
 from tests.test_app_smoke import no_exception, open_page, save_button
 
 REVEAL = "Save and show the critics"

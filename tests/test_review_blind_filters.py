@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.run_report import run_stability
+from judging.runs.stored.run_report import run_stability
 from storage.db import open_db
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 from tests.test_chains_pages import chains_db, chains_template  # noqa: F401 (fixtures)
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from storage.db import open_db
-from storage.overrides import override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.reviewing.overrides import override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.fixtures_app import BROWSER_TIMEOUT_MS, name_the_reviewer, running_app, settled
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]

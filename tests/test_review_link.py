@@ -1,5 +1,5 @@
 """AppTest: a link naming an item (`/review?run=R&item=I`) opens that item on Review, whatever
-filter hid it, and says which filters it turned off (pages/ui/review_link.py). Real demo run in a
+filter hid it, and says which filters it turned off (pages/ui/review/review_link.py). Real demo run in a
 real SQLite file, judged by the simulator on 127.0.0.1."""
 
 from __future__ import annotations

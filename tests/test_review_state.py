@@ -6,10 +6,10 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
-from storage.leases import take_lease
-from storage.overrides import override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.reviewing.leases import take_lease
+from storage.reviewing.overrides import override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.fixtures_app import shown
 from tests.test_app_smoke import no_exception, open_page, save_button
 
@@ -168,9 +168,9 @@ def test_a_hostile_item_id_in_the_url_and_the_data_is_shown_as_text(
 ) -> None:
     from judging.demo import demo_panel_path
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
 
     data = app_db.parent / "hostile.csv"
     data.write_text(

@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from storage.db import open_db
-from storage.overrides import override_history
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.overrides import override_history
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_hostile import LABELS, REVIEWER, URL_ITEM
 from tests.test_app_smoke import no_exception, open_page, save_button
 

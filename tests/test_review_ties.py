@@ -7,8 +7,8 @@ from __future__ import annotations
 import pathlib
 
 from storage.db import open_db
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, item_position, review_table, tie_breaks
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, item_position, review_table, tie_breaks
 from tests.fixtures_app import shown
 from tests.test_app_smoke import no_exception, open_page
 

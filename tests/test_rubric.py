@@ -23,20 +23,20 @@ from judging.panel.rubric import (
     rubric_score,
     rubric_vote,
 )
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.run_report import run_rubric
-from judging.runs.stored_run import export_options
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.stored.run_report import run_rubric
+from judging.runs.stored.stored_run import export_options
 from judging.simulator.sim_server import Profile
 from judging.verdicts import FailureKind, Verdict
 from judging.voting.strategies import VotingConfig
-from storage.criteria import add_criterion_override, final_marks
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import NotFoundError, StorageError, open_db
-from storage.export_files import export_bytes
-from storage.importing import read_dataset
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
-from storage.runs import get_run
+from storage.results.export_files import export_bytes
+from storage.results.runs import get_run
+from storage.reviewing.criteria import add_criterion_override, final_marks
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 
 RUBRIC = RubricConfig(criteria=[
     {"id": "accurate", "text": "The answer is factually right.", "weight": 2},

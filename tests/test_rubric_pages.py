@@ -11,10 +11,10 @@ import pytest
 
 from judging.demo import pairwise_dataset_path
 from judging.panel.rubric import MET, UNMET
-from storage.criteria import final_marks
 from storage.db import open_db
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.reviewing.criteria import final_marks
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -23,10 +23,10 @@ from tests.test_app_smoke import all_text, no_exception, open_page
 def rubric_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
     """One finished run of the rubric demo panel, copied by each test."""
     from judging.panel.panel_files import load_panel
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
-    from storage.runs import get_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
+    from storage.results.runs import get_run
 
     path = tmp_path_factory.mktemp("rubric") / "template.db"
     db = open_db(path)

@@ -15,14 +15,14 @@ from judging.demo import pairwise_dataset_path
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
 from judging.panel.rubric import MET, UNMET, rubric_score
-from judging.runs.run_report import run_agreement_report
-from judging.runs.stored_run import export_options, run_decisions
+from judging.runs.stored.run_report import run_agreement_report
+from judging.runs.stored.stored_run import export_options, run_decisions
 from judging.voting.strategies import band
-from storage.criteria import add_criterion_override, final_marks
 from storage.db import open_db
-from storage.export_files import export_bytes
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.results.export_files import export_bytes
+from storage.reviewing.criteria import add_criterion_override, final_marks
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.fixtures_app import ROOT
 from tests.test_app_smoke import all_text, no_exception, open_page
 
@@ -32,10 +32,10 @@ THRESHOLDS = {"good": 0.75, "fair": 0.5, "poor": 0.0}
 @pytest.fixture(scope="module")
 def banded_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[pathlib.Path, int]:
     """One finished run of the rubric demo panel with thresholds that band its score."""
-    from judging.runs.jobs import JobRegistry, prepare_run
-    from storage.dataset_store import save_dataset
-    from storage.importing import read_dataset
-    from storage.runs import get_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from storage.datasets.dataset_store import save_dataset
+    from storage.datasets.importing import read_dataset
+    from storage.results.runs import get_run
 
     path = tmp_path_factory.mktemp("banded") / "template.db"
     db = open_db(path)

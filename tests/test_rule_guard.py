@@ -11,11 +11,11 @@ from judging.engine.calls import CallRunner
 from judging.engine.panel_runner import run_panel
 from judging.panel.panel_files import load_panel
 from judging.panel.panel_model import Panel
-from judging.runs.jobs import JobRegistry, prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.runs import get_run
 from tests.fixtures_simulator import SimulatorFactory
 from tests.test_app_smoke import all_text, no_exception, open_page
 

@@ -10,12 +10,12 @@ from typing import Any
 
 from judging.engine.ledger import Ledger
 from judging.engine.panel_runner import RunProgress
-from judging.runs.jobs import JobRegistry, prepare_run
-from judging.runs.summary import ProgressBar
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.summary import ProgressBar
 from judging.verdicts import FailureKind, Verdict
-from pages.ui.progress import critic_rows, progress_text, run_summary_line
-from storage.dataset_store import save_dataset
-from storage.runs import claim_run, get_run, set_run_status
+from pages.ui.run.progress import critic_rows, progress_text, run_summary_line
+from storage.datasets.dataset_store import save_dataset
+from storage.results.runs import claim_run, get_run, set_run_status
 from tests.fixtures_storage import make_parsed, tiny_panel
 
 

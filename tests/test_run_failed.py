@@ -15,15 +15,15 @@ import pytest
 import yaml
 
 from judging.panel.panel_files import load_panel
-from judging.runs.cli import main
-from judging.runs.jobs import JobRegistry, prepare_run
+from judging.runs.background.jobs import JobRegistry, prepare_run
+from judging.runs.commands.cli import main
 from judging.simulator.sim_server import Profile, SimulatorServer
-from storage.calls import successful_pairs
-from storage.consensus import decision_counts
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.results.calls import successful_pairs
+from storage.results.consensus import decision_counts
+from storage.results.runs import get_run
 from tests.fixtures_simulator import SimulatorFactory
 
 N_ITEMS = 8

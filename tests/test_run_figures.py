@@ -12,13 +12,13 @@ import pytest
 
 from judging.analysis.agreement_report import with_humans
 from judging.analysis.report_codec import CodecError, decode_report, encode_report
-from judging.runs import kept_figures as figures
-from judging.runs.audit_live import LiveAudit
-from judging.runs.run_report import run_agreement_report
+from judging.runs.stored import kept_figures as figures
+from judging.runs.stored.audit_live import LiveAudit
+from judging.runs.stored.run_report import run_agreement_report
 from storage.db import open_db
-from storage.review_queue import gold_labels
-from storage.run_figures import load_figures, save_figures
-from storage.runs import get_run
+from storage.results.run_figures import load_figures, save_figures
+from storage.results.runs import get_run
+from storage.reviewing.review_queue import gold_labels
 
 
 def _same_report(a, b) -> None:  # type: ignore[no-untyped-def]
@@ -65,7 +65,7 @@ def test_a_finished_run_keeps_its_figures_and_the_kept_report_is_the_computed_on
 
     monkeypatch.setattr(figures, "run_agreement_report", refuse)
     _same_report(figures.critics_report(db, run_id, stamp), computed)
-    from storage import audit as store
+    from storage.reviewing import audit as store
 
     confidence_cuts = {"sure": 0.95, "likely": 0.80}
     expected = store.audit_population(db, run_id, confidence_cuts)
@@ -107,9 +107,9 @@ def test_bytes_that_are_not_a_report_are_refused_with_a_sentence(
 def test_the_live_audit_reads_the_kept_population(
     demo_db: tuple[pathlib.Path, int], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from judging.runs.audit_run import draw_audit_sample, run_audit
-    from storage import audit as store
-    from storage.overrides import add_override
+    from judging.runs.stored.audit_run import draw_audit_sample, run_audit
+    from storage.reviewing import audit as store
+    from storage.reviewing.overrides import add_override
 
     path, run_id = demo_db
     db = open_db(path)

@@ -13,13 +13,13 @@ import pytest
 
 from judging.errors import JobConflict
 from judging.panel.panel_files import dump_panel, load_panel, panel_hash
-from judging.runs.jobs import JobRegistry
+from judging.runs.background.jobs import JobRegistry
 from judging.simulator.sim_server import Profile
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.importing import read_dataset
 from storage.db import open_db
-from storage.importing import read_dataset
 from storage.panels import save_panel
-from storage.runs import claim_run, create_run, get_run, heartbeat, set_run_status
+from storage.results.runs import claim_run, create_run, get_run, heartbeat, set_run_status
 from tests.fixtures_suite import trials
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -109,7 +109,7 @@ def test_simultaneous_resumes_from_the_app_and_the_cli_run_a_run_once(
         # Two CLI processes and the app's registry, all at once.
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "judging.runs.cli", "resume", str(run_id), "--db", str(db_path),
+                [sys.executable, "-m", "judging.runs.commands.cli", "resume", str(run_id), "--db", str(db_path),
                  "--quiet"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )

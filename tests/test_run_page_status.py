@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from judging.panel.panel_files import dump_panel, panel_hash
-from judging.runs.jobs import prepare_run
-from storage.dataset_store import save_dataset
+from judging.runs.background.jobs import prepare_run
+from storage.datasets.dataset_store import save_dataset
 from storage.db import open_db
 from storage.panels import save_panel
-from storage.runs import get_run
+from storage.results.runs import get_run
 from tests.fixtures_storage import make_parsed, tiny_panel
 from tests.test_app_shell import SIMULATED_SAYS
 from tests.test_app_smoke import all_text, no_exception, open_page
@@ -163,8 +163,8 @@ def test_a_new_run_preselects_the_dataset_its_panel_was_built_for(
 def test_home_offers_no_new_demo_run_beside_one_that_is_running(app_db: pathlib.Path) -> None:
     from judging.demo import demo_dataset_path, demo_panel_path
     from judging.panel.panel_files import load_panel
-    from storage.importing import read_dataset
-    from storage.runs import set_run_status
+    from storage.datasets.importing import read_dataset
+    from storage.results.runs import set_run_status
 
     db = open_db(app_db)
     parsed = read_dataset(demo_dataset_path(), id_column="id", gold_column="gold")
@@ -186,7 +186,7 @@ def test_home_offers_no_new_demo_run_beside_one_that_is_running(app_db: pathlib.
 def test_no_simulated_warning_on_the_demos_own_items_after_demo_limit(
     app_db: pathlib.Path, page: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from judging.runs.cli import main
+    from judging.runs.commands.cli import main
 
     assert main(["demo", "--limit", "60", "--db", str(app_db), "--quiet"]) == 0
     assert "Gold agreement" in capsys.readouterr().out  # the critics read these items
@@ -255,7 +255,7 @@ def test_in_the_browser_a_run_of_another_process_is_followed_until_it_ends(
 ) -> None:
     from playwright.sync_api import expect
 
-    from judging.runs.jobs import JobRegistry
+    from judging.runs.background.jobs import JobRegistry
     from tests.fixtures_app import running_app
 
     sim = simulator_factory(latency_ms=300)

@@ -6,10 +6,10 @@ import pytest
 import sqlite_utils
 
 from judging.run_status import STORED_STATUSES, RunStatus, is_finished
-from judging.runs.job import JobProgress
+from judging.runs.background.job import JobProgress
 from storage.db import StorageError
 from storage.migrations import RUN_STATUSES
-from storage.runs import claim_run, get_run, set_run_status
+from storage.results.runs import claim_run, get_run, set_run_status
 from tests.fixtures_storage import seed_run
 
 

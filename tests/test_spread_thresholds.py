@@ -22,11 +22,11 @@ import pytest
 from judging.scales import Scale
 from judging.verdicts import FailureKind, PanelVerdict, Verdict
 from judging.voting.strategies import VotingConfig, band, vote
-from storage.consensus import load_consensus, write_consensus
-from storage.dataset_store import save_dataset
-from storage.export_files import export_frame
+from storage.datasets.dataset_store import save_dataset
 from storage.panels import save_panel
-from storage.runs import create_run
+from storage.results.consensus import load_consensus, write_consensus
+from storage.results.export_files import export_frame
+from storage.results.runs import create_run
 from tests.fixtures_storage import make_parsed
 
 GLACIS_DEFAULT = VotingConfig(strategy="mean", thresholds={"uphold": 2.0, "borderline": 1.0},
@@ -162,8 +162,8 @@ def test_recommendation_and_flag_are_stored_and_shown(db) -> None:
     assert frame.loc[ids[1], "consensus"] == "escalate"
     assert "below every threshold" in frame.loc[ids[1], "consensus_note"]
 
-    from pages.ui.review_evidence import consensus_line
-    from storage.review_queue import item_detail
+    from pages.ui.review.review_evidence import consensus_line
+    from storage.reviewing.review_queue import item_detail
 
     line = consensus_line(item_detail(db, run_id, ids[0]))
     assert line.startswith("consensus uphold")
@@ -193,9 +193,9 @@ def _score_panel(voting: VotingConfig) -> object:
 
 def test_per_critic_agreement_with_a_score_consensus_follows_max_spread(db, capsys) -> None:
     from judging.panel.panel_files import dump_panel
-    from judging.runs.cli import main as cli_main
-    from judging.runs.run_report import run_agreement_report
-    from storage.calls import write_verdicts
+    from judging.runs.commands.cli import main as cli_main
+    from judging.runs.stored.run_report import run_agreement_report
+    from storage.results.calls import write_verdicts
 
     config = VotingConfig(strategy="mean", max_spread=0.2)
     parsed = make_parsed(4, salt="backing")

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-import storage.calls as calls_module
+import storage.results.calls as calls_module
 from judging.verdicts import FailureKind, Verdict
-from storage.calls import CallCacheStore, write_verdicts
+from storage.results.calls import CallCacheStore, write_verdicts
 from tests.fixtures_storage import seed_run
 
 

@@ -9,9 +9,9 @@ import pathlib
 
 import pytest
 
-from judging.runs.cli import main
+from judging.runs.commands.cli import main
 from storage.db import open_db
-from storage.runs import get_run, list_runs, set_run_status
+from storage.results.runs import get_run, list_runs, set_run_status
 
 
 def _judge_files(tmp_path: pathlib.Path, base_url: str) -> tuple[pathlib.Path, pathlib.Path]:
@@ -126,7 +126,7 @@ def test_export(tmp_path, simulator, capsys, fmt):
 def test_export_for_curation_has_the_fields_reasoning_and_override_history(
     tmp_path, simulator, capsys
 ):
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     data, panel = _judge_files(tmp_path, simulator.base_url)
     db_path = tmp_path / "runs.db"
@@ -189,7 +189,7 @@ def test_stats_prints_the_alpha_of_the_stored_ratings(tmp_path, capsys):
     db = open_db(db_path)
     item = db.execute("SELECT item_id FROM consensus WHERE run_id = 1 LIMIT 1").fetchone()[0]
     db.close()
-    from storage.overrides import add_override
+    from storage.reviewing.overrides import add_override
 
     db = open_db(db_path)
     add_override(db, 1, item, "KEEP", note="checked", reviewer="ana")

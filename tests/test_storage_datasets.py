@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-import storage.dataset_store as datasets_module
-from storage.dataset_store import (
+import storage.datasets.dataset_store as datasets_module
+from storage.datasets.dataset_store import (
     delete_dataset,
     get_dataset,
     get_item,
@@ -126,7 +126,7 @@ def test_unknown_ids_raise_not_found(db):
 
 
 def test_with_the_real_importer(db, tmp_path):
-    from storage.importing import read_dataset
+    from storage.datasets.importing import read_dataset
 
     path = tmp_path / "batch.csv"
     path.write_text("id,text,label\nA1,first,KEEP\nA2,second,REJECT\n", encoding="utf-8")

@@ -8,11 +8,11 @@ import threading
 import pytest
 
 from judging.verdicts import Verdict
-from storage.calls import load_verdicts_of, load_votes_of, write_verdicts
 from storage.db import NotFoundError, StorageError, open_db
-from storage.overrides import add_override
-from storage.review_filter import ReviewFilter
-from storage.review_queue import SORTS, item_detail, item_position, review_labels, review_table
+from storage.results.calls import load_verdicts_of, load_votes_of, write_verdicts
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import SORTS, item_detail, item_position, review_labels, review_table
 from tests.fixtures_storage import seed_run
 
 
@@ -201,8 +201,8 @@ def test_item_detail(db, run):
 
 
 def test_review_labels_offer_what_was_seen(db, run):
-    from storage.calls import load_verdicts
-    from storage.consensus import load_consensus
+    from storage.results.calls import load_verdicts
+    from storage.results.consensus import load_consensus
 
     labels = review_labels(db, run.run_id)
     seen: dict[str, set[str]] = {}
@@ -342,7 +342,7 @@ def test_a_review_filter_is_one_frozen_value_with_a_typed_failure_filter(db, run
     import dataclasses
 
     from judging.verdicts import FailureKind
-    from storage.review_filter import ANY_FAILURE
+    from storage.reviewing.review_filter import ANY_FAILURE
 
     assert ReviewFilter(failures="parse_fail").failures is FailureKind.PARSE_FAIL
     assert ReviewFilter(failures=ANY_FAILURE).failures == "any"

@@ -1,4 +1,4 @@
-"""`judging.runs.run_report.run_agreement_report`: the report of a stored run, as the Agreement page
+"""`judging.runs.stored.run_report.run_agreement_report`: the report of a stored run, as the Agreement page
 and `jurybox stats` show it, assembled from the database."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ import pytest
 from judging.agreement import krippendorff_alpha
 from judging.analysis.agreement_report import agreement_report, as_numbers
 from judging.panel.panel_files import load_panel
-from judging.runs.jobs import prepare_run
-from judging.runs.run_report import run_agreement_report
+from judging.runs.background.jobs import prepare_run
+from judging.runs.stored.run_report import run_agreement_report
 from judging.scales import Scale
 from judging.verdicts import FailureKind, Item, PanelVerdict, Verdict, VoteOutcome
 from judging.voting.strategies import VotingConfig
-from storage.calls import write_verdicts
-from storage.consensus import consensus_values, load_consensus, write_consensus
-from storage.dataset_store import save_dataset
+from storage.datasets.dataset_store import save_dataset
 from storage.db import NotFoundError
-from storage.overrides import add_override, human_labels
-from storage.review_queue import gold_labels, ratings_frame
-from storage.runs import get_run
+from storage.results.calls import write_verdicts
+from storage.results.consensus import consensus_values, load_consensus, write_consensus
+from storage.results.runs import get_run
+from storage.reviewing.overrides import add_override, human_labels
+from storage.reviewing.review_queue import gold_labels, ratings_frame
 from tests.fixtures_storage import FakeParsed, tiny_panel
 
 SCORES = {  # item -> (critic_0, critic_1, critic_2); None = a failed call

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from judging.verdicts import Verdict
-from storage.calls import write_verdicts
 from storage.db import _switch_to_wal, default_db_path, open_db
 from storage.migrations import MIGRATION_SET, applied_migrations, migrations
+from storage.results.calls import write_verdicts
 from tests.fixtures_storage import assert_secret_stored_nowhere, seed_run
 
 TABLES = {"datasets", "items", "panels", "runs", "calls", "consensus", "overrides"}
@@ -140,8 +140,8 @@ def test_a_later_migration_upgrades_an_older_database(tmp_path):
     """A file made by an older Jurybox (before 0003) keeps its calls and its cache works."""
     import sqlite_utils
 
-    from storage.calls import CallCacheStore
     from storage.db import connect
+    from storage.results.calls import CallCacheStore
 
     path = tmp_path / "old.db"
     old = sqlite_utils.Database(connect(path))
@@ -172,7 +172,7 @@ def test_the_ledger_of_an_older_run_is_rebuilt_without_paying_for_cache_hits(tmp
     import sqlite_utils
 
     from storage.db import connect
-    from storage.runs import get_run
+    from storage.results.runs import get_run
 
     path = tmp_path / "old.db"
     old = sqlite_utils.Database(connect(path))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pathlib
 
-from judging.runs.stored_run import run_decisions
-from judging.runs.taxonomy import curated_taxonomy
-from storage.assignments import adjudicated_items, save_assignment
+from judging.runs.stored.stored_run import run_decisions
+from judging.runs.stored.taxonomy import curated_taxonomy
 from storage.db import open_db
-from storage.decisions import NEEDS_DECISION
-from storage.overrides import add_override
-from storage.review_filter import ReviewFilter
-from storage.review_queue import item_detail, review_table
+from storage.reviewing.assignments import adjudicated_items, save_assignment
+from storage.reviewing.decisions import NEEDS_DECISION
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import item_detail, review_table
 from tests.test_app_smoke import all_text, no_exception, open_page, save_button
 
 

@@ -1,4 +1,4 @@
-"""The team's shared review queue (`storage.leases.claim_next`): each reviewer is handed the next
+"""The team's shared review queue (`storage.reviewing.leases.claim_next`): each reviewer is handed the next
 item nobody has decided or holds, chosen and leased in one write, so several reviewers on one
 list (threads of one server, or two servers on one file) decide each item once."""
 
@@ -13,12 +13,12 @@ from collections import Counter
 
 import pytest
 
-from storage.assignments import save_assignment
 from storage.db import StorageError, open_db
-from storage.leases import claim_next
-from storage.overrides import add_override
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.assignments import save_assignment
+from storage.reviewing.leases import claim_next
+from storage.reviewing.overrides import add_override
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_storage import seed_run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

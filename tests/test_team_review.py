@@ -14,7 +14,8 @@ import pytest
 
 from judging.analysis.team_review import plan_assignment, reviewer_agreement
 from judging.errors import DataError
-from storage.assignments import (
+from storage.db import StorageError, open_db
+from storage.reviewing.assignments import (
     adjudicated_items,
     assignment,
     clear_assignment,
@@ -22,10 +23,9 @@ from storage.assignments import (
     reviewer_progress,
     save_assignment,
 )
-from storage.db import StorageError, open_db
-from storage.overrides import add_override, final_labels
-from storage.review_filter import ReviewFilter
-from storage.review_queue import review_table
+from storage.reviewing.overrides import add_override, final_labels
+from storage.reviewing.review_filter import ReviewFilter
+from storage.reviewing.review_queue import review_table
 from tests.fixtures_storage import seed_run
 from tests.test_app_smoke import no_exception, open_page
 

@@ -16,7 +16,7 @@ from judging.errors import ConfigError
 from judging.panel.critics import Critic
 from judging.panel.panel_files import load_panel
 from judging.panel.prompt_syntax import template_problem
-from judging.runs.cli import main
+from judging.runs.commands.cli import main
 from tests.fixtures_simulator import SimulatorFactory
 
 DEMO_PANELS = sorted((pathlib.Path(__file__).parents[1] / "judging" / "demo").glob("*.yaml"))
@@ -120,7 +120,7 @@ def test_the_cli_refuses_a_broken_template_before_any_call(
 
 def test_the_panel_page_says_what_is_wrong_and_adding_a_critic_still_works(
         demo_db: pathlib.Path) -> None:
-    from pages.ui.panel_draft import DRAFT_KEY, widget_key
+    from pages.ui.panel.panel_draft import DRAFT_KEY, widget_key
     from tests.test_app_smoke import all_text, no_exception, open_page
 
     at = open_page("panel")

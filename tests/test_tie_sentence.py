@@ -26,8 +26,8 @@ from judging.voting.strategies import (
     vote,
     vote_dataset,
 )
-from pages.ui.panel_draft import DRAFT_KEY, draft_from_panel
-from pages.ui.panel_editors import tie_sentence
+from pages.ui.panel.panel_draft import DRAFT_KEY, draft_from_panel
+from pages.ui.panel.panel_editors import tie_sentence
 from tests.test_app_smoke import no_exception
 
 SCALE = Scale(kind="ordinal", labels=["low", "mid", "high"])

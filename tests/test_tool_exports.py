@@ -1,4 +1,4 @@
-"""Final decisions written back in other tools' shapes (`storage.tool_exports`), each read back
+"""Final decisions written back in other tools' shapes (`storage.results.tool_exports`), each read back
 by the tool's own loader where there is one: Inspect's `precomputed_scores` scorer applied to a
 real log by `inspect_ai.score`, and our Label Studio reader on the written tasks."""
 
@@ -13,8 +13,8 @@ import pytest
 
 from judging.errors import DataError
 from judging.verdicts import ImportedVerdict
-from storage.readers.eval_logs import read_label_studio_export
-from storage.tool_exports import (
+from storage.datasets.readers.eval_logs import read_label_studio_export
+from storage.results.tool_exports import (
     ToolDecision,
     inspect_scores_jsonl,
     label_studio_tasks,

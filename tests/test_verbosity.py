@@ -10,8 +10,8 @@ import pytest
 
 from judging.analysis.verbosity import fisher_interval, spearman, verbosity_probe
 from judging.errors import DataError
-from judging.runs.cli import main
-from judging.runs.run_report import run_verbosity
+from judging.runs.commands.cli import main
+from judging.runs.stored.run_report import run_verbosity
 from judging.scales import Scale
 from storage.db import open_db
 from tests.test_app_smoke import no_exception, open_page
@@ -78,8 +78,8 @@ def test_stats_prints_the_probe_and_names_an_unknown_field(demo_db, capsys):
 
 
 def test_the_agreement_page_has_the_probe(demo_db):
-    from storage.dataset_store import load_items
-    from storage.runs import get_run
+    from storage.datasets.dataset_store import load_items
+    from storage.results.runs import get_run
 
     path, run_id = demo_db
     db = open_db(path)
@@ -104,10 +104,10 @@ def test_a_missing_score_is_no_verdict_not_a_nan_figure():
 def test_a_stored_run_is_probed_as_its_loaded_items_and_verdicts_say(db):
     """run_verbosity reads lengths and verdicts with narrow queries; the probe is the one
     computed from every item and verdict loaded whole."""
-    from judging.runs.jobs import prepare_run
+    from judging.runs.background.jobs import prepare_run
     from judging.verdicts import FailureKind, Item, Verdict
-    from storage.calls import load_verdicts, write_verdicts
-    from storage.dataset_store import load_items, save_dataset
+    from storage.datasets.dataset_store import load_items, save_dataset
+    from storage.results.calls import load_verdicts, write_verdicts
     from tests.fixtures_storage import FakeParsed, tiny_panel
 
     rng = random.Random(7)

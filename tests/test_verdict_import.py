@@ -12,12 +12,10 @@ import re
 import pytest
 
 from judging.errors import DataError
-from judging.runs.verdict_import import ImportChoices, import_verdicts, imported_panel, only_judges
+from judging.runs.intake.verdict_import import ImportChoices, import_verdicts, imported_panel, only_judges
 from judging.verdicts import ImportedAnnotation, ImportedVerdict, Item, VerdictSet
-from storage.calls import order_answers
-from storage.dataset_store import save_dataset
-from storage.db import open_db
-from storage.imported import (
+from storage.datasets.dataset_store import save_dataset
+from storage.datasets.imported import (
     LongMapping,
     WideMapping,
     guess_long,
@@ -26,8 +24,10 @@ from storage.imported import (
     verdicts_from_long,
     verdicts_from_wide,
 )
-from storage.importing import read_dataset
-from storage.runs import get_run
+from storage.datasets.importing import read_dataset
+from storage.db import open_db
+from storage.results.calls import order_answers
+from storage.results.runs import get_run
 
 LLMBAR = pathlib.Path(__file__).parent / "data" / "llmbar"
 
@@ -264,7 +264,7 @@ def _people_set() -> VerdictSet:
 
 def test_team_agreement_and_conflicts_work_on_imported_annotators(tmp_path):
     from judging.analysis.team_review import reviewer_agreement
-    from storage.assignments import reviewer_labels
+    from storage.reviewing.assignments import reviewer_labels
 
     made = import_verdicts(tmp_path / "j.db", _people_set(), ImportChoices(name="people"))
     db = open_db(tmp_path / "j.db")
@@ -278,8 +278,8 @@ def test_team_agreement_and_conflicts_work_on_imported_annotators(tmp_path):
 
 
 def test_an_imported_run_compares_with_a_run_of_a_jurybox_panel_on_its_items(tmp_path, simulator):
-    from judging.runs.compare_runs import compare_runs
-    from judging.runs.jobs import JobRegistry, prepare_run
+    from judging.runs.background.jobs import JobRegistry, prepare_run
+    from judging.runs.stored.compare_runs import compare_runs
     from tests.fixtures_storage import tiny_panel
 
     db_path = tmp_path / "j.db"
@@ -341,9 +341,9 @@ def test_an_inspect_log_round_trips_through_a_run_and_inspect_applies_the_decisi
     from inspect_ai.log import read_eval_log
     from inspect_ai.scorer import precomputed_scores
 
-    from judging.runs.verdict_import import decisions_back
-    from storage.overrides import add_override
-    from storage.readers.eval_logs import read_inspect_log
+    from judging.runs.intake.verdict_import import decisions_back
+    from storage.datasets.readers.eval_logs import read_inspect_log
+    from storage.reviewing.overrides import add_override
 
     vset = read_inspect_log(inspect_logs["eval"])
     judges = [j for j in vset.judges if all(
@@ -373,8 +373,8 @@ def test_an_inspect_log_round_trips_through_a_run_and_inspect_applies_the_decisi
 
 
 def test_label_studio_decisions_go_back_onto_the_original_tasks(tmp_path):
-    from judging.runs.verdict_import import decisions_back
-    from storage.readers.eval_logs import read_label_studio_export
+    from judging.runs.intake.verdict_import import decisions_back
+    from storage.datasets.readers.eval_logs import read_label_studio_export
     from tests.tool_documented import LABEL_STUDIO_EXPORT
 
     raw = json.dumps(LABEL_STUDIO_EXPORT).encode()

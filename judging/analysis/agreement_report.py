@@ -334,7 +334,7 @@ def table_agreement_report(
 ) -> AgreementReport:
     """`agreement_report` over ratings already laid out as items x critics (the index holds
     the item ids, a column each critic, None for a missing rating), as `ratings_table` lays
-    them out or `storage.review_queue.ratings_grid` reads them. Arguments as `agreement_report`."""
+    them out or `storage.reviewing.review_queue.ratings_grid` reads them. Arguments as `agreement_report`."""
     if scale is not None:
         level = level or scale.level
         if order is None and not scale.is_numeric:

@@ -1,6 +1,6 @@
 """An audit sample's design: what its strata are and how its label-next queue picks a stratum.
 
-Two designs, named as `storage.audit` records them with each sampled item:
+Two designs, named as `storage.reviewing.audit` records them with each sampled item:
 
 - "agreement" (every sample drawn before the design below existed): strata by the panel's
   agreement level (`audit_stats.STRATA`: unanimous, majority, contested), the queue adaptive
@@ -58,7 +58,7 @@ def strata_names(design: str) -> tuple[str, ...]:
 
 
 def design_cuts(design: str) -> dict[str, float]:
-    """The design's cut points, as `storage.audit` binds them: `unanimous` and `majority` on
+    """The design's cut points, as `storage.reviewing.audit` binds them: `unanimous` and `majority` on
     the agreement, or `sure` and `likely` on the posterior that the consensus is right."""
     if check_design(design) == AGREEMENT:
         return stratum_cuts()

@@ -69,7 +69,7 @@ EPSILON = 0.2
 def stratum_codes(agreement: npt.ArrayLike) -> IntArray:
     """Each item's stratum code (an index of `STRATA`) from its agreement (NaN/None: contested).
 
-    `storage.audit` applies the same cut points in SQL (it is handed `UNANIMOUS_AT` and
+    `storage.reviewing.audit` applies the same cut points in SQL (it is handed `UNANIMOUS_AT` and
     `MAJORITY_ABOVE` by the caller), so a stratum means one thing everywhere.
     """
     values = np.asarray(agreement, dtype=np.float64)
@@ -80,7 +80,7 @@ def stratum_codes(agreement: npt.ArrayLike) -> IntArray:
 
 
 def stratum_cuts() -> dict[str, float]:
-    """The cut points as SQL parameters (`storage.audit` binds them): unanimous at or above
+    """The cut points as SQL parameters (`storage.reviewing.audit` binds them): unanimous at or above
     `unanimous`, majority above `majority`."""
     return {"unanimous": UNANIMOUS_AT - _TOLERANCE, "majority": MAJORITY_ABOVE + _TOLERANCE}
 

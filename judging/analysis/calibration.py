@@ -133,7 +133,7 @@ def calibrate(
     Args:
         panel: the run's panel (a label scale).
         verdicts: item id -> every critic's stored verdict on it.
-        humans: item id -> the human label (`storage.overrides.human_labels`).
+        humans: item id -> the human label (`storage.reviewing.overrides.human_labels`).
     """
     items = list(verdicts)
     ds = dawid_skene_vote([list(verdicts[i]) for i in items], panel.voting, panel.scale)

@@ -31,8 +31,8 @@ from judging.verdicts import FailureKind, Verdict
 from judging.voting.dawid_skene import _label_code, _tie_pick, dawid_skene, dawid_skene_vote
 from judging.voting.strategies import DATASET_STRATEGIES, STRATEGY_KINDS, VotingConfig, vote_dataset
 
-FAILED = -1  # as `storage.vote_grid.FAILED`: a call that gave no usable value
-ABSENT = -2  # as `storage.vote_grid.ABSENT`: no call of the critic on the item
+FAILED = -1  # as `storage.results.vote_grid.FAILED`: a call that gave no usable value
+ABSENT = -2  # as `storage.results.vote_grid.ABSENT`: no call of the critic on the item
 
 IntArray = npt.NDArray[np.int64]
 
@@ -48,7 +48,7 @@ def calibrate_codes(
     humans: Mapping[str, str],
     confidence: npt.NDArray[np.float64] | None = None,
 ) -> Calibration:
-    """`judging.analysis.calibration.calibrate` over a run's votes as arrays (`storage.vote_grid`).
+    """`judging.analysis.calibration.calibrate` over a run's votes as arrays (`storage.results.vote_grid`).
 
     Args:
         panel: the run's panel (a label scale).

@@ -10,7 +10,7 @@ probabilities against the humans.
   bins on [0, 1]); ECE = sum over bins of (items in bin / items) x |accuracy - mean
   confidence|, where accuracy is the share whose top label is the human's.
 
-Pure functions: `storage.expected_scores` reads the inputs.
+Pure functions: `storage.results.expected_scores` reads the inputs.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every stored verdict (a `calls` row), decision (`consensus`), override (`overrides`),
 criterion override (`criterion_overrides`) and audit draw (`audit_items`, from version 3) of a
-run enters one hash chain per run, in the order it was committed. `storage.record_chain` keeps
+run enters one hash chain per run, in the order it was committed. `storage.reviewing.record_chain` keeps
 the chain and checks it; this module says what a record's hash is.
 
 A record's content is a fixed, versioned list of its stored fields (`KINDS`), in groups:
@@ -84,7 +84,7 @@ _CALL_V1: Groups = (
 # A decision's `sample_probability` is not a column of `consensus`: the chain entry holds it
 # (the probability that the item was judged: 1.0, a run judges every item of its dataset; the
 # audit's sampling is sealed with its draws, version 3). It stays the last field in every
-# version: `storage.record_chain` puts it there.
+# version: `storage.reviewing.record_chain` puts it there.
 _DECISION_V1: Groups = (
     ("decision", ("consensus", "score", "recommendation")),
     ("agreement", ("agreement", "disagreement", "failed", "counts", "spread", "tie", "marks")),

@@ -67,7 +67,7 @@ def jury_agreement(
 
     Args:
         ratings: items x critics (the index holds item ids; None where a critic failed), as
-            `storage.review_queue.ratings_grid` reads them.
+            `storage.reviewing.review_queue.ratings_grid` reads them.
         decisions: items x juries, each jury's decision (None where it abstained).
         split: jury -> items on which it was split.
         top: item id -> the panel's decision (items without one absent).

@@ -1,5 +1,5 @@
 """The results of a pairwise run: win rates per system, Bradley-Terry strengths, and each
-critic's position bias. Pure functions over plain data (`judging.runs.run_report` gathers it).
+critic's position bias. Pure functions over plain data (`judging.runs.stored.run_report` gathers it).
 
 - Win rate: a system's wins plus half its ties, over its comparisons, with a percentile
   bootstrap interval over the comparisons (a seed makes it reproducible).
@@ -180,7 +180,7 @@ def bradley_terry(outcomes: Sequence[Outcome], config: PairwiseConfig, *,
 
 def position_bias(answers: Mapping[str, Mapping[str, Sequence[tuple[str | None, str | None]]]],
                   config: PairwiseConfig) -> list[PositionBias]:
-    """Each critic's position bias from its answers per item in both orders (`storage.calls.
+    """Each critic's position bias from its answers per item in both orders (`storage.results.calls.
     order_answers`: the label with A first, the label given on the swapped pair)."""
     rows = []
     for critic in sorted(answers):

@@ -1,5 +1,5 @@
 """Agreement on a rubric run, criterion by criterion: which criterion the critics disagree on,
-not only that the scores differ. Pure functions over plain data (`judging.runs.run_report` gathers
+not only that the scores differ. Pure functions over plain data (`judging.runs.stored.run_report` gathers
 it from storage).
 
 Per criterion: Krippendorff's alpha of the critics' marks (nominal: MET, UNMET and
@@ -59,7 +59,7 @@ def rubric_report(
     """Agreement per criterion.
 
     Args:
-        marks: every critic's mark, (item id, critic, criterion, mark) (`storage.criteria.
+        marks: every critic's mark, (item id, critic, criterion, mark) (`storage.reviewing.criteria.
             critic_marks`).
         panel_marks: item id -> criterion -> the panel's vote ({"mark", "disputed", ...}).
         rubric: the panel's rubric (its criteria in order).

@@ -82,7 +82,7 @@ def critic_stability(
 def stability(
     samples: Mapping[str, Mapping[str, Sequence[Any]]], scale: Scale
 ) -> list[CriticStability]:
-    """Every repeated critic's stability, by critic name (`storage.calls.sample_values` gives
+    """Every repeated critic's stability, by critic name (`storage.results.calls.sample_values` gives
     `samples`: critic -> item id -> answers in sample order)."""
     return [critic_stability(critic, samples[critic], scale) for critic in sorted(samples)]
 

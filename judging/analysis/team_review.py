@@ -83,7 +83,7 @@ def reviewer_agreement(
         order: the scale's labels in order (needed for ordinal labels).
         decisions: item id -> {reviewer: whole decision} for the conflicts, where a decision
             is more than its label (a curation split's new classes, a merge's target:
-            `storage.assignments.reviewer_decisions`); default: the labels. Alpha and kappa
+            `storage.reviewing.assignments.reviewer_decisions`); default: the labels. Alpha and kappa
             stay on the labels.
     """
     shared = {item: by for item, by in labels.items() if len(by) >= 2}

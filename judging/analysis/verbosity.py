@@ -92,7 +92,8 @@ def shown_field(means: Mapping[str, float], shown: Mapping[str, Sequence[str]]) 
     none of them sees: a figure on it says nothing about the critics.
 
     Args:
-        means: text field -> its mean length in characters (`storage.dataset_store.text_field_lengths`).
+        means: text field -> its mean length in characters
+            (`storage.datasets.dataset_store.text_field_lengths`).
         shown: critic -> the fields its prompt template shows (`Critic.placeholders`).
     """
     seen = {name for fields in shown.values() for name in fields if name in means}

@@ -142,7 +142,7 @@ class Ledger:
 
     @classmethod
     def from_mapping(cls, row: Mapping[str, Any]) -> Ledger:
-        """The ledger stored in a run row (`storage.runs.get_run` / `list_runs`); missing or
+        """The ledger stored in a run row (`storage.results.runs.get_run` / `list_runs`); missing or
         NULL columns read as 0."""
         values: dict[str, Any] = {}
         for name in LEDGER_FIELDS:
@@ -215,7 +215,7 @@ class LedgerTotals:
     """The run-wide figures of a progress snapshot, read from its `ledger` (never counted apart).
 
     Mixed into `judging.engine.panel_runner.RunProgress` (a `ledger` field) and
-    `judging.runs.job.JobProgress` (its run's ledger).
+    `judging.runs.background.job.JobProgress` (its run's ledger).
     """
 
     __slots__ = ()

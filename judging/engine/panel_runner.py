@@ -584,7 +584,7 @@ def run_panel(
         budget: the run's cap (`judging.engine.budget`): calls that could pass it are not sent.
         items: read lazily, a window of them at a time. A sized collection (`len()`) is never
             copied: its length is the run's size, so it may be a view that reads its items
-            page by page (`storage.dataset_store.DatasetItems`). Anything else is read into a list
+            page by page (`storage.datasets.dataset_store.DatasetItems`). Anything else is read into a list
             first, to know the run's size.
         keep_verdicts: False: the result's `verdicts` is empty and nothing is kept per item
             once it is finished (hand `on_item` what you need); items not yet started when

@@ -49,7 +49,7 @@ _SHOWN_REPLY = 2000  # characters of a python critic's return value kept as its 
 
 
 class ImportedAnswers(Protocol):
-    """The verdicts imported critics replay (`judging.runs.verdict_import` gives a run's)."""
+    """The verdicts imported critics replay (`judging.runs.intake.verdict_import` gives a run's)."""
 
     def answer(self, judge: str, item_id: str, swapped: bool, sample: int
                ) -> ImportedVerdict | None:
@@ -59,7 +59,7 @@ class ImportedAnswers(Protocol):
 
 
 class Replayed:
-    """`ImportedAnswers` over verdicts held in memory (a run's, `storage.imported`), keyed by
+    """`ImportedAnswers` over verdicts held in memory (a run's, `storage.datasets.imported`), keyed by
     (judge, item id, swapped, sample). A stored label is in the item's own order; on a swapped
     pairwise item it is given as presented (A and B traded), as a model's answer would be, so
     `judging.engine.chains.both_orders` reads both orders alike."""

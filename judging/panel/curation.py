@@ -185,7 +185,7 @@ def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> Cu
         config: the panel's curation settings (must be active).
         decisions: one mapping per item: item_id, fields (the item's fields), final_label,
             and from its latest override, if any: children (a list), merge_into, note, reviewer;
-            optionally why (the reason it needs a decision, `storage.decisions`).
+            optionally why (the reason it needs a decision, `storage.reviewing.decisions`).
     """
     taxonomy = CuratedTaxonomy()
     buckets = {"keep": taxonomy.kept, "remove": taxonomy.removed, "split": taxonomy.split,
@@ -194,7 +194,7 @@ def curate(config: CurationConfig, decisions: Iterable[Mapping[str, Any]]) -> Cu
         fields = row.get("fields") or {}
         action = config.action_of(row.get("final_label"))
         parent = fields.get(config.parent_field) if config.parent_field else None
-        # The rule's own reason when the row comes from `storage.decisions`; the same test
+        # The rule's own reason when the row comes from `storage.reviewing.decisions`; the same test
         # here for rows built by hand (and for a label the curation gives no meaning).
         why = row.get("why") or unactionable(config, row.get("final_label"),
                                              row.get("children"), row.get("merge_into"))

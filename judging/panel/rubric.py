@@ -222,7 +222,7 @@ def rubric_vote(verdicts: Sequence[Verdict], weights: dict[str, float], panel_vo
     return VoteOutcome(
         consensus=score,
         # The score's band under the panel's thresholds, as a score panel's vote gives it: the
-        # item's label (`storage.decisions` labels a reviewer's rescored marks the same way).
+        # item's label (`storage.reviewing.decisions` labels a reviewer's rescored marks the same way).
         recommendation=(band(score, panel_voting.thresholds)
                         if score is not None and panel_voting.thresholds else None),
         agreement=sum(agreements) / len(agreements) if agreements else None,

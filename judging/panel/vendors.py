@@ -270,7 +270,7 @@ class PanelSources:
 
     @property
     def calls_simulator(self) -> bool:
-        """A critic calls the simulator: the run is simulated (`storage.runs.create_run`)."""
+        """A critic calls the simulator: the run is simulated (`storage.results.runs.create_run`)."""
         return bool(self.simulated)
 
     @property

@@ -14,7 +14,8 @@ import streamlit as st
 
 from judging.demo import demo_panel_v2_path
 from judging.panel.panel_files import load_panel
-from judging.runs.compare_runs import (
+from judging.runs.background.jobs import prepare_run
+from judging.runs.stored.compare_runs import (
     RunComparison,
     changes_text,
     check_comparable,
@@ -23,13 +24,12 @@ from judging.runs.compare_runs import (
     p_value_text,
     share_text,
 )
-from judging.runs.jobs import prepare_run
 from pages.ui.demo import TAXONOMY, demo_dataset_ids
 from pages.ui.error_notes import user_errors
 from pages.ui.run_picker import RUN_PARAM, run_label
 from pages.ui.state import db, db_path, registry, worker_key_lookup
 from pages.ui.text_format import plain
-from storage.runs import list_runs
+from storage.results.runs import list_runs
 
 VS_PARAM = "vs"
 # Flipped items drawn in the table (in dataset order): beyond this the CLI lists them all.

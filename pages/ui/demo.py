@@ -19,11 +19,11 @@ from judging.demo import (
     pairwise_panel_path,
 )
 from judging.panel.panel_files import load_panel, panel_hash
-from judging.runs.jobs import prepare_run
+from judging.runs.background.jobs import prepare_run
 from pages.ui.state import db, db_path, registry, worker_key_lookup
-from storage.dataset_store import list_datasets, save_dataset
-from storage.importing import read_dataset
-from storage.runs import list_runs
+from storage.datasets.dataset_store import list_datasets, save_dataset
+from storage.datasets.importing import read_dataset
+from storage.results.runs import list_runs
 
 
 @dataclass(frozen=True)

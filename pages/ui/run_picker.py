@@ -11,7 +11,7 @@ from judging.errors import JuryboxError
 from judging.panel.panel_files import panel_hash
 from judging.panel.panel_model import Panel
 from pages.ui.state import db
-from storage.runs import list_runs
+from storage.results.runs import list_runs
 
 RUN_PARAM = "run"
 
@@ -46,7 +46,7 @@ def pick_run(*, key: str = "run_picker", empty_hint: str = NO_RUN_HINT) -> dict[
         empty_hint: what to tell the user when there is no run yet (markdown).
 
     Returns:
-        The chosen run (as `storage.runs.list_runs` gives it), or None when there is no run.
+        The chosen run (as `storage.results.runs.list_runs` gives it), or None when there is no run.
     """
     runs = list_runs(db())
     if not runs:
@@ -86,8 +86,8 @@ def dataset_for_panel(
 
     Args:
         panel: the panel about to run.
-        datasets: as `storage.dataset_store.list_datasets` gives them (newest first).
-        runs: as `storage.runs.list_runs` gives them (newest first).
+        datasets: as `storage.datasets.dataset_store.list_datasets` gives them (newest first).
+        runs: as `storage.results.runs.list_runs` gives them (newest first).
     """
     ids = {int(d["id"]) for d in datasets}
     version = panel_hash(panel)

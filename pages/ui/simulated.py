@@ -19,9 +19,9 @@ from judging.panel.panel_files import load_panel
 from judging.panel.vendors import PRESETS, PanelSources
 from pages.ui.demo import demo_file_hashes
 from pages.ui.text_format import plain
-from storage.dataset_store import get_dataset, load_items
-from storage.imported import imported_judges
-from storage.runs import get_run
+from storage.datasets.dataset_store import get_dataset, load_items
+from storage.datasets.imported import imported_judges
+from storage.results.runs import get_run
 
 # Items of a dataset looked at to tell whether the simulator knows them (a few dozen rows; a
 # user's data matching the demo's texts on every one of them does not happen by chance).
@@ -112,7 +112,7 @@ def simulated_notice(database: sqlite_utils.Database, run: Mapping[str, Any]) ->
 
     Args:
         database: this thread's connection.
-        run: a run as `storage.runs.list_runs` / `get_run` gives it.
+        run: a run as `storage.results.runs.list_runs` / `get_run` gives it.
 
     Returns:
         A plain-text sentence, or None (no simulated critic, or data the simulator knows:

@@ -20,7 +20,7 @@ import streamlit as st
 from streamlit.errors import StreamlitSecretNotFoundError
 
 from judging.panel.vendors import PRESETS
-from judging.runs.jobs import JobRegistry
+from judging.runs.background.jobs import JobRegistry
 from storage.db import DatabaseFault, default_db_path, open_db
 
 _local = threading.local()

@@ -1,6 +1,6 @@
 """Verdicts from elsewhere on the pages: the Datasets page's import (a file whose columns are
 judges' verdicts, wide, or whose rows are verdicts, long, confirmed column by column; or another
-tool's file) made a run (`judging.runs.verdict_import`), and the Export page's decisions back
+tool's file) made a run (`judging.runs.intake.verdict_import`), and the Export page's decisions back
 to the tool they came from."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import streamlit as st
 
 from judging.panel.pairwise import PairwiseConfig
 from judging.panel.panel_model import Panel
-from judging.runs.verdict_import import (
+from judging.runs.intake.verdict_import import (
     BACK_FORMATS,
     ImportChoices,
     ImportedRun,
@@ -22,8 +22,8 @@ from judging.runs.verdict_import import (
 from judging.verdicts import VerdictSet
 from pages.ui.state import db, db_path, registry
 from pages.ui.text_format import plain
-from storage.dataset_store import get_dataset, list_datasets
-from storage.imported import (
+from storage.datasets.dataset_store import get_dataset, list_datasets
+from storage.datasets.imported import (
     LongMapping,
     WideMapping,
     guess_long,
@@ -31,8 +31,8 @@ from storage.imported import (
     verdicts_from_long,
     verdicts_from_wide,
 )
-from storage.importing import read_dataset
-from storage.readers.eval_logs import read_tool_file
+from storage.datasets.importing import read_dataset
+from storage.datasets.readers.eval_logs import read_tool_file
 
 HOLDS = {
     "items": "Items to judge",
@@ -166,7 +166,7 @@ _BACK_FILES = {"inspect-scores": ("jsonl", "application/x-ndjson"),
 
 def decisions_back_section(run_id: int, panel: Panel) -> None:
     """For a run of imported verdicts: its final decisions in the shape the source tool reads
-    (`judging.runs.verdict_import.decisions_back`)."""
+    (`judging.runs.intake.verdict_import.decisions_back`)."""
     if not any(c.kind == "imported" for c in panel.critics):
         return
     st.subheader("Decisions back to the tool")

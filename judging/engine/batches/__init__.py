@@ -10,5 +10,5 @@ are the live path's own.
 - `lines`: request lines and their chunking into batches within the vendors' limits.
 - `clients`: the two APIs over httpx (uploads, creation, polling, result files).
 - `results`: a result file's lines as (custom_id, status, body) for `parse_reply`.
-The run's side (what to submit, polling that survives restarts) is `judging.runs.batch_phase`.
+The run's side (what to submit, polling that survives restarts) is `judging.runs.background.batch_phase`.
 """

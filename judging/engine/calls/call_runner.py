@@ -72,7 +72,7 @@ _NOT_IN_BATCH = ("no result from the vendor's batch for this request; resume the
 
 
 class BatchAnswers(Protocol):
-    """Where a batch critic's calls find their answers (`storage.vendor_batches`)."""
+    """Where a batch critic's calls find their answers (`storage.results.vendor_batches`)."""
 
     def result(self, custom_id: str) -> BatchResult | None: ...
 

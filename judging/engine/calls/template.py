@@ -3,7 +3,7 @@
 Every plain call of a critic sends the same request but for the item's fields. Storing each
 request whole repeated ~1.5 KB per verdict; storing the template once per run and critic, and
 rebuilding a request from it and the item, keeps the same evidence at a fraction of the size
-(`judging.runs.writer` decides, `storage.calls` stores).
+(`judging.runs.background.writer` decides, `storage.results.calls` stores).
 
 A request is only ever left to the template when the rebuild gives exactly the bytes that were
 sent: the rebuilt bytes are hashed as the cache key is (`prepare_call`) and must equal the

@@ -1,0 +1,3 @@
+"""What comes into a run from outside: verdicts judged elsewhere, comparisons made from responses
+side by side, conversations turned into turns.
+"""

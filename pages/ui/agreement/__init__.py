@@ -1,0 +1,1 @@
+"""The Agreement page: its data (cached), sections, tables, charts and views."""
